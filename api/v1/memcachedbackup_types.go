@@ -1,0 +1,96 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MemcachedBackupSpec is the desired state of a MemcachedBackup.
+type MemcachedBackupSpec struct {
+	// size is the number of memcached pods of the backup.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +required
+	Size int32 `json:"size"`
+}
+
+// Condition types of a MemcachedBackup.
+const (
+	// ConditionAvailable is True when every wanted pod is ready.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while the Deployment rolls out or scales.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when the backup cannot reach its desired state.
+	ConditionDegraded = "Degraded"
+)
+
+// MemcachedBackupStatus is the observed state of a MemcachedBackup.
+type MemcachedBackupStatus struct {
+	// nodes are the names of the memcached pods, sorted.
+	// +listType=set
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+
+	// readyReplicas is the number of ready memcached pods.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// conditions: Available, Progressing, Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=memcached
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// MemcachedBackup runs a Deployment of memcached pods, reconciled in Go.
+type MemcachedBackup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state.
+	// +required
+	Spec MemcachedBackupSpec `json:"spec"`
+	// status is written by the operator.
+	// +optional
+	Status MemcachedBackupStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// MemcachedBackupList is a list of MemcachedBackup.
+type MemcachedBackupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MemcachedBackup `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&MemcachedBackup{}, &MemcachedBackupList{})
+}

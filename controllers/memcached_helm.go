@@ -1,0 +1,102 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/operator-framework/helm-operator-plugins/pkg/annotation"
+	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"github.com/operator-framework/operator-lib/proxy"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/example/memcached-operator/internal/operand"
+)
+
+// The Helm API reconciles what the chart renders; the operator's role must cover every kind of it
+// (a test renders the chart and checks this role).
+// +kubebuilder:rbac:groups=cache.my.domain,resources=memcacheds,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cache.my.domain,resources=memcacheds/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=cache.my.domain,resources=memcacheds/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// HelmOptions are the operator-wide settings of the Helm reconcilers. A watch in watches.yaml may
+// set its own reconcilePeriod and maxConcurrentReconciles, which win over these.
+type HelmOptions struct {
+	// ReconcilePeriod re-renders and re-checks each release this often (drift repair).
+	ReconcilePeriod time.Duration
+	// MaxConcurrentReconciles is the number of workers per watched kind.
+	MaxConcurrentReconciles int
+	// MaxReleaseHistory is the number of release revisions kept per CR.
+	MaxReleaseHistory int
+}
+
+// NewHelmReconciler builds the reconciler of one watch with the options of the Operator SDK hybrid
+// tutorial (override values, reconcile period, concurrency, install/upgrade/uninstall annotations,
+// dependent watches) plus this operator's values translation.
+func NewHelmReconciler(w watches.Watch, opts HelmOptions) (*reconciler.Reconciler, error) {
+	img, overridden, err := operand.DefaultImage(w.Chart)
+	if err != nil {
+		return nil, err
+	}
+	var defaultImage *operand.Image
+	if overridden {
+		defaultImage = &img // else the chart's values.yaml already holds it
+	}
+
+	period := opts.ReconcilePeriod
+	if w.ReconcilePeriod != nil {
+		period = w.ReconcilePeriod.Duration
+	}
+	workers := opts.MaxConcurrentReconciles
+	if w.MaxConcurrentReconciles != nil {
+		workers = *w.MaxConcurrentReconciles
+	}
+
+	ropts := []reconciler.Option{
+		reconciler.WithChart(*w.Chart),
+		reconciler.WithGroupVersionKind(w.GroupVersionKind),
+		reconciler.WithOverrideValues(w.OverrideValues),
+		reconciler.WithValueTranslator(ValuesTranslator(defaultImage, ProxyValues(proxy.ReadProxyVarsFromEnv()))),
+		reconciler.SkipDependentWatches(w.WatchDependentResources != nil && !*w.WatchDependentResources),
+		// The typed api/v1 Memcached is in the scheme for the Go side; the Helm side works on
+		// unstructured objects of the same kind.
+		reconciler.SkipPrimaryGVKSchemeRegistration(true),
+		reconciler.WithMaxConcurrentReconciles(workers),
+		reconciler.WithReconcilePeriod(period),
+		reconciler.WithMaxReleaseHistory(opts.MaxReleaseHistory),
+		reconciler.WithInstallAnnotations(annotation.DefaultInstallAnnotations...),
+		reconciler.WithUpgradeAnnotations(annotation.DefaultUpgradeAnnotations...),
+		reconciler.WithUninstallAnnotations(annotation.DefaultUninstallAnnotations...),
+		reconciler.WithLog(ctrl.Log.WithName("controllers").WithName(w.Kind)),
+	}
+	if w.Selector != nil {
+		ropts = append(ropts, reconciler.WithSelector(*w.Selector))
+	}
+	r, err := reconciler.New(ropts...)
+	if err != nil {
+		return nil, fmt.Errorf("build Helm reconciler for %s: %w", w.GroupVersionKind, err)
+	}
+	return r, nil
+}

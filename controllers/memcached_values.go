@@ -1,0 +1,94 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/operator-framework/helm-operator-plugins/pkg/values"
+	"helm.sh/helm/v3/pkg/chartutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/example/memcached-operator/internal/operand"
+)
+
+// ValuesTranslator turns a Memcached CR into chart values. It is a pure function of the CR and
+// the operator's configuration (computed on every reconcile, never written back into the CR):
+//   - image fields the CR leaves unset come from the operator's default image
+//     (RELATED_IMAGE_MEMCACHED), when that differs from the chart's own default;
+//   - proxy settings come from the operator's environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY).
+func ValuesTranslator(defaultImage *operand.Image, proxy map[string]string) values.Translator {
+	return values.TranslatorFunc(func(_ context.Context, obj *unstructured.Unstructured) (chartutil.Values, error) {
+		return TranslateValues(obj, defaultImage, proxy)
+	})
+}
+
+// TranslateValues is ValuesTranslator's work, exported for table tests.
+func TranslateValues(obj *unstructured.Unstructured, defaultImage *operand.Image, proxy map[string]string) (chartutil.Values, error) {
+	spec, _, err := unstructured.NestedMap(obj.Object, "spec")
+	if err != nil {
+		return nil, fmt.Errorf("read spec of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	vals := runtime.DeepCopyJSON(spec)
+	if vals == nil {
+		vals = map[string]any{}
+	}
+
+	if defaultImage != nil {
+		img, _, _ := unstructured.NestedMap(vals, "image")
+		if img == nil {
+			img = map[string]any{}
+		}
+		if s, _ := img["repository"].(string); s == "" {
+			img["repository"] = defaultImage.Repository
+		}
+		tag, _ := img["tag"].(string)
+		digest, _ := img["digest"].(string)
+		if tag == "" && digest == "" {
+			img["tag"] = defaultImage.Tag
+			if defaultImage.Digest != "" {
+				img["digest"] = defaultImage.Digest
+			}
+		}
+		vals["image"] = img
+	}
+
+	if len(proxy) > 0 {
+		p := map[string]any{}
+		for k, v := range proxy {
+			p[k] = v
+		}
+		vals["proxy"] = p
+	}
+	return vals, nil
+}
+
+// ProxyValues maps the proxy variables of the operator (operator-lib proxy.ReadProxyVarsFromEnv)
+// to the chart's proxy values.
+func ProxyValues(env []corev1.EnvVar) map[string]string {
+	keys := map[string]string{"HTTP_PROXY": "httpProxy", "HTTPS_PROXY": "httpsProxy", "NO_PROXY": "noProxy"}
+	out := map[string]string{}
+	for _, e := range env {
+		if key, ok := keys[e.Name]; ok && e.Value != "" {
+			out[key] = e.Value
+		}
+	}
+	return out
+}

@@ -1,0 +1,285 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/operator-framework/operator-lib/proxy"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/operand"
+)
+
+const (
+	// BackupAppName is the app.kubernetes.io/name of every object a MemcachedBackup owns.
+	BackupAppName = "memcached-backup"
+
+	labelName     = "app.kubernetes.io/name"
+	labelInstance = "app.kubernetes.io/instance"
+)
+
+// MemcachedBackupReconciler keeps a Deployment of spec.size memcached pods per MemcachedBackup and
+// reports the pods in status.
+type MemcachedBackupReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	// Image is the memcached image of the pods (operand.DefaultImage: the same as the chart's).
+	Image operand.Image
+	// Platform decides the pod security context.
+	Platform operand.Platform
+}
+
+// +kubebuilder:rbac:groups=cache.my.domain,resources=memcachedbackups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cache.my.domain,resources=memcachedbackups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=cache.my.domain,resources=memcachedbackups/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings the Deployment of one MemcachedBackup to its spec and reports what it sees.
+func (r *MemcachedBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+
+	backup := &cachev1.MemcachedBackup{}
+	if err := r.Get(ctx, req.NamespacedName, backup); err != nil {
+		// Not found: deleted; the garbage collector removes the Deployment it owned.
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if backup.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: backup.Name, Namespace: backup.Namespace}}
+	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, deploy, func() error {
+		return r.mutateDeployment(backup, deploy)
+	})
+	if err != nil {
+		r.Recorder.Eventf(backup, nil, corev1.EventTypeWarning, "DeploymentFailed", "Reconcile",
+			"Could not create or update Deployment %s: %v", deploy.Name, err)
+		if statusErr := r.updateStatus(ctx, backup, func(st *cachev1.MemcachedBackupStatus) {
+			setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, "DeploymentFailed", err.Error())
+		}); statusErr != nil {
+			log.Error(statusErr, "could not report the failure in status")
+		}
+		return ctrl.Result{}, fmt.Errorf("reconcile Deployment %s/%s: %w", deploy.Namespace, deploy.Name, err)
+	}
+	switch op {
+	case controllerutil.OperationResultCreated:
+		r.Recorder.Eventf(backup, deploy, corev1.EventTypeNormal, "Created", "CreateDeployment",
+			"Created Deployment %s with %d replicas", deploy.Name, backup.Spec.Size)
+	case controllerutil.OperationResultUpdated:
+		r.Recorder.Eventf(backup, deploy, corev1.EventTypeNormal, "Updated", "UpdateDeployment",
+			"Updated Deployment %s to %d replicas", deploy.Name, backup.Spec.Size)
+	}
+
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(backup.Namespace), client.MatchingLabels(selectorLabels(backup))); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list pods of %s/%s: %w", backup.Namespace, backup.Name, err)
+	}
+
+	return ctrl.Result{}, r.updateStatus(ctx, backup, func(st *cachev1.MemcachedBackupStatus) {
+		observe(st, backup, deploy, pods.Items)
+	})
+}
+
+// updateStatus applies change to a copy of the status and writes it only when it differs.
+func (r *MemcachedBackupReconciler) updateStatus(ctx context.Context, backup *cachev1.MemcachedBackup, change func(*cachev1.MemcachedBackupStatus)) error {
+	st := backup.Status.DeepCopy()
+	change(st)
+	if equality.Semantic.DeepEqual(*st, backup.Status) {
+		return nil
+	}
+	backup.Status = *st
+	if err := r.Status().Update(ctx, backup); err != nil {
+		return fmt.Errorf("update status of %s/%s: %w", backup.Namespace, backup.Name, err)
+	}
+	return nil
+}
+
+// observe computes the status from the Deployment and the pods.
+func observe(st *cachev1.MemcachedBackupStatus, backup *cachev1.MemcachedBackup, deploy *appsv1.Deployment, pods []corev1.Pod) {
+	nodes := []string{}
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			nodes = append(nodes, p.Name)
+		}
+	}
+	slices.Sort(nodes)
+	st.Nodes = nodes
+	st.ReadyReplicas = deploy.Status.ReadyReplicas
+	st.ObservedGeneration = backup.Generation
+
+	want := backup.Spec.Size
+	rolledOut := deploy.Status.ObservedGeneration >= deploy.Generation &&
+		deploy.Status.UpdatedReplicas == want && deploy.Status.Replicas == want
+	available := deploy.Status.AvailableReplicas >= want && rolledOut
+
+	if available {
+		setCondition(st, backup, cachev1.ConditionAvailable, metav1.ConditionTrue, "PodsAvailable",
+			fmt.Sprintf("%d of %d pods are available", deploy.Status.AvailableReplicas, want))
+	} else {
+		setCondition(st, backup, cachev1.ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable",
+			fmt.Sprintf("%d of %d pods are available", deploy.Status.AvailableReplicas, want))
+	}
+
+	if failed := deploymentFailure(deploy); failed != "" {
+		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, "DeploymentFailed", failed)
+	} else {
+		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionFalse, "AsExpected", "")
+	}
+
+	if available {
+		setCondition(st, backup, cachev1.ConditionProgressing, metav1.ConditionFalse, "Complete",
+			fmt.Sprintf("Deployment %s has %d up-to-date pods", deploy.Name, want))
+	} else {
+		setCondition(st, backup, cachev1.ConditionProgressing, metav1.ConditionTrue, "RollingOut",
+			fmt.Sprintf("Deployment %s: %d of %d pods updated, %d available", deploy.Name,
+				deploy.Status.UpdatedReplicas, want, deploy.Status.AvailableReplicas))
+	}
+}
+
+// deploymentFailure returns why the Deployment cannot progress, or "".
+func deploymentFailure(deploy *appsv1.Deployment) string {
+	for _, c := range deploy.Status.Conditions {
+		switch {
+		case c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue:
+			return c.Message
+		case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded":
+			return c.Message
+		}
+	}
+	return ""
+}
+
+func setCondition(st *cachev1.MemcachedBackupStatus, backup *cachev1.MemcachedBackup, typ string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: backup.Generation,
+	})
+}
+
+func selectorLabels(backup *cachev1.MemcachedBackup) map[string]string {
+	return map[string]string{labelName: BackupAppName, labelInstance: backup.Name}
+}
+
+// mutateDeployment sets the fields of the Deployment this controller owns, and only those: fields
+// the API server defaults are left as they are, so an unchanged backup causes no write.
+func (r *MemcachedBackupReconciler) mutateDeployment(backup *cachev1.MemcachedBackup, deploy *appsv1.Deployment) error {
+	sel := selectorLabels(backup)
+	podLabels := map[string]string{
+		"app.kubernetes.io/component": "backup",
+		"app.kubernetes.io/part-of":   "memcached-operator",
+	}
+	for k, v := range sel {
+		podLabels[k] = v
+	}
+
+	if deploy.Labels == nil {
+		deploy.Labels = map[string]string{}
+	}
+	for k, v := range podLabels {
+		deploy.Labels[k] = v
+	}
+	deploy.Labels["app.kubernetes.io/managed-by"] = "memcached-operator"
+
+	deploy.Spec.Replicas = ptr.To(backup.Spec.Size)
+	if deploy.CreationTimestamp.IsZero() {
+		deploy.Spec.Selector = &metav1.LabelSelector{MatchLabels: sel} // immutable once created
+	}
+
+	tmpl := &deploy.Spec.Template
+	if tmpl.Labels == nil {
+		tmpl.Labels = map[string]string{}
+	}
+	for k, v := range podLabels {
+		tmpl.Labels[k] = v
+	}
+	tmpl.Spec.AutomountServiceAccountToken = ptr.To(false)
+	tmpl.Spec.SecurityContext = r.Platform.PodSecurityContext()
+
+	i := slices.IndexFunc(tmpl.Spec.Containers, func(c corev1.Container) bool { return c.Name == "memcached" })
+	if i < 0 {
+		tmpl.Spec.Containers = append(tmpl.Spec.Containers, corev1.Container{Name: "memcached"})
+		i = len(tmpl.Spec.Containers) - 1
+	}
+	mutateMemcachedContainer(&tmpl.Spec.Containers[i], r.Image)
+
+	return controllerutil.SetControllerReference(backup, deploy, r.Scheme())
+}
+
+func mutateMemcachedContainer(c *corev1.Container, img operand.Image) {
+	c.Image = img.String()
+	c.ImagePullPolicy = corev1.PullIfNotPresent
+	c.Args = []string{"-p", "11211", "-m", "64", "-c", "1024", "-t", "4", "-I", "1m"}
+	c.Ports = []corev1.ContainerPort{{Name: "memcache", ContainerPort: 11211, Protocol: corev1.ProtocolTCP}}
+	c.Env = proxy.ReadProxyVarsFromEnv()
+	if len(c.Env) == 0 {
+		c.Env = nil
+	}
+	tcp := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("memcache")}}
+	c.LivenessProbe = &corev1.Probe{ProbeHandler: tcp, InitialDelaySeconds: 10, PeriodSeconds: 10, TimeoutSeconds: 5, SuccessThreshold: 1, FailureThreshold: 3}
+	c.ReadinessProbe = &corev1.Probe{ProbeHandler: tcp, InitialDelaySeconds: 2, PeriodSeconds: 5, TimeoutSeconds: 3, SuccessThreshold: 1, FailureThreshold: 3}
+	c.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("96Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("96Mi")},
+	}
+	c.SecurityContext = operand.ContainerSecurityContext()
+}
+
+// BackupPodCacheOptions restricts the manager's Pod cache to the pods of MemcachedBackups: the
+// controller lists those only, and caching every Pod of the cluster would cost memory.
+func BackupPodCacheOptions() cache.ByObject {
+	return cache.ByObject{Label: labels.SelectorFromSet(labels.Set{labelName: BackupAppName})}
+}
+
+// SetupWithManager registers the controller: it owns the Deployments and watches their pods.
+func (r *MemcachedBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	podToBackup := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+		name := o.GetLabels()[labelInstance]
+		if o.GetLabels()[labelName] != BackupAppName || name == "" {
+			return nil
+		}
+		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&cachev1.MemcachedBackup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&appsv1.Deployment{}).
+		Watches(&corev1.Pod{}, podToBackup).
+		Named("memcachedbackup").
+		Complete(r)
+}

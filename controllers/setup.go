@@ -1,0 +1,86 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"k8s.io/client-go/discovery"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/operand"
+)
+
+// Config is what the operator's controllers need from the command line and environment.
+type Config struct {
+	// WatchesFile lists the Helm-driven kinds and their charts (watches.yaml).
+	WatchesFile string
+	Helm        HelmOptions
+}
+
+// Setup registers every controller of the operator with the manager: one Helm reconciler per
+// watch, and the MemcachedBackup controller, whose pods use the Memcached chart's image policy.
+func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
+	ws, err := watches.Load(cfg.WatchesFile)
+	if err != nil {
+		return fmt.Errorf("load watches file %s: %w", cfg.WatchesFile, err)
+	}
+	var memcachedWatch *watches.Watch
+	for i, w := range ws {
+		r, err := NewHelmReconciler(w, cfg.Helm)
+		if err != nil {
+			return err
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up Helm reconciler for %s: %w", w.GroupVersionKind, err)
+		}
+		if w.GroupVersionKind == cachev1.GroupVersion.WithKind("Memcached") {
+			memcachedWatch = &ws[i]
+		}
+	}
+	if memcachedWatch == nil {
+		return fmt.Errorf("watches file %s has no entry for %s Memcached", cfg.WatchesFile, cachev1.GroupVersion)
+	}
+
+	img, _, err := operand.DefaultImage(memcachedWatch.Chart)
+	if err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("discovery client: %w", err)
+	}
+	platform, err := operand.DetectPlatform(ctx, dc)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.WithName("setup").Info("operand settings", "memcachedImage", img.String(), "openShift", platform.OpenShift)
+
+	backups := &MemcachedBackupReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("memcachedbackup-controller"),
+		Image:    img,
+		Platform: platform,
+	}
+	if err := backups.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up MemcachedBackup controller: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package operand holds what the operator decides about the memcached pods it runs, for the Helm
+// chart and the Go controllers alike: which image they use and how they are secured.
+package operand
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart"
+)
+
+// RelatedImageEnv names the environment variable that overrides the memcached image (OLM lists it
+// in the CSV's relatedImages, so disconnected installs can mirror it).
+const RelatedImageEnv = "RELATED_IMAGE_MEMCACHED"
+
+// Image is a container image reference split the way the chart's values hold it.
+type Image struct {
+	Repository string
+	Tag        string
+	Digest     string
+}
+
+// String is the reference a pod uses: repository@digest, else repository:tag.
+func (i Image) String() string {
+	if i.Digest != "" {
+		return i.Repository + "@" + i.Digest
+	}
+	return i.Repository + ":" + i.Tag
+}
+
+// ParseImage splits repository[:tag][@digest]. A reference without tag or digest is refused,
+// because "latest" would make the operand version drift.
+func ParseImage(ref string) (Image, error) {
+	var img Image
+	rest := strings.TrimSpace(ref)
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		img.Digest = rest[at+1:]
+		rest = rest[:at]
+	}
+	if colon := strings.LastIndex(rest, ":"); colon > strings.LastIndex(rest, "/") {
+		img.Tag = rest[colon+1:]
+		rest = rest[:colon]
+	}
+	img.Repository = rest
+	switch {
+	case img.Repository == "":
+		return Image{}, fmt.Errorf("image %q has no repository", ref)
+	case img.Tag == "" && img.Digest == "":
+		return Image{}, fmt.Errorf("image %q has neither a tag nor a digest", ref)
+	case img.Digest != "" && !strings.HasPrefix(img.Digest, "sha256:"):
+		return Image{}, fmt.Errorf("image %q: digest must start with sha256:", ref)
+	}
+	return img, nil
+}
+
+// ChartImage reads the default memcached image from the chart's values (image.repository, image.tag).
+func ChartImage(chrt *chart.Chart) (Image, error) {
+	img, _ := chrt.Values["image"].(map[string]any)
+	repo, _ := img["repository"].(string)
+	tag := fmt.Sprint(img["tag"])
+	if repo == "" || img["tag"] == nil || tag == "" {
+		return Image{}, fmt.Errorf("chart %s: values.yaml must set image.repository and image.tag", chrt.Name())
+	}
+	digest, _ := img["digest"].(string)
+	return Image{Repository: repo, Tag: tag, Digest: digest}, nil
+}
+
+// DefaultImage is the memcached image of pods whose CR names none: the RELATED_IMAGE_MEMCACHED of
+// the operator if set, else the chart's pinned image. overridden says which one applies.
+func DefaultImage(chrt *chart.Chart) (img Image, overridden bool, err error) {
+	if ref := os.Getenv(RelatedImageEnv); ref != "" {
+		img, err := ParseImage(ref)
+		if err != nil {
+			return Image{}, false, fmt.Errorf("%s: %w", RelatedImageEnv, err)
+		}
+		return img, true, nil
+	}
+	img, err = ChartImage(chrt)
+	return img, false, err
+}

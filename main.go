@@ -1,0 +1,182 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command manager runs the memcached-operator: the Helm reconcilers of watches.yaml and the Go
+// controllers in one controller-runtime manager, led by one pod at a time (leader for life).
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/operator-framework/operator-lib/leader"
+	corev1 "k8s.io/api/core/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers"
+)
+
+// watchNamespaceEnv holds the namespaces to watch, comma-separated; empty means all. OLM sets it
+// from the OperatorGroup's olm.targetNamespaces.
+const watchNamespaceEnv = "WATCH_NAMESPACE"
+
+var setupLog = ctrl.Log.WithName("setup")
+
+func main() {
+	var (
+		metricsAddr, probeAddr, lockName string
+		secureMetrics, enableHTTP2       bool
+		leaderElect                      bool
+		cfg                              controllers.Config
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint (HTTPS unless --metrics-secure=false). 0 disables it.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
+	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 for the metrics server (off: CVE-2023-44487, CVE-2023-39325).")
+	flag.BoolVar(&leaderElect, "leader-elect", true, "Become the leader (operator-lib leader for life) before reconciling. Skipped outside a cluster.")
+	flag.StringVar(&lockName, "leader-election-id", "memcached-operator-lock", "Name of the leader lock ConfigMap in the operator's namespace.")
+	flag.StringVar(&cfg.WatchesFile, "watches-file", "watches.yaml", "Path of the Helm watches file.")
+	flag.DurationVar(&cfg.Helm.ReconcilePeriod, "reconcile-period", time.Minute, "How often each Helm release is re-checked for drift.")
+	flag.IntVar(&cfg.Helm.MaxConcurrentReconciles, "max-concurrent-reconciles", runtime.NumCPU(), "Workers per Helm-driven kind.")
+	flag.IntVar(&cfg.Helm.MaxReleaseHistory, "max-release-history", 10, "Helm release revisions kept per Memcached.")
+	opts := zap.Options{Development: false}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+
+	if err := run(ctrl.SetupSignalHandler(), cfg, metricsAddr, probeAddr, secureMetrics, enableHTTP2, leaderElect, lockName); err != nil {
+		setupLog.Error(err, "operator stopped")
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cfg controllers.Config, metricsAddr, probeAddr string, secureMetrics, enableHTTP2, leaderElect bool, lockName string) error {
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := cachev1.AddToScheme(scheme); err != nil {
+		return err
+	}
+
+	restCfg, err := ctrl.GetConfig()
+	if err != nil {
+		return err
+	}
+
+	var tlsOpts []func(*tls.Config)
+	if !enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
+	if secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsOpts,
+		HealthProbeBindAddress: probeAddr,
+		Cache:                  cacheOptions(os.Getenv(watchNamespaceEnv)),
+		// Leader for life (operator-lib) is used instead of controller-runtime's lease election.
+		LeaderElection: false,
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+
+	// Start the manager first, so that probes and metrics answer while this pod waits to lead;
+	// controllers added after the start begin at once.
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+
+	if leaderElect {
+		if err := becomeLeader(ctx, restCfg, scheme, lockName); err != nil {
+			if ctx.Err() != nil { // stopped while waiting: shut down quietly
+				return <-done
+			}
+			return err
+		}
+	}
+	if err := controllers.Setup(ctx, mgr, cfg); err != nil {
+		return err
+	}
+	setupLog.Info("reconciling", "watchNamespaces", os.Getenv(watchNamespaceEnv))
+	return <-done
+}
+
+// A waiting pod reads the holder's node to take over from a pod on a NotReady node.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
+
+// becomeLeader blocks until this pod holds the leader lock, a ConfigMap owned by the pod and
+// released when the pod is deleted. Outside a cluster there is no pod to own it: it says so and
+// goes on, as a single instance.
+func becomeLeader(ctx context.Context, restCfg *rest.Config, scheme *k8sruntime.Scheme, lockName string) error {
+	cl, err := client.New(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	setupLog.Info("waiting to become the leader", "lock", lockName)
+	err = leader.Become(ctx, lockName, leader.WithClient(cl))
+	switch {
+	case errors.Is(err, leader.ErrNoNamespace):
+		setupLog.Info("not running in a cluster (no service account namespace): leader election skipped; run only one instance")
+		return nil
+	case err != nil:
+		return err
+	}
+	setupLog.Info("became the leader", "lock", lockName, "pod", os.Getenv("POD_NAME"))
+	return nil
+}
+
+// cacheOptions limits the cache to the watched namespaces (empty: all) and the Pod cache to the
+// pods of MemcachedBackups.
+func cacheOptions(watchNamespaces string) cache.Options {
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: controllers.BackupPodCacheOptions(),
+	}}
+	for _, ns := range strings.Split(watchNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			if opts.DefaultNamespaces == nil {
+				opts.DefaultNamespaces = map[string]cache.Config{}
+			}
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}
