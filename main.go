@@ -25,16 +25,13 @@ import (
 	"flag"
 	"os"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/operator-framework/operator-lib/leader"
-	corev1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -106,7 +103,7 @@ func run(ctx context.Context, cfg controllers.Config, metricsAddr, probeAddr str
 		Scheme:                 scheme,
 		Metrics:                metricsOpts,
 		HealthProbeBindAddress: probeAddr,
-		Cache:                  cacheOptions(os.Getenv(watchNamespaceEnv)),
+		Cache:                  controllers.CacheOptions(os.Getenv(watchNamespaceEnv)),
 		// Leader for life (operator-lib) is used instead of controller-runtime's lease election.
 		LeaderElection: false,
 	})
@@ -162,21 +159,4 @@ func becomeLeader(ctx context.Context, restCfg *rest.Config, scheme *k8sruntime.
 	}
 	setupLog.Info("became the leader", "lock", lockName, "pod", os.Getenv("POD_NAME"))
 	return nil
-}
-
-// cacheOptions limits the cache to the watched namespaces (empty: all) and the Pod cache to the
-// pods of MemcachedBackups.
-func cacheOptions(watchNamespaces string) cache.Options {
-	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: controllers.BackupPodCacheOptions(),
-	}}
-	for _, ns := range strings.Split(watchNamespaces, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			if opts.DefaultNamespaces == nil {
-				opts.DefaultNamespaces = map[string]cache.Config{}
-			}
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	return opts
 }

@@ -28,14 +28,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -259,12 +257,6 @@ func mutateMemcachedContainer(c *corev1.Container, img operand.Image) {
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("96Mi")},
 	}
 	c.SecurityContext = operand.ContainerSecurityContext()
-}
-
-// BackupPodCacheOptions restricts the manager's Pod cache to the pods of MemcachedBackups: the
-// controller lists those only, and caching every Pod of the cluster would cost memory.
-func BackupPodCacheOptions() cache.ByObject {
-	return cache.ByObject{Label: labels.SelectorFromSet(labels.Set{labelName: BackupAppName})}
 }
 
 // SetupWithManager registers the controller: it owns the Deployments and watches their pods.

@@ -19,6 +19,12 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"k8s.io/client-go/discovery"
@@ -83,4 +89,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return fmt.Errorf("set up MemcachedBackup controller: %w", err)
 	}
 	return nil
+}
+
+// CacheOptions limits the manager's cache to the watched namespaces (comma-separated, empty: all)
+// and its Pod cache to the pods of MemcachedBackups: the controller lists only those, and caching
+// every Pod of the cluster would cost memory.
+func CacheOptions(watchNamespaces string) cache.Options {
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{labelName: BackupAppName})},
+	}}
+	for _, ns := range strings.Split(watchNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			if opts.DefaultNamespaces == nil {
+				opts.DefaultNamespaces = map[string]cache.Config{}
+			}
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
 }

@@ -1,0 +1,167 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+)
+
+const (
+	timeout  = 30 * time.Second
+	interval = 100 * time.Millisecond
+)
+
+// deployedCondition returns the Deployed condition the Helm reconciler wrote, if any.
+func deployedCondition(ctx context.Context, key types.NamespacedName) func(g Gomega) cachev1.HelmCondition {
+	return func(g Gomega) cachev1.HelmCondition {
+		mc := &cachev1.Memcached{}
+		g.Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+		for _, c := range mc.Status.Conditions {
+			if c.Type == "Deployed" {
+				return c
+			}
+		}
+		return cachev1.HelmCondition{}
+	}
+}
+
+func releaseSecrets(ctx context.Context, ns, release string) []string {
+	secrets := &corev1.SecretList{}
+	Expect(k8sClient.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": release})).To(Succeed())
+	var names []string
+	for _, s := range secrets.Items {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+var _ = Describe("Memcached (Helm API)", func() {
+	var (
+		ctx context.Context
+		ns  string
+		key types.NamespacedName
+	)
+
+	BeforeEach(func() {
+		ctx = context.Background()
+		ns = newNamespace(ctx)
+		key = types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
+	})
+
+	It("installs the chart with the CR's values, upgrades on change and uninstalls on delete", func() {
+		By("creating a Memcached")
+		mc := &cachev1.Memcached{
+			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns},
+			Spec: cachev1.MemcachedSpec{
+				ReplicaCount: ptr.To[int32](3),
+				Memcached:    &cachev1.MemcachedServer{MemoryLimitMB: 128},
+			},
+		}
+		Expect(k8sClient.Create(ctx, mc)).To(Succeed())
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "InstallSuccessful")))
+
+		By("finding the Deployment, Service, PodDisruptionBudget and ServiceAccount with the values")
+		deploy := &appsv1.Deployment{}
+		Expect(k8sClient.Get(ctx, key, deploy)).To(Succeed())
+		Expect(deploy.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
+		c := deploy.Spec.Template.Spec.Containers[0]
+		Expect(c.Args).To(ContainElements("-m", "128", "-c", "1024", "-t", "4", "-I", "1m"))
+		Expect(c.Image).To(Equal(relatedImage), "RELATED_IMAGE_MEMCACHED fills an image the CR leaves unset")
+		Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "HTTP_PROXY", Value: httpProxy}), "the operator's proxy reaches the operand")
+		Expect(c.Resources.Requests.Memory().String()).To(Equal("160Mi"), "memory request follows memoryLimitMB")
+		Expect(c.SecurityContext.ReadOnlyRootFilesystem).To(HaveValue(BeTrue()))
+		Expect(deploy.Spec.Template.Spec.SecurityContext.RunAsUser).To(HaveValue(BeEquivalentTo(11211)))
+		Expect(deploy.OwnerReferences).To(ContainElement(HaveField("Name", key.Name)))
+
+		svc := &corev1.Service{}
+		Expect(k8sClient.Get(ctx, key, svc)).To(Succeed())
+		Expect(svc.Spec.Ports).To(ContainElement(HaveField("Port", BeEquivalentTo(11211))))
+		pdb := &policyv1.PodDisruptionBudget{}
+		Expect(k8sClient.Get(ctx, key, pdb)).To(Succeed())
+		Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
+		Expect(k8sClient.Get(ctx, key, &corev1.ServiceAccount{})).To(Succeed())
+		Expect(releaseSecrets(ctx, ns, key.Name)).To(ConsistOf("sh.helm.release.v1.memcached-sample.v1"))
+
+		By("changing the spec, which upgrades the release")
+		Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+		mc.Spec.ReplicaCount = ptr.To[int32](5)
+		mc.Spec.Memcached.Threads = 8
+		mc.Spec.Image = &cachev1.ImageSpec{Tag: "1.6.39"}
+		Expect(k8sClient.Update(ctx, mc)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, key, deploy)).To(Succeed())
+			g.Expect(deploy.Spec.Replicas).To(HaveValue(BeEquivalentTo(5)))
+			g.Expect(deploy.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-t", "8"))
+			g.Expect(deploy.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example.com/mirror/memcached:1.6.39"),
+				"a tag in the CR applies to the operator's image repository")
+		}, timeout, interval).Should(Succeed())
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
+		Expect(releaseSecrets(ctx, ns, key.Name)).To(ContainElement("sh.helm.release.v1.memcached-sample.v2"))
+
+		By("deleting the Memcached, which uninstalls the release and leaves nothing")
+		Expect(k8sClient.Delete(ctx, mc)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, key, &cachev1.Memcached{}))
+		}, timeout, interval).Should(BeTrue(), "the uninstall finalizer is removed once the release is gone")
+		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}, &corev1.ServiceAccount{}} {
+			err := k8sClient.Get(ctx, key, obj)
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s should be gone, got %v", obj, key, err)
+		}
+		Expect(releaseSecrets(ctx, ns, key.Name)).To(BeEmpty())
+	})
+
+	It("repairs drift: a deleted Deployment comes back, a hand-scaled one is scaled back", func() {
+		mc := &cachev1.Memcached{
+			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns},
+			Spec:       cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](2)},
+		}
+		Expect(k8sClient.Create(ctx, mc)).To(Succeed())
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+
+		deploy := &appsv1.Deployment{}
+		Expect(k8sClient.Get(ctx, key, deploy)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, deploy)).To(Succeed())
+		Eventually(func(g Gomega) {
+			fresh := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, key, fresh)).To(Succeed())
+			g.Expect(fresh.UID).NotTo(Equal(deploy.UID))
+		}, timeout, interval).Should(Succeed())
+
+		Expect(k8sClient.Get(ctx, key, deploy)).To(Succeed())
+		deploy.Spec.Replicas = ptr.To[int32](7)
+		Expect(k8sClient.Update(ctx, deploy)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, key, deploy)).To(Succeed())
+			g.Expect(deploy.Spec.Replicas).To(HaveValue(BeEquivalentTo(2)))
+		}, timeout, interval).Should(Succeed())
+	})
+})
