@@ -21,11 +21,13 @@ import (
 	"time"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/annotation"
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"github.com/operator-framework/operator-lib/proxy"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/example/memcached-operator/internal/actionclient"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -55,7 +57,7 @@ type HelmOptions struct {
 // NewHelmReconciler builds the reconciler of one watch with the options of the Operator SDK hybrid
 // tutorial (override values, reconcile period, concurrency, install/upgrade/uninstall annotations,
 // dependent watches) plus this operator's values translation.
-func NewHelmReconciler(w watches.Watch, opts HelmOptions) (*reconciler.Reconciler, error) {
+func NewHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) (*reconciler.Reconciler, error) {
 	img, overridden, err := operand.DefaultImage(w.Chart)
 	if err != nil {
 		return nil, err
@@ -74,7 +76,13 @@ func NewHelmReconciler(w watches.Watch, opts HelmOptions) (*reconciler.Reconcile
 		workers = *w.MaxConcurrentReconciles
 	}
 
+	configs, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper())
+	if err != nil {
+		return nil, fmt.Errorf("Helm action configuration: %w", err)
+	}
+
 	ropts := []reconciler.Option{
+		reconciler.WithActionClientGetter(actionclient.NewGetter(configs)),
 		reconciler.WithChart(*w.Chart),
 		reconciler.WithGroupVersionKind(w.GroupVersionKind),
 		reconciler.WithOverrideValues(w.OverrideValues),

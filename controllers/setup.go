@@ -50,7 +50,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	var memcachedWatch *watches.Watch
 	for i, w := range ws {
-		r, err := NewHelmReconciler(w, cfg.Helm)
+		r, err := NewHelmReconciler(mgr, w, cfg.Helm)
 		if err != nil {
 			return err
 		}

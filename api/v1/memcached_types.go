@@ -145,9 +145,9 @@ type MemcachedServer struct {
 	// +optional
 	Threads int32 `json:"threads,omitempty"`
 
-	// maxItemSize is the largest item memcached stores (memcached -I), a number of bytes with an
-	// optional k or m suffix, between 1k and 1024m.
-	// +kubebuilder:validation:Pattern=`^[1-9][0-9]*[kKmM]?$`
+	// maxItemSize is the largest item memcached stores (memcached -I): a number with a k or m
+	// suffix, e.g. 512k or 2m; memcached accepts 1k to 1024m.
+	// +kubebuilder:validation:Pattern=`^[1-9][0-9]{0,6}[kKmM]$`
 	// +kubebuilder:default="1m"
 	// +optional
 	MaxItemSize string `json:"maxItemSize,omitempty"`
@@ -184,6 +184,7 @@ type ServiceSpec struct {
 }
 
 // MetricsSpec configures the Prometheus memcached exporter.
+// +kubebuilder:validation:XValidation:rule="!has(self.serviceMonitor) || !has(self.serviceMonitor.enabled) || !self.serviceMonitor.enabled || (has(self.enabled) && self.enabled)",message="metrics.serviceMonitor.enabled needs metrics.enabled: the ServiceMonitor scrapes the exporter"
 type MetricsSpec struct {
 	// enabled adds the memcached exporter sidecar and a metrics port to the Service.
 	// +kubebuilder:default=false
