@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -78,7 +79,7 @@ var _ = BeforeSuite(func() {
 		"KUBEBUILDER_ASSETS must name the folder of kube-apiserver and etcd: run the tests with `make test`")
 
 	// watches.yaml names its chart relative to the operator's working directory, the repo root.
-	Expect(os.Chdir("..")).To(Succeed())
+	Expect(os.Chdir(repoRoot())).To(Succeed())
 	// What OLM gives the operator: a mirrored memcached image and the cluster proxy.
 	Expect(os.Setenv(operand.RelatedImageEnv, relatedImage)).To(Succeed())
 	Expect(os.Setenv("HTTP_PROXY", httpProxy)).To(Succeed())
@@ -198,4 +199,22 @@ func newNamespace(ctx context.Context) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
 	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
 	return ns.Name
+}
+
+// repoRoot is the folder of the operator's go.mod, whatever the working directory.
+func repoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/example/memcached-operator\n") {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			panic("no go.mod of github.com/example/memcached-operator above the working directory")
+		}
+		dir = parent
+	}
 }

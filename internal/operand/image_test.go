@@ -1,0 +1,84 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package operand_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+
+	"github.com/example/memcached-operator/internal/operand"
+)
+
+func TestParseImage(t *testing.T) {
+	digest := "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	tests := []struct {
+		ref     string
+		want    operand.Image
+		wantErr bool
+	}{
+		{ref: "memcached:1.6.38", want: operand.Image{Repository: "memcached", Tag: "1.6.38"}},
+		{ref: "docker.io/library/memcached:1.6.38", want: operand.Image{Repository: "docker.io/library/memcached", Tag: "1.6.38"}},
+		{ref: "127.0.0.1:5000/memcached:1.6.38", want: operand.Image{Repository: "127.0.0.1:5000/memcached", Tag: "1.6.38"}},
+		{ref: "registry.local/memcached@" + digest, want: operand.Image{Repository: "registry.local/memcached", Digest: digest}},
+		{ref: "registry.local:443/memcached:1.6.38@" + digest, want: operand.Image{Repository: "registry.local:443/memcached", Tag: "1.6.38", Digest: digest}},
+		{ref: "127.0.0.1:5000/memcached", wantErr: true}, // no tag: would float to latest
+		{ref: ":1.6", wantErr: true},
+		{ref: "memcached@md5:abc", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := operand.ParseImage(tt.ref)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("ParseImage(%q) error = %v, want error %v", tt.ref, err, tt.wantErr)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("ParseImage(%q) = %+v, want %+v", tt.ref, got, tt.want)
+		}
+		if err == nil && tt.want.Digest == "" && got.String() != tt.ref {
+			t.Errorf("String() = %q, want %q", got.String(), tt.ref)
+		}
+	}
+}
+
+func TestDefaultImage(t *testing.T) {
+	chrt, err := loader.Load(filepath.Join("..", "..", "helm-charts", "memcached"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Setenv(operand.RelatedImageEnv, "")
+	img, overridden, err := operand.DefaultImage(chrt)
+	if err != nil || overridden {
+		t.Fatalf("DefaultImage = %v, %v, %v", img, overridden, err)
+	}
+	if img.Repository != "docker.io/library/memcached" || img.Tag != chrt.Metadata.AppVersion {
+		t.Errorf("the chart's image %v must be the official memcached at the chart's appVersion %s", img, chrt.Metadata.AppVersion)
+	}
+
+	t.Setenv(operand.RelatedImageEnv, "mirror.local/memcached:1.6.38")
+	img, overridden, err = operand.DefaultImage(chrt)
+	if err != nil || !overridden || img.String() != "mirror.local/memcached:1.6.38" {
+		t.Errorf("with %s set: DefaultImage = %v, %v, %v", operand.RelatedImageEnv, img, overridden, err)
+	}
+
+	t.Setenv(operand.RelatedImageEnv, "mirror.local/memcached")
+	if _, _, err := operand.DefaultImage(chrt); err == nil {
+		t.Errorf("an untagged %s must be refused", operand.RelatedImageEnv)
+	}
+}
