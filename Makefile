@@ -62,6 +62,16 @@ verify-generated: $(CONTROLLER_GEN) ## Fail if generated files (CRDs, RBAC, deep
 test: verify-generated vet lint-chart envtest ## Unit and envtest integration tests, chart lint, stale-file check.
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test ./... -coverprofile cover.out
 
+.PHONY: test-e2e
+test-e2e: cluster-binaries cluster-tool ## End-to-end suite on the local cluster (root): brings it up, tests, tears it down.
+	$(CLUSTER_TOOL) up $(CLUSTER_FLAGS)
+	status=0; \
+	  $(MAKE) --no-print-directory e2e-images && \
+	  KUBECONFIG=$(CLUSTER_KUBECONFIG) PATH="$(KUBE_BIN):$$PATH" E2E_IMG=$(E2E_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
+	    go test -tags e2e ./tests/e2e/... -count=1 -timeout 40m -v -ginkgo.v || status=$$?; \
+	  $(CLUSTER_TOOL) down $(CLUSTER_FLAGS) || status=1; \
+	  exit $$status
+
 ##@ Build
 
 .PHONY: build
@@ -102,6 +112,45 @@ deploy: manifests $(KUSTOMIZE) ## Deploy the operator (IMG=...) into the current
 .PHONY: undeploy
 undeploy: $(KUSTOMIZE) ## Remove the operator from the current cluster.
 	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found=$(ignore-not-found) -f -
+
+##@ Local cluster (a real single-node cluster without Docker; needs root)
+
+CLUSTER_TOOL ?= $(LOCALBIN)/cluster/cluster
+CLUSTER_STATE ?= $(CURDIR)/.cluster
+CLUSTER_FLAGS = --state-dir=$(CLUSTER_STATE) --bin-dir=$(KUBE_BIN)
+CLUSTER_KUBECONFIG = $(CLUSTER_STATE)/kubeconfig
+# Images built without a Docker daemon and pushed to the cluster's registry.
+E2E_IMG ?= localhost:5000/memcached-operator:dev
+
+.PHONY: cluster-up
+cluster-up: cluster-binaries cluster-tool ## Bring up the local cluster (idempotent).
+	$(CLUSTER_TOOL) up $(CLUSTER_FLAGS)
+
+.PHONY: cluster-down
+cluster-down: cluster-tool ## Stop the local cluster and undo its changes to the machine.
+	$(CLUSTER_TOOL) down $(CLUSTER_FLAGS)
+
+.PHONY: cluster-status
+cluster-status: cluster-tool ## Say what of the local cluster runs.
+	$(CLUSTER_TOOL) status $(CLUSTER_FLAGS)
+
+.PHONY: e2e-images
+e2e-images: cluster-tool ## Build the operator and memcached images and push them to the local registry.
+	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/manager-image/manager .
+	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(LOCALBIN)/manager-image/manager --ref=$(E2E_IMG)
+	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) > $(CLUSTER_STATE)/memcached-image
+
+.PHONY: cluster-tool
+cluster-tool: $(CLUSTER_TOOL) ## Build the local cluster tool and the pause and CoreDNS binaries it packs.
+
+$(CLUSTER_TOOL): $(wildcard hack/cluster/*.go hack/cluster/*/*.go) hack/cluster/go.mod
+	cd hack/cluster && CGO_ENABLED=0 go build -o $(dir $@) . ./pause ./coredns
+
+.PHONY: cluster-binaries
+cluster-binaries: envtest $(addprefix $(KUBE_BIN)/,kube-controller-manager kube-scheduler kubelet kube-proxy kubectl) ## Build the Kubernetes binaries of the local cluster.
+
+$(KUBE_BIN)/kube-controller-manager $(KUBE_BIN)/kube-scheduler $(KUBE_BIN)/kubelet $(KUBE_BIN)/kube-proxy $(KUBE_BIN)/kubectl: hack/kube/go.mod
+	cd hack/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
 
 ##@ Tools (built from hack/tools/go.mod and hack/kube/go.mod into bin/)
 

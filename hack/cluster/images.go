@@ -1,0 +1,252 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// layerFile is one file of an image layer.
+type layerFile struct {
+	path string // inside the image, absolute
+	mode int64
+	data []byte
+}
+
+// epoch gives layers a fixed time, so the same content gives the same digest.
+var epoch = time.Unix(0, 0)
+
+func layer(files []layerFile) (v1.Layer, error) {
+	sort.Slice(files, func(i, j int) bool { return files[i].path < files[j].path })
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dirs := map[string]bool{}
+	for _, f := range files {
+		rel := strings.TrimPrefix(f.path, "/")
+		for d := filepath.Dir(rel); d != "." && !dirs[d]; d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	var dirList []string
+	for d := range dirs {
+		dirList = append(dirList, d)
+	}
+	sort.Strings(dirList)
+	for _, d := range dirList {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: epoch}); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range files {
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.path, "/"), Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+}
+
+// imageSpec says what an image runs.
+type imageSpec struct {
+	entrypoint []string
+	user       string
+	workdir    string
+	labels     map[string]string
+}
+
+func image(files []layerFile, spec imageSpec) (v1.Image, error) {
+	l, err := layer(files)
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.AppendLayers(empty.Image, l)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.Created = v1.Time{Time: epoch}
+	cf.Config.Entrypoint = spec.entrypoint
+	cf.Config.User = spec.user
+	cf.Config.WorkingDir = spec.workdir
+	cf.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	cf.Config.Labels = spec.labels
+	return mutate.ConfigFile(img, cf)
+}
+
+func fileFrom(src, dst string, mode int64) (layerFile, error) {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return layerFile{}, err
+	}
+	return layerFile{path: dst, mode: mode, data: b}, nil
+}
+
+// treeFrom adds every regular file under srcDir at dstDir.
+func treeFrom(srcDir, dstDir string) ([]layerFile, error) {
+	var files []layerFile
+	err := filepath.WalkDir(srcDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(srcDir, p)
+		f, err := fileFrom(p, filepath.Join(dstDir, rel), 0o644)
+		files = append(files, f)
+		return err
+	})
+	return files, err
+}
+
+// binaryImage is a static binary alone, run as a non-root UID.
+func binaryImage(bin, inImage string, uid string) (v1.Image, error) {
+	f, err := fileFrom(bin, inImage, 0o755)
+	if err != nil {
+		return nil, err
+	}
+	return image([]layerFile{f}, imageSpec{entrypoint: []string{inImage}, user: uid, workdir: "/"})
+}
+
+// operatorImage has the content of the Dockerfile's image: /manager, /watches.yaml and
+// /helm-charts, run as 65532 from /. (The Dockerfile's distroless base adds CA certificates,
+// /etc/passwd and tzdata, which the manager does not use.)
+func operatorImage(manager, repo string) (v1.Image, error) {
+	files := []layerFile{}
+	m, err := fileFrom(manager, "/manager", 0o755)
+	if err != nil {
+		return nil, err
+	}
+	w, err := fileFrom(filepath.Join(repo, "watches.yaml"), "/watches.yaml", 0o644)
+	if err != nil {
+		return nil, err
+	}
+	charts, err := treeFrom(filepath.Join(repo, "helm-charts"), "/helm-charts")
+	if err != nil {
+		return nil, err
+	}
+	files = append(append(files, m, w), charts...)
+	return image(files, imageSpec{entrypoint: []string{"/manager"}, user: "65532:65532", workdir: "/"})
+}
+
+// memcachedImage packs Debian's memcached binary with the shared libraries it links, the way
+// the official image runs it: the arguments are memcached's flags.
+func memcachedImage() (v1.Image, string, error) {
+	bin, err := exec.LookPath("memcached")
+	if err != nil {
+		return nil, "", fmt.Errorf("memcached is not installed (apt-get install memcached): %w", err)
+	}
+	out, err := exec.Command("ldd", bin).Output()
+	if err != nil {
+		return nil, "", fmt.Errorf("ldd %s: %w", bin, err)
+	}
+	f, err := fileFrom(bin, "/usr/bin/memcached", 0o755)
+	if err != nil {
+		return nil, "", err
+	}
+	files := []layerFile{f}
+	for _, line := range strings.Split(string(out), "\n") {
+		for _, field := range strings.Fields(line) {
+			if strings.HasPrefix(field, "/") {
+				real, err := filepath.EvalSymlinks(field)
+				if err != nil {
+					return nil, "", err
+				}
+				lib, err := fileFrom(real, field, 0o755)
+				if err != nil {
+					return nil, "", err
+				}
+				files = append(files, lib)
+			}
+		}
+	}
+	version, err := exec.Command(bin, "-V").Output()
+	if err != nil {
+		return nil, "", err
+	}
+	v := strings.TrimPrefix(strings.TrimSpace(string(version)), "memcached ")
+	img, err := image(files, imageSpec{entrypoint: []string{"/usr/bin/memcached"}, user: "11211:11211", workdir: "/"})
+	return img, v, err
+}
+
+// push writes an image to the local registry.
+func (c *Cluster) push(img v1.Image, ref string) error {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return err
+	}
+	tr, err := caTransport(c.path("pki", "ca.crt"))
+	if err != nil {
+		return err
+	}
+	if err := remote.Write(r, img, remote.WithTransport(tr)); err != nil {
+		return fmt.Errorf("push %s: %w", ref, err)
+	}
+	d, _ := img.Digest()
+	logf("pushed %s (%s)", ref, d)
+	return nil
+}
+
+// load imports an image into the node's containerd under ref, for images pods use without a pull.
+func (c *Cluster) load(img v1.Image, ref string) error {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp("", "image-*.tar")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	f.Close()
+	if err := tarball.WriteToFile(f.Name(), r, img); err != nil {
+		return err
+	}
+	out, err := exec.Command("ctr", "--address", c.containerdSocket(), "-n", "k8s.io", "images", "import", f.Name()).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("import %s into containerd: %v: %s", ref, err, out)
+	}
+	logf("loaded %s into containerd", ref)
+	return nil
+}

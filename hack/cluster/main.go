@@ -1,0 +1,131 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command cluster runs a real single-node Kubernetes cluster on this machine, without Docker:
+// etcd and the control plane, containerd and runc, the kubelet with CNI bridge networking,
+// kube-proxy, CoreDNS and a TLS image registry on 127.0.0.1:5000. Every file it writes is under
+// the state folder; `down` stops every process it started, by PID, and undoes its host changes.
+//
+//	cluster up     --state-dir .cluster --bin-dir bin/k8s/v1.35.4
+//	cluster status --state-dir .cluster --bin-dir bin/k8s/v1.35.4
+//	cluster down   --state-dir .cluster --bin-dir bin/k8s/v1.35.4
+//	cluster image operator  --repo . --ref localhost:5000/memcached-operator:dev
+//	cluster image memcached --repo-prefix localhost:5000   (prints the pushed reference)
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	if err := run(os.Args[1], os.Args[2:]); err != nil {
+		fmt.Fprintln(os.Stderr, "cluster:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: cluster up|down|status|image|registry [flags]")
+	os.Exit(2)
+}
+
+func run(cmd string, args []string) error {
+	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+	stateDir := fs.String("state-dir", ".cluster", "folder of all cluster state")
+	binDir := fs.String("bin-dir", "", "folder of etcd, kube-apiserver, kubelet, ... (make cluster-binaries)")
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+
+	switch cmd {
+	case "registry":
+		addr := fs.String("addr", "127.0.0.1:5000", "listen address")
+		cert := fs.String("cert", "", "TLS certificate")
+		key := fs.String("key", "", "TLS key")
+		dir := fs.String("dir", "", "blob folder")
+		_ = fs.Parse(args)
+		return serveRegistry(*addr, *cert, *key, *dir)
+	case "image":
+		return imageCommand(fs, stateDir, args)
+	case "up", "down", "status":
+		_ = fs.Parse(args)
+		if *binDir == "" {
+			return fmt.Errorf("--bin-dir is required")
+		}
+		c, err := newCluster(*stateDir, *binDir)
+		if err != nil {
+			return err
+		}
+		switch cmd {
+		case "up":
+			return c.up(self)
+		case "down":
+			return c.down()
+		default:
+			return c.status()
+		}
+	default:
+		usage()
+	}
+	return nil
+}
+
+func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
+	if len(args) < 1 {
+		return fmt.Errorf("usage: cluster image operator|memcached [flags]")
+	}
+	which := args[0]
+	repo := fs.String("repo", ".", "the operator's repository (operator image)")
+	manager := fs.String("manager", "", "the manager binary, built with CGO_ENABLED=0 (operator image)")
+	ref := fs.String("ref", "", "image reference to push (operator image)")
+	registry := fs.String("registry", RegistryHost, "registry to push to (memcached image)")
+	_ = fs.Parse(args[1:])
+	abs, err := filepath.Abs(*stateDir)
+	if err != nil {
+		return err
+	}
+	c := &Cluster{StateDir: abs}
+	switch which {
+	case "operator":
+		if *ref == "" || *manager == "" {
+			return fmt.Errorf("--ref and --manager are required")
+		}
+		img, err := operatorImage(*manager, *repo)
+		if err != nil {
+			return err
+		}
+		return c.push(img, *ref)
+	case "memcached":
+		img, version, err := memcachedImage()
+		if err != nil {
+			return err
+		}
+		r := fmt.Sprintf("%s/memcached:%s", *registry, version)
+		if err := c.push(img, r); err != nil {
+			return err
+		}
+		fmt.Println(r)
+		return nil
+	}
+	return fmt.Errorf("unknown image %q: operator or memcached", which)
+}
