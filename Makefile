@@ -104,9 +104,11 @@ install: manifests $(KUSTOMIZE) ## Install the CRDs into the current cluster.
 uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs (and every CR) from the current cluster.
 	$(KUSTOMIZE) build config/crd | kubectl delete --ignore-not-found=$(ignore-not-found) -f -
 
+# MEMCACHED_IMG (optional) replaces the operand image the chart pins, e.g. with a mirror.
 .PHONY: deploy
-deploy: manifests $(KUSTOMIZE) ## Deploy the operator (IMG=...) into the current cluster.
+deploy: manifests $(KUSTOMIZE) ## Deploy the operator (IMG=..., optional MEMCACHED_IMG=...) into the current cluster.
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(if $(MEMCACHED_IMG),cd config/manager && $(KUSTOMIZE) edit set image docker.io/library/memcached=$(MEMCACHED_IMG))
 	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
 
 .PHONY: undeploy

@@ -145,3 +145,37 @@ func TestChartAndGoAgreeOnPodSecurity(t *testing.T) {
 		}
 	}
 }
+
+// The manager's RELATED_IMAGE_MEMCACHED (what OLM lists in relatedImages) is the chart's image.
+func TestManagerRelatedImageIsChartImage(t *testing.T) {
+	chrt, err := loader.Load(filepath.Join(repoRoot(), "helm-charts", "memcached"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := operand.ChartImage(chrt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), "config", "manager", "manager.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, doc := range strings.Split(string(raw), "\n---") {
+		var deploy appsv1.Deployment
+		if err := sigsyaml.Unmarshal([]byte(doc), &deploy); err != nil || deploy.Kind != "Deployment" {
+			continue
+		}
+		for _, e := range deploy.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == operand.RelatedImageEnv {
+				found = true
+				if e.Value != want.String() {
+					t.Errorf("config/manager/manager.yaml sets %s=%s, the chart pins %s", e.Name, e.Value, want)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("config/manager/manager.yaml does not set %s", operand.RelatedImageEnv)
+	}
+}
