@@ -67,7 +67,7 @@ test-e2e: cluster-binaries cluster-tool ## End-to-end suite on the local cluster
 	$(CLUSTER_TOOL) up $(CLUSTER_FLAGS)
 	status=0; \
 	  $(MAKE) --no-print-directory e2e-images && \
-	  KUBECONFIG=$(CLUSTER_KUBECONFIG) PATH="$(KUBE_BIN):$$PATH" E2E_IMG=$(E2E_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
+	  KUBECONFIG=$(CLUSTER_KUBECONFIG) PATH="$(KUBE_BIN):$$PATH" E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
 	    go test -tags e2e ./tests/e2e/... -count=1 -timeout 40m -v -ginkgo.v || status=$$?; \
 	  $(CLUSTER_TOOL) down $(CLUSTER_FLAGS) || status=1; \
 	  exit $$status
@@ -123,6 +123,7 @@ CLUSTER_FLAGS = --state-dir=$(CLUSTER_STATE) --bin-dir=$(KUBE_BIN)
 CLUSTER_KUBECONFIG = $(CLUSTER_STATE)/kubeconfig
 # Images built without a Docker daemon and pushed to the cluster's registry.
 E2E_IMG ?= localhost:5000/memcached-operator:dev
+E2E_PROBE_IMG ?= localhost:5000/memcache-probe:dev
 
 .PHONY: cluster-up
 cluster-up: cluster-binaries cluster-tool ## Bring up the local cluster (idempotent).
@@ -141,6 +142,8 @@ e2e-images: cluster-tool ## Build the operator and memcached images and push the
 	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/manager-image/manager .
 	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(LOCALBIN)/manager-image/manager --ref=$(E2E_IMG)
 	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) > $(CLUSTER_STATE)/memcached-image
+	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/manager-image/memcache-probe ./tests/e2e/memcache-probe
+	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(LOCALBIN)/manager-image/memcache-probe --ref=$(E2E_PROBE_IMG)
 
 .PHONY: cluster-tool
 cluster-tool: $(CLUSTER_TOOL) ## Build the local cluster tool and the pause and CoreDNS binaries it packs.

@@ -23,7 +23,8 @@ limitations under the License.
 //	cluster status --state-dir .cluster --bin-dir bin/k8s/v1.35.4
 //	cluster down   --state-dir .cluster --bin-dir bin/k8s/v1.35.4
 //	cluster image operator  --repo . --ref localhost:5000/memcached-operator:dev
-//	cluster image memcached --repo-prefix localhost:5000   (prints the pushed reference)
+//	cluster image memcached                              (prints the pushed reference)
+//	cluster image binary --bin bin/probe --ref localhost:5000/probe:dev
 package main
 
 import (
@@ -92,11 +93,12 @@ func run(cmd string, args []string) error {
 
 func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 	if len(args) < 1 {
-		return fmt.Errorf("usage: cluster image operator|memcached [flags]")
+		return fmt.Errorf("usage: cluster image operator|memcached|binary [flags]")
 	}
 	which := args[0]
 	repo := fs.String("repo", ".", "the operator's repository (operator image)")
 	manager := fs.String("manager", "", "the manager binary, built with CGO_ENABLED=0 (operator image)")
+	bin := fs.String("bin", "", "a static binary to run as the image's entrypoint (binary image)")
 	ref := fs.String("ref", "", "image reference to push (operator image)")
 	registry := fs.String("registry", RegistryHost, "registry to push to (memcached image)")
 	_ = fs.Parse(args[1:])
@@ -115,6 +117,15 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 			return err
 		}
 		return c.push(img, *ref)
+	case "binary":
+		if *ref == "" || *bin == "" {
+			return fmt.Errorf("--ref and --bin are required")
+		}
+		img, err := binaryImage(*bin, "/"+filepath.Base(*bin), "65532")
+		if err != nil {
+			return err
+		}
+		return c.push(img, *ref)
 	case "memcached":
 		img, version, err := memcachedImage()
 		if err != nil {
@@ -127,5 +138,5 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		fmt.Println(r)
 		return nil
 	}
-	return fmt.Errorf("unknown image %q: operator or memcached", which)
+	return fmt.Errorf("unknown image %q: operator, memcached or binary", which)
 }

@@ -1,0 +1,136 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+//go:build e2e
+
+// Package e2e drives the operator the way users do (make, kubectl) on a real cluster: the local
+// cluster of `make test-e2e`, or any cluster KUBECONFIG points at with the images pushed.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+)
+
+const (
+	operatorNamespace  = "memcached-operator-system"
+	operatorDeployment = "memcached-operator-controller-manager"
+)
+
+var (
+	root string
+	k8s  client.Client
+	// Images pushed by `make e2e-images`.
+	operatorImage, memcachedImage, probeImage string
+	// kustomizationBefore restores config/manager/kustomization.yaml, which `make deploy` edits.
+	kustomizationBefore []byte
+)
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "memcached-operator end-to-end suite")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	root, err = filepath.Abs(filepath.Join("..", ".."))
+	Expect(err).NotTo(HaveOccurred())
+	operatorImage, memcachedImage, probeImage = os.Getenv("E2E_IMG"), os.Getenv("E2E_MEMCACHED_IMG"), os.Getenv("E2E_PROBE_IMG")
+	Expect(operatorImage).NotTo(BeEmpty(), "E2E_IMG names the operator image: run `make test-e2e`")
+	Expect(memcachedImage).NotTo(BeEmpty(), "E2E_MEMCACHED_IMG names the memcached image")
+	Expect(probeImage).NotTo(BeEmpty(), "E2E_PROBE_IMG names the memcache-probe image")
+
+	scheme := runtime.NewScheme()
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(cachev1.AddToScheme(scheme)).To(Succeed())
+	cfg, err := ctrl.GetConfig()
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	kustomizationBefore, err = os.ReadFile(filepath.Join(root, "config", "manager", "kustomization.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if kustomizationBefore != nil {
+		Expect(os.WriteFile(filepath.Join(root, "config", "manager", "kustomization.yaml"), kustomizationBefore, 0o644)).To(Succeed())
+	}
+})
+
+// On failure, show what the cluster looked like.
+var _ = ReportAfterEach(func(report SpecReport) {
+	if !report.Failed() {
+		return
+	}
+	for _, args := range [][]string{
+		{"get", "pods,deployments,memcached,memcachedbackup,configmaps", "-A", "-o", "wide"},
+		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+		{"-n", operatorNamespace, "logs", "-l", "control-plane=controller-manager", "--tail=200", "--all-containers", "--prefix"},
+		{"describe", "pods", "-n", e2eNamespace},
+	} {
+		out, _ := kubectlOut(args...)
+		fmt.Fprintf(GinkgoWriter, "\n$ kubectl %s\n%s\n", strings.Join(args, " "), out)
+	}
+})
+
+// kubectlOut runs kubectl and returns its combined output.
+func kubectlOut(args ...string) (string, error) {
+	cmd := exec.Command("kubectl", args...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// kubectl runs kubectl and fails the spec if it fails.
+func kubectl(args ...string) string {
+	out, err := kubectlOut(args...)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "kubectl %s:\n%s", strings.Join(args, " "), out)
+	return out
+}
+
+// mustMake runs a make target of the project, as a user would.
+func mustMake(args ...string) {
+	cmd := exec.Command("make", append([]string{"--no-print-directory"}, args...)...)
+	cmd.Dir = root
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	fmt.Fprintf(GinkgoWriter, "$ make %s\n%s", strings.Join(args, " "), out.String())
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "make %s failed:\n%s", strings.Join(args, " "), out.String())
+}
+
+func ctx() context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	DeferCleanup(cancel)
+	return c
+}

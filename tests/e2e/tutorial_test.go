@@ -1,0 +1,270 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+)
+
+const (
+	e2eNamespace = "memcached-e2e"
+	mcName       = "memcached-sample"
+	backupName   = "memcachedbackup-sample"
+	timeout      = 3 * time.Minute
+	poll         = time.Second
+)
+
+// runningPods returns the names of the Running, ready, not terminating pods with these labels.
+func runningPods(selector map[string]string) func(g Gomega) []string {
+	return func(g Gomega) []string {
+		pods := &corev1.PodList{}
+		g.Expect(k8s.List(ctx(), pods, client.InNamespace(e2eNamespace), client.MatchingLabels(selector))).To(Succeed())
+		var names []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					names = append(names, p.Name)
+				}
+			}
+		}
+		sort.Strings(names)
+		return names
+	}
+}
+
+var memcachedPods = map[string]string{"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": mcName}
+var backupPods = map[string]string{"app.kubernetes.io/name": "memcached-backup", "app.kubernetes.io/instance": backupName}
+
+// probe runs memcache-probe in a restricted pod and returns its JSON result.
+func probe(name string, args ...string) map[string]any {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e2eNamespace},
+		Spec: corev1.PodSpec{
+			RestartPolicy:   corev1.RestartPolicyNever,
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "probe", Image: probeImage, Args: args,
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+		},
+	}
+	Expect(k8s.Create(ctx(), pod)).To(Succeed())
+	Eventually(func(g Gomega) corev1.PodPhase {
+		g.Expect(k8s.Get(ctx(), client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		return pod.Status.Phase
+	}, timeout, poll).Should(Or(Equal(corev1.PodSucceeded), Equal(corev1.PodFailed)))
+	out := kubectl("-n", e2eNamespace, "logs", name)
+	Expect(pod.Status.Phase).To(Equal(corev1.PodSucceeded), "memcache-probe failed:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var res map[string]any
+	Expect(json.Unmarshal([]byte(lines[len(lines)-1]), &res)).To(Succeed())
+	return res
+}
+
+var _ = Describe("The tutorial on a real cluster", Ordered, func() {
+	BeforeAll(func() {
+		By("deploying the operator with make deploy")
+		mustMake("deploy", "IMG="+operatorImage, "MEMCACHED_IMG="+memcachedImage)
+		kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=3m")
+		kubectl("create", "namespace", e2eNamespace)
+	})
+
+	AfterAll(func() {
+		_, _ = kubectlOut("delete", "namespace", e2eNamespace, "--ignore-not-found", "--wait=true", "--timeout=2m")
+	})
+
+	It("runs 3 memcached pods for config/samples/cache_v1_memcached.yaml", func() {
+		kubectl("-n", e2eNamespace, "apply", "-f", "config/samples/cache_v1_memcached.yaml")
+		Eventually(runningPods(memcachedPods), timeout, poll).Should(HaveLen(3))
+		mc := &cachev1.Memcached{}
+		Eventually(func(g Gomega) string {
+			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, mc)).To(Succeed())
+			for _, c := range mc.Status.Conditions {
+				if c.Type == "Deployed" {
+					return string(c.Status)
+				}
+			}
+			return ""
+		}, timeout, poll).Should(Equal("True"))
+		deploy := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, deploy)).To(Succeed())
+		Expect(deploy.Spec.Template.Spec.Containers[0].Image).To(Equal(memcachedImage), "the operator uses RELATED_IMAGE_MEMCACHED")
+	})
+
+	It("runs 2 pods for config/samples/cache_v1_memcachedbackup.yaml and lists them in status.nodes", func() {
+		kubectl("-n", e2eNamespace, "apply", "-f", "config/samples/cache_v1_memcachedbackup.yaml")
+		Eventually(runningPods(backupPods), timeout, poll).Should(HaveLen(2))
+		Eventually(func(g Gomega) []string {
+			b := &cachev1.MemcachedBackup{}
+			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: backupName}, b)).To(Succeed())
+			return b.Status.Nodes
+		}, timeout, poll).Should(Equal(runningPods(backupPods)(Default)))
+		out := kubectl("-n", e2eNamespace, "get", "memcachedbackup", backupName, "-o", "jsonpath={.status.conditions[?(@.type==\"Available\")].status}")
+		Expect(out).To(Equal("True"))
+	})
+
+	It("serves: a pod stores and reads keys through the Service", func() {
+		// Each key is stored and read back on one connection: the Service balances connections
+		// over independent memcached pods (clients shard keys themselves), so a key stored on
+		// one connection is on one pod only.
+		addr := fmt.Sprintf("%s.%s.svc.cluster.local:11211", mcName, e2eNamespace)
+		res := probe("probe", "-addr", addr, "-keys", "50")
+		Expect(res["requests"]).To(BeEquivalentTo(50))
+		Expect(res["failures"]).To(BeEquivalentTo(0))
+	})
+
+	It("reconciles changed specs re-applied with kubectl", func() {
+		kubectl("-n", e2eNamespace, "patch", "memcached", mcName, "--type=merge", "-p", `{"spec":{"replicaCount":2}}`)
+		kubectl("-n", e2eNamespace, "patch", "memcachedbackup", backupName, "--type=merge", "-p", `{"spec":{"size":3}}`)
+		Eventually(runningPods(memcachedPods), timeout, poll).Should(HaveLen(2))
+		Eventually(runningPods(backupPods), timeout, poll).Should(HaveLen(3))
+		Eventually(func(g Gomega) []string {
+			b := &cachev1.MemcachedBackup{}
+			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: backupName}, b)).To(Succeed())
+			return b.Status.Nodes
+		}, timeout, poll).Should(HaveLen(3))
+	})
+
+	It("repairs drift: a deleted Deployment comes back, a hand-scaled one is scaled back", func() {
+		for _, name := range []string{mcName, backupName} {
+			before := &appsv1.Deployment{}
+			Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, before)).To(Succeed())
+			kubectl("-n", e2eNamespace, "delete", "deployment", name, "--wait=false")
+			Eventually(func(g Gomega) {
+				d := &appsv1.Deployment{}
+				g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, d)).To(Succeed())
+				g.Expect(d.UID).NotTo(Equal(before.UID))
+			}, timeout, poll).Should(Succeed(), "Deployment %s is recreated", name)
+		}
+		Eventually(runningPods(memcachedPods), timeout, poll).Should(HaveLen(2))
+		Eventually(runningPods(backupPods), timeout, poll).Should(HaveLen(3))
+
+		kubectl("-n", e2eNamespace, "scale", "deployment", mcName, "--replicas=5")
+		kubectl("-n", e2eNamespace, "scale", "deployment", backupName, "--replicas=1")
+		Eventually(func(g Gomega) []int32 {
+			var got []int32
+			for _, name := range []string{mcName, backupName} {
+				d := &appsv1.Deployment{}
+				g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, d)).To(Succeed())
+				got = append(got, *d.Spec.Replicas)
+			}
+			return got
+		}, timeout, poll).Should(Equal([]int32{2, 3}))
+	})
+
+	It("leads for life with 2 replicas: one reconciles, the lock belongs to its pod, and leadership moves when it is deleted", func() {
+		kubectl("-n", operatorNamespace, "scale", "deployment", operatorDeployment, "--replicas=2")
+		kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=3m")
+
+		leader := func(g Gomega) string {
+			lock := &corev1.ConfigMap{}
+			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: operatorNamespace, Name: "memcached-operator-lock"}, lock)).To(Succeed())
+			g.Expect(lock.OwnerReferences).To(HaveLen(1))
+			g.Expect(lock.OwnerReferences[0].Kind).To(Equal("Pod"))
+			return lock.OwnerReferences[0].Name
+		}
+		operatorPods := func(g Gomega) []string {
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx(), pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
+			var names []string
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+					names = append(names, p.Name)
+				}
+			}
+			return names
+		}
+		Eventually(operatorPods, timeout, poll).Should(HaveLen(2))
+		var first string
+		Eventually(func(g Gomega) {
+			first = leader(g)
+			g.Expect(operatorPods(g)).To(ContainElement(first), "the lock names a running pod")
+		}, timeout, poll).Should(Succeed())
+		var follower string
+		for _, p := range operatorPods(Default) {
+			if p != first {
+				follower = p
+			}
+		}
+		Expect(follower).NotTo(BeEmpty())
+		Eventually(func() string { return kubectl("-n", operatorNamespace, "logs", follower) }, timeout, poll).Should(ContainSubstring("Not the leader. Waiting."))
+		Expect(kubectl("-n", operatorNamespace, "logs", follower)).NotTo(ContainSubstring(`"reconciling"`), "only the leader reconciles")
+		Expect(kubectl("-n", operatorNamespace, "logs", first)).To(ContainSubstring("became the leader"))
+
+		By("deleting the leader's pod, which hands the lock to the follower")
+		kubectl("-n", operatorNamespace, "delete", "pod", first, "--wait=false")
+		Eventually(leader, timeout, poll).Should(Equal(follower))
+		Eventually(func() string { return kubectl("-n", operatorNamespace, "logs", follower) }, timeout, poll).Should(ContainSubstring("became the leader"))
+
+		By("reconciling on under the new leader")
+		kubectl("-n", e2eNamespace, "patch", "memcachedbackup", backupName, "--type=merge", "-p", `{"spec":{"size":2}}`)
+		Eventually(runningPods(backupPods), timeout, poll).Should(HaveLen(2))
+		kubectl("-n", operatorNamespace, "scale", "deployment", operatorDeployment, "--replicas=1")
+	})
+
+	It("removes everything the CRs made when they are deleted", func() {
+		kubectl("-n", e2eNamespace, "delete", "-f", "config/samples/cache_v1_memcached.yaml", "-f", "config/samples/cache_v1_memcachedbackup.yaml", "--wait=true", "--timeout=2m")
+		Eventually(func(g Gomega) {
+			for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}} {
+				for _, name := range []string{mcName, backupName} {
+					err := k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, obj)
+					g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s still exists", obj, name)
+				}
+			}
+			secrets := &corev1.SecretList{}
+			g.Expect(k8s.List(ctx(), secrets, client.InNamespace(e2eNamespace), client.MatchingLabels{"owner": "helm"})).To(Succeed())
+			g.Expect(secrets.Items).To(BeEmpty(), "Helm release secrets are gone")
+			g.Expect(runningPods(memcachedPods)(g)).To(BeEmpty())
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx(), pods, client.InNamespace(e2eNamespace), client.MatchingLabels(backupPods))).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty())
+		}, timeout, poll).Should(Succeed())
+	})
+
+	It("leaves no operator objects after make undeploy", func() {
+		mustMake("undeploy")
+		Eventually(func(g Gomega) {
+			out, _ := kubectlOut("get", "namespace", operatorNamespace)
+			g.Expect(out).To(ContainSubstring("NotFound"))
+			out, _ = kubectlOut("get", "crd", "memcacheds.cache.my.domain", "memcachedbackups.cache.my.domain")
+			g.Expect(out).NotTo(ContainSubstring("cache.my.domain "))
+			out, _ = kubectlOut("get", "clusterroles,clusterrolebindings", "-o", "name")
+			g.Expect(out).NotTo(ContainSubstring("memcached-operator-"))
+		}, timeout, poll).Should(Succeed())
+	})
+})
