@@ -1,3 +1,5 @@
+//go:build e2e
+
 /*
 Copyright 2026 The memcached-operator Authors.
 
@@ -13,8 +15,6 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
-
-//go:build e2e
 
 // Package e2e drives the operator the way users do (make, kubectl) on a real cluster: the local
 // cluster of `make test-e2e`, or any cluster KUBECONFIG points at with the images pushed.
