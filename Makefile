@@ -63,11 +63,12 @@ test: verify-generated vet lint-chart envtest ## Unit and envtest integration te
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test ./... -coverprofile cover.out
 
 .PHONY: test-e2e
-test-e2e: cluster-binaries cluster-tool ## End-to-end suite on the local cluster (root): brings it up, tests, tears it down.
-	$(CLUSTER_TOOL) up $(CLUSTER_FLAGS)
+test-e2e: cluster-binaries cluster-tool ## End-to-end suite on the local cluster (root): brings it up, tests, always tears it down.
 	status=0; \
+	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && \
 	  $(MAKE) --no-print-directory e2e-images && \
-	  KUBECONFIG=$(CLUSTER_KUBECONFIG) PATH="$(KUBE_BIN):$$PATH" E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
+	  KUBECONFIG=$(CLUSTER_KUBECONFIG) PATH="$(KUBE_BIN):$$PATH" E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) \
+	    E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
 	    go test -tags e2e ./tests/e2e/... -count=1 -timeout 40m -v -ginkgo.v || status=$$?; \
 	  $(CLUSTER_TOOL) down $(CLUSTER_FLAGS) || status=1; \
 	  exit $$status
@@ -124,6 +125,14 @@ CLUSTER_KUBECONFIG = $(CLUSTER_STATE)/kubeconfig
 # Images built without a Docker daemon and pushed to the cluster's registry.
 E2E_IMG ?= localhost:5000/memcached-operator:dev
 E2E_PROBE_IMG ?= localhost:5000/memcache-probe:dev
+
+.PHONY: demo
+demo: cluster-binaries cluster-tool ## Run the product: deploy it and both samples on the current context, else on the local cluster.
+	$(CLUSTER_TOOL) demo $(CLUSTER_FLAGS) --repo=$(CURDIR) --img=$(filter-out controller:latest,$(IMG)) --local-img=$(E2E_IMG)
+
+.PHONY: demo-down
+demo-down: cluster-tool ## Undo make demo (samples, operator, and the local cluster if it runs).
+	$(CLUSTER_TOOL) demo-down $(CLUSTER_FLAGS) --repo=$(CURDIR)
 
 .PHONY: cluster-up
 cluster-up: cluster-binaries cluster-tool ## Bring up the local cluster (idempotent).

@@ -22,6 +22,8 @@ limitations under the License.
 //	cluster up     --state-dir .cluster --bin-dir bin/k8s/v1.35.4
 //	cluster status --state-dir .cluster --bin-dir bin/k8s/v1.35.4
 //	cluster down   --state-dir .cluster --bin-dir bin/k8s/v1.35.4
+//	cluster demo   --state-dir .cluster --bin-dir bin/k8s/v1.35.4 --repo . [--img IMAGE]
+//	cluster demo-down ...
 //	cluster image operator  --repo . --ref localhost:5000/memcached-operator:dev
 //	cluster image memcached                              (prints the pushed reference)
 //	cluster image binary --bin bin/probe --ref localhost:5000/probe:dev
@@ -45,7 +47,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: cluster up|down|status|image|registry [flags]")
+	fmt.Fprintln(os.Stderr, "usage: cluster up|down|status|demo|demo-down|image|registry [flags]")
 	os.Exit(2)
 }
 
@@ -68,7 +70,10 @@ func run(cmd string, args []string) error {
 		return serveRegistry(*addr, *cert, *key, *dir)
 	case "image":
 		return imageCommand(fs, stateDir, args)
-	case "up", "down", "status":
+	case "up", "down", "status", "demo", "demo-down":
+		repo := fs.String("repo", ".", "the operator's repository (demo)")
+		img := fs.String("img", "", "operator image the current context can pull (demo on an existing cluster)")
+		localImg := fs.String("local-img", RegistryHost+"/memcached-operator:dev", "operator image built and pushed for the local cluster (demo)")
 		_ = fs.Parse(args)
 		if *binDir == "" {
 			return fmt.Errorf("--bin-dir is required")
@@ -77,7 +82,16 @@ func run(cmd string, args []string) error {
 		if err != nil {
 			return err
 		}
+		repoDir, err := filepath.Abs(*repo)
+		if err != nil {
+			return err
+		}
+		d := &demo{c: c, self: self, repo: repoDir, img: *img, localImg: *localImg}
 		switch cmd {
+		case "demo":
+			return d.run()
+		case "demo-down":
+			return d.down()
 		case "up":
 			return c.up(self)
 		case "down":
