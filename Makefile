@@ -45,10 +45,13 @@ generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
 .PHONY: fmt
 fmt: ## Run go fmt.
 	go fmt ./...
+	cd hack/cluster && go fmt ./...
 
 .PHONY: vet
-vet: ## Run go vet.
+vet: ## Run go vet (the operator, the e2e suite and the cluster tool).
 	go vet ./...
+	go vet -tags e2e ./tests/e2e/...
+	cd hack/cluster && go vet ./...
 
 .PHONY: lint-chart
 lint-chart: $(HELM) ## Lint the memcached chart (strict: warnings fail).
@@ -61,6 +64,7 @@ verify-generated: $(CONTROLLER_GEN) ## Fail if generated files (CRDs, RBAC, deep
 .PHONY: test
 test: verify-generated vet lint-chart envtest ## Unit and envtest integration tests, chart lint, stale-file check.
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test ./... -coverprofile cover.out
+	cd hack/cluster && go test ./...
 
 .PHONY: test-e2e
 test-e2e: cluster-binaries cluster-tool ## End-to-end suite on the local cluster (root): brings it up, tests, always tears it down.

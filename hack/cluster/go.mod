@@ -7,6 +7,7 @@ go 1.26
 require (
 	github.com/coredns/coredns v1.12.4
 	github.com/google/go-containerregistry v0.22.1
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
@@ -85,5 +86,4 @@ require (
 	sigs.k8s.io/mcs-api v0.3.0 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )

@@ -53,6 +53,48 @@ type certSpec struct {
 
 // ensureCA loads the CA name from dir, or creates it.
 func ensureCA(dir, name string) (*keyPair, error) {
+	return ensureKeyPair(dir, name, nil, func() *x509.Certificate {
+		return &x509.Certificate{
+			Subject:               pkix.Name{CommonName: name},
+			NotAfter:              time.Now().AddDate(10, 0, 0),
+			KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+			BasicConstraintsValid: true,
+			IsCA:                  true,
+		}
+	})
+}
+
+// ensureCert loads a certificate signed by ca, or creates it.
+func ensureCert(dir string, ca *keyPair, spec certSpec) (*keyPair, error) {
+	var ips []net.IP
+	for _, ip := range spec.ips {
+		parsed := net.ParseIP(ip)
+		if parsed == nil {
+			return nil, fmt.Errorf("certificate %s: bad IP %q", spec.name, ip)
+		}
+		ips = append(ips, parsed)
+	}
+	return ensureKeyPair(dir, spec.name, ca, func() *x509.Certificate {
+		tmpl := &x509.Certificate{
+			Subject:     pkix.Name{CommonName: spec.cn, Organization: spec.orgs},
+			NotAfter:    time.Now().AddDate(1, 0, 0),
+			KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+			DNSNames:    spec.dnsNames,
+			IPAddresses: ips,
+		}
+		if spec.server {
+			tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
+		}
+		if spec.client {
+			tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+		}
+		return tmpl
+	})
+}
+
+// ensureKeyPair loads name.crt and name.key from dir, or makes them from template, signed by
+// parent (self-signed when parent is nil).
+func ensureKeyPair(dir, name string, parent *keyPair, template func() *x509.Certificate) (*keyPair, error) {
 	kp := &keyPair{CertFile: filepath.Join(dir, name+".crt"), KeyFile: filepath.Join(dir, name+".key")}
 	if err := kp.load(); err == nil {
 		return kp, nil
@@ -63,59 +105,14 @@ func ensureCA(dir, name string) (*keyPair, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().AddDate(10, 0, 0),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
+	tmpl := template()
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore = time.Now().Add(-time.Hour)
+	issuer, signer := tmpl, crypto.Signer(key)
+	if parent != nil {
+		issuer, signer = parent.cert, parent.key
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, err
-	}
-	if err := kp.write(der, key); err != nil {
-		return nil, err
-	}
-	return kp, kp.load()
-}
-
-// ensureCert loads a certificate signed by ca, or creates it.
-func ensureCert(dir string, ca *keyPair, spec certSpec) (*keyPair, error) {
-	kp := &keyPair{CertFile: filepath.Join(dir, spec.name+".crt"), KeyFile: filepath.Join(dir, spec.name+".key")}
-	if err := kp.load(); err == nil {
-		return kp, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: spec.cn, Organization: spec.orgs},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().AddDate(1, 0, 0),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		DNSNames:     spec.dnsNames,
-	}
-	for _, ip := range spec.ips {
-		parsed := net.ParseIP(ip)
-		if parsed == nil {
-			return nil, fmt.Errorf("certificate %s: bad IP %q", spec.name, ip)
-		}
-		tmpl.IPAddresses = append(tmpl.IPAddresses, parsed)
-	}
-	if spec.server {
-		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
-	}
-	if spec.client {
-		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, issuer, key.Public(), signer)
 	if err != nil {
 		return nil, err
 	}
