@@ -71,7 +71,7 @@ test-e2e: cluster-binaries cluster-tool ## End-to-end suite on the local cluster
 	status=0; \
 	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && \
 	  $(MAKE) --no-print-directory e2e-images && \
-	  KUBECONFIG=$(CLUSTER_KUBECONFIG) PATH="$(KUBE_BIN):$$PATH" E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) \
+	  KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECACHEDIR=$(CLUSTER_STATE)/kubectl-cache PATH="$(KUBE_BIN):$$PATH" E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) \
 	    E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
 	    go test -tags e2e ./tests/e2e/... -count=1 -timeout 40m -v -ginkgo.v || status=$$?; \
 	  $(CLUSTER_TOOL) down $(CLUSTER_FLAGS) || status=1; \

@@ -47,7 +47,7 @@ func (d *demo) run() error {
 	memcachedImg := os.Getenv("MEMCACHED_IMG")
 	if local {
 		d.img = d.localImg
-		d.env = append(d.env, "KUBECONFIG="+d.c.Kubeconfig())
+		d.env = append(d.env, "KUBECONFIG="+d.c.Kubeconfig(), "KUBECACHEDIR="+d.c.path("kubectl-cache"))
 		if err := d.c.up(d.self); err != nil {
 			return err
 		}
@@ -152,7 +152,7 @@ func (d *demo) down() error {
 	local := false
 	if _, ok := d.c.pid("kube-apiserver"); ok {
 		local = true
-		d.env = append(d.env, "KUBECONFIG="+d.c.Kubeconfig())
+		d.env = append(d.env, "KUBECONFIG="+d.c.Kubeconfig(), "KUBECACHEDIR="+d.c.path("kubectl-cache"))
 	}
 	_ = d.kubectlShow("-n", demoNamespace, "delete", "--ignore-not-found", "--timeout=2m",
 		"-f", "config/samples/cache_v1_memcached.yaml", "-f", "config/samples/cache_v1_memcachedbackup.yaml")

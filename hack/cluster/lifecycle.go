@@ -236,7 +236,7 @@ func (c *Cluster) checkPorts() error {
 }
 
 func (c *Cluster) kubectl(args ...string) (string, error) {
-	out, err := exec.Command(c.bin("kubectl"), append([]string{"--kubeconfig=" + c.Kubeconfig()}, args...)...).CombinedOutput()
+	out, err := exec.Command(c.bin("kubectl"), append([]string{"--kubeconfig=" + c.Kubeconfig(), "--cache-dir=" + c.path("kubectl-cache")}, args...)...).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
