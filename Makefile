@@ -1,7 +1,18 @@
 # memcached-operator: a hybrid Helm + Go operator (Operator SDK hybrid Helm tutorial, as a product).
 
-# Image of the operator for `make deploy` and `make docker-build`.
-IMG ?= controller:latest
+# The version of the operator, its bundle and its chart: set here and only here.
+VERSION ?= 0.1.0
+# Channels of the bundle, and the default one. Channel names follow OLM's conventions.
+CHANNELS ?= candidate,stable
+DEFAULT_CHANNEL ?= stable
+# Where released images live.
+IMAGE_TAG_BASE ?= quay.io/example/memcached-operator
+# Image of the operator for `make deploy`, `make docker-build` and the bundle's CSV.
+IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
+BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
+CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
+# The project's own scorecard tests (tests/scorecard).
+SCORECARD_IMG ?= $(IMAGE_TAG_BASE)-scorecard-tests:v$(VERSION)
 
 # Tools and cluster binaries are built from Go modules into bin/ (no prebuilt downloads).
 LOCALBIN ?= $(CURDIR)/bin
@@ -95,6 +106,23 @@ docker-build: ## Build the operator image with Docker (needs a Docker daemon).
 docker-push: ## Push the operator image with Docker.
 	docker push $(IMG)
 
+##@ Bundle (OLM)
+
+.PHONY: bundle
+bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ for VERSION (CSV, CRDs, metadata, scorecard config) and validate it.
+	$(OPERATOR_SDK) generate kustomize manifests --interactive=false -q
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	cd config/scorecard && $(KUSTOMIZE) edit set image memcached-operator-scorecard-tests=$(SCORECARD_IMG)
+	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) \
+		--channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
+	go run ./hack/csvpatch -csv bundle/manifests/memcached-operator.clusterserviceversion.yaml -image $(IMG)
+	$(MAKE) --no-print-directory bundle-validate
+
+.PHONY: bundle-validate
+bundle-validate: $(OPERATOR_SDK) ## Validate bundle/ with the operatorframework suite; warnings fail too.
+	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework 2>&1 | tee $(LOCALBIN)/bundle-validate.log
+	! grep -Eq 'level=(warning|error)' $(LOCALBIN)/bundle-validate.log
+
 ##@ Deployment
 
 ifndef ignore-not-found
@@ -132,7 +160,7 @@ E2E_PROBE_IMG ?= localhost:5000/memcache-probe:dev
 
 .PHONY: demo
 demo: cluster-binaries cluster-tool ## Run the product: deploy it and both samples on the current context, else on the local cluster.
-	$(CLUSTER_TOOL) demo $(CLUSTER_FLAGS) --repo=$(CURDIR) --img=$(filter-out controller:latest,$(IMG)) --local-img=$(E2E_IMG)
+	$(CLUSTER_TOOL) demo $(CLUSTER_FLAGS) --repo=$(CURDIR) --img=$(if $(filter command line environment,$(origin IMG)),$(IMG)) --local-img=$(E2E_IMG)
 
 .PHONY: demo-down
 demo-down: cluster-tool ## Undo make demo (samples, operator, and the local cluster if it runs).
@@ -169,6 +197,39 @@ cluster-binaries: envtest $(addprefix $(KUBE_BIN)/,kube-controller-manager kube-
 
 $(KUBE_BIN)/kube-controller-manager $(KUBE_BIN)/kube-scheduler $(KUBE_BIN)/kubelet $(KUBE_BIN)/kube-proxy $(KUBE_BIN)/kubectl: hack/kube/go.mod
 	cd hack/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
+
+##@ Operator Framework tools (built from hack/operator-sdk/go.mod and hack/olm/go.mod into bin/)
+
+OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk
+SCORECARD_TEST ?= $(LOCALBIN)/olm/scorecard-test
+OPM ?= $(LOCALBIN)/olm/opm
+OPERATOR_SDK_VERSION := $(shell cd hack/operator-sdk && go list -m -f '{{.Version}}' github.com/operator-framework/operator-sdk)
+OLM_VERSION := $(shell cd hack/olm && go list -m -f '{{.Version}}' github.com/operator-framework/operator-lifecycle-manager)
+SDK_VERSION_PKG := github.com/operator-framework/operator-sdk/internal/version
+SDK_LDFLAGS := -X $(SDK_VERSION_PKG).Version=$(OPERATOR_SDK_VERSION) -X $(SDK_VERSION_PKG).GitVersion=$(OPERATOR_SDK_VERSION) \
+	-X $(SDK_VERSION_PKG).GitCommit=none -X $(SDK_VERSION_PKG).KubernetesVersion=$(KUBE_VERSION) \
+	-X $(SDK_VERSION_PKG).ImageVersion=$(OPERATOR_SDK_VERSION)
+OLM_BINARIES := olm catalog package-server copy-content cpb
+
+.PHONY: operator-sdk
+operator-sdk: $(OPERATOR_SDK) $(SCORECARD_TEST) ## Build operator-sdk and its scorecard-test image binary.
+
+$(OPERATOR_SDK): hack/operator-sdk/go.mod
+	cd hack/operator-sdk && CGO_ENABLED=0 go build -tags containers_image_openpgp -ldflags "$(SDK_LDFLAGS)" -o $@ github.com/operator-framework/operator-sdk/cmd/operator-sdk
+$(SCORECARD_TEST): hack/operator-sdk/go.mod
+	cd hack/operator-sdk && CGO_ENABLED=0 go build -tags containers_image_openpgp -o $@ github.com/operator-framework/operator-sdk/images/scorecard-test
+
+.PHONY: opm
+opm: $(OPM) ## Build opm (needs cgo for sqlite).
+$(OPM): hack/olm/go.mod
+	cd hack/olm && CGO_ENABLED=1 go build -tags json1,containers_image_openpgp -o $@ github.com/operator-framework/operator-registry/cmd/opm
+
+.PHONY: olm-binaries
+olm-binaries: $(addprefix $(LOCALBIN)/olm/,$(OLM_BINARIES)) ## Build OLM's binaries for the local cluster's OLM image.
+$(addprefix $(LOCALBIN)/olm/,olm catalog package-server copy-content): hack/olm/go.mod
+	cd hack/olm && CGO_ENABLED=0 go build -tags json1,containers_image_openpgp -o $@ github.com/operator-framework/operator-lifecycle-manager/cmd/$(notdir $@)
+$(LOCALBIN)/olm/cpb: hack/olm/go.mod
+	cd hack/olm && CGO_ENABLED=0 go build -o $@ github.com/operator-framework/operator-lifecycle-manager/util/cpb
 
 ##@ Tools (built from hack/tools/go.mod and hack/kube/go.mod into bin/)
 

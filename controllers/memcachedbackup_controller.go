@@ -30,7 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -56,7 +56,7 @@ const (
 // reports the pods in status.
 type MemcachedBackupReconciler struct {
 	client.Client
-	Recorder events.EventRecorder
+	Recorder record.EventRecorder
 	// Image is the memcached image of the pods (operand.DefaultImage: the same as the chart's).
 	Image operand.Image
 	// Platform decides the pod security context.
@@ -68,7 +68,6 @@ type MemcachedBackupReconciler struct {
 // +kubebuilder:rbac:groups=cache.my.domain,resources=memcachedbackups/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings the Deployment of one MemcachedBackup to its spec and reports what it sees.
 func (r *MemcachedBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -88,7 +87,7 @@ func (r *MemcachedBackupReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return r.mutateDeployment(backup, deploy)
 	})
 	if err != nil {
-		r.Recorder.Eventf(backup, nil, corev1.EventTypeWarning, "DeploymentFailed", "Reconcile",
+		r.Recorder.Eventf(backup, corev1.EventTypeWarning, "DeploymentFailed",
 			"Could not create or update Deployment %s: %v", deploy.Name, err)
 		if statusErr := r.updateStatus(ctx, backup, func(st *cachev1.MemcachedBackupStatus) {
 			setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, "DeploymentFailed", err.Error())
@@ -99,10 +98,10 @@ func (r *MemcachedBackupReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	switch op {
 	case controllerutil.OperationResultCreated:
-		r.Recorder.Eventf(backup, deploy, corev1.EventTypeNormal, "Created", "CreateDeployment",
+		r.Recorder.Eventf(backup, corev1.EventTypeNormal, "Created",
 			"Created Deployment %s with %d replicas", deploy.Name, backup.Spec.Size)
 	case controllerutil.OperationResultUpdated:
-		r.Recorder.Eventf(backup, deploy, corev1.EventTypeNormal, "Updated", "UpdateDeployment",
+		r.Recorder.Eventf(backup, corev1.EventTypeNormal, "Updated",
 			"Updated Deployment %s to %d replicas", deploy.Name, backup.Spec.Size)
 	}
 

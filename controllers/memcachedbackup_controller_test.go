@@ -23,7 +23,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -144,11 +143,11 @@ var _ = Describe("MemcachedBackup (Go API)", func() {
 
 		By("recording Events on the MemcachedBackup")
 		Eventually(func(g Gomega) []string {
-			events := &eventsv1.EventList{}
+			events := &corev1.EventList{}
 			g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
 			var reasons []string
 			for _, e := range events.Items {
-				if e.Regarding.Name == key.Name && e.Regarding.Kind == "MemcachedBackup" {
+				if e.InvolvedObject.Name == key.Name && e.InvolvedObject.Kind == "MemcachedBackup" {
 					reasons = append(reasons, e.Reason)
 				}
 			}

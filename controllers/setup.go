@@ -81,7 +81,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 
 	backups := &MemcachedBackupReconciler{
 		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("memcachedbackup-controller"),
+		Recorder: mgr.GetEventRecorderFor("memcachedbackup-controller"),
 		Image:    img,
 		Platform: platform,
 	}

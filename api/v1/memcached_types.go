@@ -36,25 +36,30 @@ type MemcachedSpec struct {
 	// +kubebuilder:validation:Maximum=100
 	// +kubebuilder:default=1
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	ReplicaCount *int32 `json:"replicaCount,omitempty"`
 
 	// image selects the memcached container image. Unset fields take the operator's default
 	// (the RELATED_IMAGE_MEMCACHED image of the operator, else the chart's pinned memcached image).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image"
 	Image *ImageSpec `json:"image,omitempty"`
 
 	// memcached holds the memcached server flags.
 	// +kubebuilder:default={}
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Memcached server flags"
 	Memcached *MemcachedServer `json:"memcached,omitempty"`
 
 	// resources of the memcached container. Unset requests and limits take the chart's defaults.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// podDisruptionBudget limits voluntary disruptions of the memcached pods.
 	// +kubebuilder:default={}
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod disruption budget"
 	PodDisruptionBudget *PodDisruptionBudgetSpec `json:"podDisruptionBudget,omitempty"`
 
 	// antiAffinity spreads the pods over nodes: "soft" prefers distinct nodes, "hard" requires
@@ -62,37 +67,45 @@ type MemcachedSpec struct {
 	// +kubebuilder:validation:Enum=soft;hard;none
 	// +kubebuilder:default=soft
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Anti-affinity",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:soft","urn:alm:descriptor:com.tectonic.ui:select:hard","urn:alm:descriptor:com.tectonic.ui:select:none"}
 	AntiAffinity string `json:"antiAffinity,omitempty"`
 
 	// service configures the ClusterIP Service in front of the pods.
 	// +kubebuilder:default={}
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Service"
 	Service *ServiceSpec `json:"service,omitempty"`
 
 	// metrics configures the Prometheus memcached exporter sidecar and its ServiceMonitor.
 	// +kubebuilder:default={}
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Metrics"
 	Metrics *MetricsSpec `json:"metrics,omitempty"`
 
 	// nodeSelector constrains the pods to nodes with these labels.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
 	// tolerations of the pods.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tolerations",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// podAnnotations are added to the pods.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod annotations",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 
 	// podLabels are added to the pods.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod labels",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PodLabels map[string]string `json:"podLabels,omitempty"`
 
 	// priorityClassName of the pods.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Priority class",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 }
 
@@ -228,10 +241,12 @@ type MemcachedStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
 	Conditions []HelmCondition `json:"conditions,omitempty"`
 
 	// deployedRelease is the Helm release that runs this memcached.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Deployed release"
 	DeployedRelease *HelmRelease `json:"deployedRelease,omitempty"`
 }
 
@@ -271,6 +286,7 @@ type HelmRelease struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Memcached is a memcached cluster, deployed by the operator from the memcached Helm chart.
+// +operator-sdk:csv:customresourcedefinitions:displayName="Memcached",resources={{Deployment,v1},{Service,v1},{PodDisruptionBudget,v1},{ServiceAccount,v1},{Secret,v1}}
 type Memcached struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -26,6 +26,7 @@ type MemcachedBackupSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	Size int32 `json:"size"`
 }
 
@@ -44,20 +45,24 @@ type MemcachedBackupStatus struct {
 	// nodes are the names of the memcached pods, sorted.
 	// +listType=set
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Nodes",xDescriptors={"urn:alm:descriptor:text"}
 	Nodes []string `json:"nodes,omitempty"`
 
 	// readyReplicas is the number of ready memcached pods.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready replicas",xDescriptors={"urn:alm:descriptor:text"}
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
 	// conditions: Available, Progressing, Degraded.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// observedGeneration is the generation of the spec this status describes.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed generation",xDescriptors={"urn:alm:descriptor:text"}
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
@@ -70,6 +75,7 @@ type MemcachedBackupStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // MemcachedBackup runs a Deployment of memcached pods, reconciled in Go.
+// +operator-sdk:csv:customresourcedefinitions:displayName="Memcached Backup",resources={{Deployment,v1},{Pod,v1}}
 type MemcachedBackup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -9,6 +9,7 @@ tool (
 	github.com/operator-framework/operator-lifecycle-manager/cmd/copy-content
 	github.com/operator-framework/operator-lifecycle-manager/cmd/olm
 	github.com/operator-framework/operator-lifecycle-manager/cmd/package-server
+	github.com/operator-framework/operator-lifecycle-manager/util/cpb
 	github.com/operator-framework/operator-registry/cmd/opm
 )
 
