@@ -2,6 +2,8 @@
 
 # The version of the operator, its bundle and its chart: set here and only here.
 VERSION ?= 0.1.0
+# When VERSION was released (the CSV's createdAt); set with VERSION, so bundles are reproducible.
+CREATED_AT ?= 2026-11-21T00:00:00Z
 # Channels of the bundle, and the default one. Channel names follow OLM's conventions.
 CHANNELS ?= candidate,stable
 DEFAULT_CHANNEL ?= stable
@@ -69,7 +71,7 @@ lint-chart: $(HELM) ## Lint the memcached chart (strict: warnings fail).
 	$(HELM) lint --strict helm-charts/memcached
 
 .PHONY: verify-generated
-verify-generated: $(CONTROLLER_GEN) ## Fail if generated files (CRDs, RBAC, deepcopy, values.schema.json) are stale.
+verify-generated: $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) ## Fail if generated files (CRDs, RBAC, deepcopy, values.schema.json, bundle) are stale; validate the bundle.
 	hack/verify-generated.sh
 
 .PHONY: test
@@ -115,7 +117,7 @@ bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ for VERSION (
 	cd config/scorecard && $(KUSTOMIZE) edit set image memcached-operator-scorecard-tests=$(SCORECARD_IMG)
 	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) \
 		--channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
-	go run ./hack/csvpatch -csv bundle/manifests/memcached-operator.clusterserviceversion.yaml -image $(IMG)
+	go run ./hack/csvpatch -csv bundle/manifests/memcached-operator.clusterserviceversion.yaml -image $(IMG) -created-at $(CREATED_AT)
 	$(MAKE) --no-print-directory bundle-validate
 
 .PHONY: bundle-validate

@@ -17,15 +17,17 @@ limitations under the License.
 // Command csvpatch finishes the CSV that `operator-sdk generate bundle` wrote: it records the
 // operator image in metadata.annotations.containerImage and as the first of spec.relatedImages
 // (the generator lists only the RELATED_IMAGE_* operand images), so that disconnected installs
-// mirror everything the bundle runs.
+// mirror everything the bundle runs; and it sets createdAt to the release's date instead of the
+// generator's clock, so that `make bundle` is reproducible.
 //
-//	go run ./hack/csvpatch -csv bundle/manifests/memcached-operator.clusterserviceversion.yaml -image IMG
+//	go run ./hack/csvpatch -csv bundle/manifests/memcached-operator.clusterserviceversion.yaml -image IMG -created-at 2026-11-21T00:00:00Z
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -33,22 +35,26 @@ import (
 func main() {
 	csvPath := flag.String("csv", "", "the bundle's ClusterServiceVersion")
 	image := flag.String("image", "", "the operator image")
+	createdAt := flag.String("created-at", "", "the release date, RFC 3339")
 	flag.Parse()
-	if err := run(*csvPath, *image); err != nil {
+	if err := run(*csvPath, *image, *createdAt); err != nil {
 		fmt.Fprintln(os.Stderr, "csvpatch:", err)
 		os.Exit(1)
 	}
 }
 
-func run(path, image string) error {
-	if path == "" || image == "" {
-		return fmt.Errorf("-csv and -image are required")
+func run(path, image, createdAt string) error {
+	if path == "" || image == "" || createdAt == "" {
+		return fmt.Errorf("-csv, -image and -created-at are required")
+	}
+	if _, err := time.Parse(time.RFC3339, createdAt); err != nil {
+		return fmt.Errorf("-created-at: %w", err)
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	out, err := patch(raw, image)
+	out, err := patch(raw, image, createdAt)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -57,7 +63,7 @@ func run(path, image string) error {
 
 const operatorImageName = "memcached-operator"
 
-func patch(raw []byte, image string) ([]byte, error) {
+func patch(raw []byte, image, createdAt string) ([]byte, error) {
 	var csv map[string]any
 	if err := yaml.Unmarshal(raw, &csv); err != nil {
 		return nil, err
@@ -73,6 +79,7 @@ func patch(raw []byte, image string) ([]byte, error) {
 		meta["annotations"] = annotations
 	}
 	annotations["containerImage"] = image
+	annotations["createdAt"] = createdAt
 
 	related := []any{map[string]any{"name": operatorImageName, "image": image}}
 	existing, _ := spec["relatedImages"].([]any)

@@ -38,7 +38,7 @@ spec:
     name: memcached
 `)
 	for i := 0; i < 2; i++ { // patching twice gives the same result
-		out, err := patch(in, "quay.io/example/memcached-operator:v0.1.0")
+		out, err := patch(in, "quay.io/example/memcached-operator:v0.1.0", "2026-11-21T00:00:00Z")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,6 +52,9 @@ spec:
 		if got := csv.Metadata.Annotations["containerImage"]; got != "quay.io/example/memcached-operator:v0.1.0" {
 			t.Errorf("containerImage = %q", got)
 		}
+		if got := csv.Metadata.Annotations["createdAt"]; got != "2026-11-21T00:00:00Z" {
+			t.Errorf("createdAt = %q", got)
+		}
 		want := []map[string]string{
 			{"name": "memcached-operator", "image": "quay.io/example/memcached-operator:v0.1.0"},
 			{"name": "memcached", "image": "docker.io/library/memcached:1.6.38"},
@@ -61,7 +64,7 @@ spec:
 		}
 		in = out
 	}
-	if _, err := patch([]byte("kind: ConfigMap\n"), "x"); err == nil {
+	if _, err := patch([]byte("kind: ConfigMap\n"), "x", "2026-11-21T00:00:00Z"); err == nil {
 		t.Error("a document that is not a CSV must be refused")
 	}
 }
