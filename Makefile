@@ -71,7 +71,7 @@ lint-chart: $(HELM) ## Lint the memcached chart (strict: warnings fail).
 	$(HELM) lint --strict helm-charts/memcached
 
 .PHONY: verify-generated
-verify-generated: $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) ## Fail if generated files (CRDs, RBAC, deepcopy, values.schema.json, bundle) are stale; validate the bundle.
+verify-generated: $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM) ## Fail if generated files (CRDs, RBAC, deepcopy, values.schema.json, bundle, catalog) are stale; validate bundle and catalog.
 	hack/verify-generated.sh
 
 .PHONY: test
@@ -124,6 +124,23 @@ bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ for VERSION (
 bundle-validate: $(OPERATOR_SDK) ## Validate bundle/ with the operatorframework suite; warnings fail too.
 	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework 2>&1 | tee $(LOCALBIN)/bundle-validate.log
 	! grep -Eq 'level=(warning|error)' $(LOCALBIN)/bundle-validate.log
+
+##@ Catalog (file-based, OLM)
+
+CATALOG_DIR := catalog/memcached-operator
+
+.PHONY: catalog
+catalog: $(OPM) ## Write catalog/ from catalog-template.yaml and the rendered bundle(s); validate it.
+	mkdir -p $(CATALOG_DIR)
+	{ cat catalog-template.yaml; echo '---'; \
+	  $(OPM) render ./bundle --output yaml --alpha-image-ref-template '$(IMAGE_TAG_BASE)-bundle:v{{.Version}}'; \
+	} > $(CATALOG_DIR)/index.yaml
+	$(OPM) validate catalog
+	rm -f catalog.Dockerfile && $(OPM) generate dockerfile catalog
+
+.PHONY: catalog-validate
+catalog-validate: $(OPM) ## Validate catalog/ (opm validate).
+	$(OPM) validate catalog
 
 ##@ Deployment
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fails if a generated file differs from what `make manifests generate bundle` writes now (CRDs, RBAC,
-# deepcopy, values.schema.json, the OLM bundle): regenerates in
+# Fails if a generated file differs from what `make manifests generate bundle catalog` writes now
+# (CRDs, RBAC, deepcopy, values.schema.json, the OLM bundle and catalog): regenerates in
 # a scratch copy of the tree and compares, so it works on an uncommitted tree too.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -8,17 +8,17 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
 tar -C "$root" --exclude=./bin --exclude=./.git -cf - . | tar -C "$scratch" -xf -
-make -C "$scratch" --no-print-directory -s manifests generate bundle LOCALBIN="$root/bin" >/dev/null
+make -C "$scratch" --no-print-directory -s manifests generate bundle catalog LOCALBIN="$root/bin" >/dev/null
 
 stale=0
 for path in api config/crd/bases config/rbac/role.yaml helm-charts/memcached/values.schema.json \
-  config/manifests config/scorecard config/manager bundle bundle.Dockerfile; do
+  config/manifests config/scorecard config/manager bundle bundle.Dockerfile catalog catalog.Dockerfile; do
   if ! diff -r -u "$root/$path" "$scratch/$path"; then
     stale=1
   fi
 done
 if [ "$stale" = 1 ]; then
-  echo "generated files are stale: run 'make manifests generate bundle' and commit the result" >&2
+  echo "generated files are stale: run 'make manifests generate bundle catalog' and commit the result" >&2
   exit 1
 fi
 echo "generated files are up to date"
