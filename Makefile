@@ -209,7 +209,7 @@ e2e-images: cluster-tool ## Build the operator and memcached images and push the
 cluster-tool: $(CLUSTER_TOOL) ## Build the local cluster tool and the pause and CoreDNS binaries it packs.
 
 $(CLUSTER_TOOL): $(wildcard hack/cluster/*.go hack/cluster/*/*.go) hack/cluster/go.mod
-	cd hack/cluster && CGO_ENABLED=0 go build -o $(dir $@) . ./pause ./coredns
+	cd hack/cluster && CGO_ENABLED=0 go build -o $(dir $@) . ./pause ./coredns ./grpc-health-probe
 
 .PHONY: cluster-binaries
 cluster-binaries: envtest $(addprefix $(KUBE_BIN)/,kube-controller-manager kube-scheduler kubelet kube-proxy kubectl) ## Build the Kubernetes binaries of the local cluster.
@@ -242,6 +242,18 @@ $(SCORECARD_TEST): hack/operator-sdk/go.mod
 opm: $(OPM) ## Build opm (needs cgo for sqlite).
 $(OPM): hack/olm/go.mod
 	cd hack/olm && CGO_ENABLED=1 go build -tags json1,containers_image_openpgp -o $@ github.com/operator-framework/operator-registry/cmd/opm
+
+OPM_VERSION := $(shell cd hack/olm && go list -m -f '{{.Version}}' github.com/operator-framework/operator-registry)
+OLM_DEPLOY_DIR = $(shell cd hack/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy
+
+.PHONY: olm-install
+olm-install: olm-binaries $(OPM) cluster-tool $(HELM) ## Install OLM, built from source, into the local cluster.
+	$(CLUSTER_TOOL) olm-install $(CLUSTER_FLAGS) --olm-bin-dir=$(LOCALBIN)/olm --olm-deploy-dir=$(OLM_DEPLOY_DIR) \
+		--helm=$(HELM) --olm-version=$(OLM_VERSION) --opm-version=$(OPM_VERSION)
+
+.PHONY: olm-uninstall
+olm-uninstall: cluster-tool ## Remove OLM from the local cluster.
+	$(CLUSTER_TOOL) olm-uninstall $(CLUSTER_FLAGS)
 
 .PHONY: olm-binaries
 olm-binaries: $(addprefix $(LOCALBIN)/olm/,$(OLM_BINARIES)) ## Build OLM's binaries for the local cluster's OLM image.

@@ -194,3 +194,14 @@ func TestImagesAreReproducible(t *testing.T) {
 		t.Errorf("config %+v", cf.Config)
 	}
 }
+
+func TestSplitCRDs(t *testing.T) {
+	in := "---\n# Source: a\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: a}\n--- # b\napiVersion: v1\nkind: Namespace\nmetadata: {name: olm}\n---\n"
+	crds, rest := splitCRDs(in)
+	if strings.Count(crds, "---") != 1 || !strings.Contains(crds, "name: a") || strings.Contains(crds, "Namespace") {
+		t.Errorf("crds = %q", crds)
+	}
+	if strings.Count(rest, "---") != 1 || !strings.Contains(rest, "name: olm") {
+		t.Errorf("rest = %q", rest)
+	}
+}

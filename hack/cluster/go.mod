@@ -7,6 +7,7 @@ go 1.26
 require (
 	github.com/coredns/coredns v1.12.4
 	github.com/google/go-containerregistry v0.22.1
+	google.golang.org/grpc v1.75.0
 	sigs.k8s.io/yaml v1.6.0
 )
 
@@ -70,7 +71,6 @@ require (
 	golang.org/x/time v0.12.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250818200422-3122310a409c // indirect
-	google.golang.org/grpc v1.75.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.12.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect

@@ -43,6 +43,8 @@ type layerFile struct {
 	path string // inside the image, absolute
 	mode int64
 	data []byte
+	link string // a symlink to this target instead of a file
+	uid  int    // owner (and group)
 }
 
 // epoch gives layers a fixed time, so the same content gives the same digest.
@@ -64,13 +66,24 @@ func layer(files []layerFile) (v1.Layer, error) {
 		dirList = append(dirList, d)
 	}
 	sort.Strings(dirList)
+	owners := map[string]int{}
+	for _, f := range files {
+		for d := filepath.Dir(strings.TrimPrefix(f.path, "/")); d != "."; d = filepath.Dir(d) {
+			if f.uid != 0 {
+				owners[d] = f.uid
+			}
+		}
+	}
 	for _, d := range dirList {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: epoch}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: epoch, Uid: owners[d], Gid: owners[d]}); err != nil {
 			return nil, err
 		}
 	}
 	for _, f := range files {
-		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.path, "/"), Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch}
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.path, "/"), Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch, Uid: f.uid, Gid: f.uid}
+		if f.link != "" {
+			hdr.Typeflag, hdr.Linkname, hdr.Size, hdr.Mode = tar.TypeSymlink, f.link, 0, 0o777
+		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return nil, err
 		}
@@ -88,6 +101,7 @@ func layer(files []layerFile) (v1.Layer, error) {
 // imageSpec says what an image runs.
 type imageSpec struct {
 	entrypoint []string
+	cmd        []string
 	user       string
 	workdir    string
 	labels     map[string]string
@@ -110,6 +124,7 @@ func image(files []layerFile, spec imageSpec) (v1.Image, error) {
 	cf.OS, cf.Architecture = "linux", runtime.GOARCH
 	cf.Created = v1.Time{Time: epoch}
 	cf.Config.Entrypoint = spec.entrypoint
+	cf.Config.Cmd = spec.cmd
 	cf.Config.User = spec.user
 	cf.Config.WorkingDir = spec.workdir
 	cf.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
@@ -177,29 +192,9 @@ func memcachedImage() (v1.Image, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("memcached is not installed (apt-get install memcached): %w", err)
 	}
-	out, err := exec.Command("ldd", bin).Output()
-	if err != nil {
-		return nil, "", fmt.Errorf("ldd %s: %w", bin, err)
-	}
-	f, err := fileFrom(bin, "/usr/bin/memcached", 0o755)
+	files, err := withLibraries(bin, "/usr/bin/memcached")
 	if err != nil {
 		return nil, "", err
-	}
-	files := []layerFile{f}
-	for _, line := range strings.Split(string(out), "\n") {
-		for _, field := range strings.Fields(line) {
-			if strings.HasPrefix(field, "/") {
-				real, err := filepath.EvalSymlinks(field)
-				if err != nil {
-					return nil, "", err
-				}
-				lib, err := fileFrom(real, field, 0o755)
-				if err != nil {
-					return nil, "", err
-				}
-				files = append(files, lib)
-			}
-		}
 	}
 	version, err := exec.Command(bin, "-V").Output()
 	if err != nil {
@@ -249,4 +244,47 @@ func (c *Cluster) load(img v1.Image, ref string) error {
 	}
 	logf("loaded %s into containerd", ref)
 	return nil
+}
+
+// busybox is Debian's static busybox with the applets images here need (sh, cp, cat, gzip, tar).
+func busybox() ([]layerFile, error) {
+	bb, err := fileFrom("/bin/busybox", "/bin/busybox", 0o755)
+	if err != nil {
+		return nil, fmt.Errorf("busybox-static is not installed (apt-get install busybox-static): %w", err)
+	}
+	files := []layerFile{bb}
+	for _, applet := range []string{"sh", "cp", "cat", "gzip", "gunzip", "tar", "sleep", "ls", "mkdir", "rm", "true"} {
+		files = append(files, layerFile{path: "/bin/" + applet, link: "busybox"})
+	}
+	return files, nil
+}
+
+// withLibraries adds a dynamically linked binary at dst with the shared libraries ldd lists.
+func withLibraries(bin, dst string) ([]layerFile, error) {
+	f, err := fileFrom(bin, dst, 0o755)
+	if err != nil {
+		return nil, err
+	}
+	files := []layerFile{f}
+	out, err := exec.Command("ldd", bin).Output()
+	if err != nil {
+		return files, nil // static
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		for _, field := range strings.Fields(line) {
+			if !strings.HasPrefix(field, "/") {
+				continue
+			}
+			real, err := filepath.EvalSymlinks(field)
+			if err != nil {
+				return nil, err
+			}
+			lib, err := fileFrom(real, field, 0o755)
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, lib)
+		}
+	}
+	return files, nil
 }

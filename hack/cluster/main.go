@@ -24,6 +24,8 @@ limitations under the License.
 //	cluster down   --state-dir .cluster --bin-dir bin/k8s/v1.35.4
 //	cluster demo   --state-dir .cluster --bin-dir bin/k8s/v1.35.4 --repo . [--img IMAGE]
 //	cluster demo-down ...
+//	cluster olm-install --state-dir .cluster --bin-dir ... --olm-bin-dir bin/olm --olm-deploy-dir DIR ...
+//	cluster olm-uninstall --state-dir .cluster --bin-dir ...
 //	cluster image operator  --repo . --ref localhost:5000/memcached-operator:dev
 //	cluster image memcached                              (prints the pushed reference)
 //	cluster image binary --bin bin/probe --ref localhost:5000/probe:dev
@@ -47,7 +49,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: cluster up|down|status|demo|demo-down|image|registry [flags]")
+	fmt.Fprintln(os.Stderr, "usage: cluster up|down|status|demo|demo-down|olm-install|olm-uninstall|image|registry [flags]")
 	os.Exit(2)
 }
 
@@ -70,6 +72,25 @@ func run(cmd string, args []string) error {
 		return serveRegistry(*addr, *cert, *key, *dir)
 	case "image":
 		return imageCommand(fs, stateDir, args)
+	case "olm-install", "olm-uninstall":
+		var o olmSettings
+		fs.StringVar(&o.binDir, "olm-bin-dir", "", "folder of olm, catalog, package-server, cpb, copy-content and opm")
+		fs.StringVar(&o.chartDir, "olm-deploy-dir", "", "the deploy folder of the operator-lifecycle-manager module")
+		fs.StringVar(&o.helm, "helm", "helm", "helm binary")
+		fs.StringVar(&o.olmVersion, "olm-version", "", "OLM version (image tag)")
+		fs.StringVar(&o.opmVersion, "opm-version", "", "opm version (image tag)")
+		_ = fs.Parse(args)
+		c, err := newCluster(*stateDir, *binDir)
+		if err != nil {
+			return err
+		}
+		if cmd == "olm-uninstall" {
+			return c.olmUninstall()
+		}
+		if o.binDir == "" || o.chartDir == "" || o.olmVersion == "" || o.opmVersion == "" {
+			return fmt.Errorf("--olm-bin-dir, --olm-deploy-dir, --olm-version and --opm-version are required")
+		}
+		return c.olmInstall(o)
 	case "up", "down", "status", "demo", "demo-down":
 		repo := fs.String("repo", ".", "the operator's repository (demo)")
 		img := fs.String("img", "", "operator image the current context can pull (demo on an existing cluster)")
