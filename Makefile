@@ -15,6 +15,8 @@ BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
 CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
 # The project's own scorecard tests (tests/scorecard).
 SCORECARD_IMG ?= $(IMAGE_TAG_BASE)-scorecard-tests:v$(VERSION)
+# Images built without a Docker daemon are written here by the *-build targets.
+IMAGES_DIR ?= $(CURDIR)/bin/images
 
 # Tools and cluster binaries are built from Go modules into bin/ (no prebuilt downloads).
 LOCALBIN ?= $(CURDIR)/bin
@@ -125,22 +127,39 @@ bundle-validate: $(OPERATOR_SDK) ## Validate bundle/ with the operatorframework 
 	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework 2>&1 | tee $(LOCALBIN)/bundle-validate.log
 	! grep -Eq 'level=(warning|error)' $(LOCALBIN)/bundle-validate.log
 
+.PHONY: bundle-build
+bundle-build: cluster-tool ## Build the bundle image from bundle.Dockerfile without a Docker daemon (into bin/images/bundle.tar).
+	$(CLUSTER_TOOL) image dockerfile --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --dockerfile=bundle.Dockerfile --ref=$(BUNDLE_IMG) --out=$(IMAGES_DIR)/bundle.tar
+
+.PHONY: bundle-push
+bundle-push: cluster-tool ## Push the bundle image that bundle-build made to BUNDLE_IMG.
+	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --tarball=$(IMAGES_DIR)/bundle.tar --ref=$(BUNDLE_IMG)
+
 ##@ Catalog (file-based, OLM)
 
-CATALOG_DIR := catalog/memcached-operator
+# CATALOG_ROOT is the catalog folder; IMAGE_TAG_BASE names the bundle images it points at.
+CATALOG_ROOT ?= catalog
 
 .PHONY: catalog
 catalog: $(OPM) ## Write catalog/ from catalog-template.yaml and the rendered bundle(s); validate it.
-	mkdir -p $(CATALOG_DIR)
+	mkdir -p $(CATALOG_ROOT)/memcached-operator
 	{ cat catalog-template.yaml; echo '---'; \
 	  $(OPM) render ./bundle --output yaml --alpha-image-ref-template '$(IMAGE_TAG_BASE)-bundle:v{{.Version}}'; \
-	} > $(CATALOG_DIR)/index.yaml
-	$(OPM) validate catalog
-	rm -f catalog.Dockerfile && $(OPM) generate dockerfile catalog
+	} > $(CATALOG_ROOT)/memcached-operator/index.yaml
+	$(OPM) validate $(CATALOG_ROOT)
+	rm -f $(CATALOG_ROOT).Dockerfile && $(OPM) generate dockerfile $(CATALOG_ROOT)
 
 .PHONY: catalog-validate
 catalog-validate: $(OPM) ## Validate catalog/ (opm validate).
-	$(OPM) validate catalog
+	$(OPM) validate $(CATALOG_ROOT)
+
+.PHONY: catalog-build
+catalog-build: cluster-tool $(OPM) ## Build the catalog image (opm serving catalog/, cache built in) without a Docker daemon.
+	$(CLUSTER_TOOL) image catalog --state-dir=$(CLUSTER_STATE) --opm=$(OPM) --configs=$(CATALOG_ROOT) --ref=$(CATALOG_IMG) --out=$(IMAGES_DIR)/catalog.tar
+
+.PHONY: catalog-push
+catalog-push: cluster-tool ## Push the catalog image that catalog-build made to CATALOG_IMG.
+	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --tarball=$(IMAGES_DIR)/catalog.tar --ref=$(CATALOG_IMG)
 
 ##@ Deployment
 
@@ -204,6 +223,23 @@ e2e-images: cluster-tool ## Build the operator and memcached images and push the
 	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) > $(CLUSTER_STATE)/memcached-image
 	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/manager-image/memcache-probe ./tests/e2e/memcache-probe
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(LOCALBIN)/manager-image/memcache-probe --ref=$(E2E_PROBE_IMG)
+
+# The OLM end-to-end tests install the committed bundle unchanged: its images are preloaded on the
+# node under their release names, the bundle and a catalog of it are in the local registry.
+E2E_IMAGE_TAG_BASE ?= localhost:5000/memcached-operator
+E2E_BUNDLE_IMG ?= $(E2E_IMAGE_TAG_BASE)-bundle:v$(VERSION)
+E2E_CATALOG_IMG ?= $(E2E_IMAGE_TAG_BASE)-catalog:v$(VERSION)
+
+.PHONY: e2e-olm-images
+e2e-olm-images: cluster-tool $(OPERATOR_SDK) $(SCORECARD_TEST) $(OPM) ## Images of the bundle, catalog and scorecard tests for the OLM end-to-end tests.
+	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/manager .
+	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --ref=$(IMG) --load
+	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcached-scorecard-tests ./tests/scorecard
+	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcached-scorecard-tests --ref=$(SCORECARD_IMG) --load
+	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(SCORECARD_TEST) --ref=quay.io/operator-framework/scorecard-test:$(OPERATOR_SDK_VERSION) --load
+	$(CLUSTER_TOOL) image dockerfile --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --dockerfile=bundle.Dockerfile --ref=$(E2E_BUNDLE_IMG)
+	$(MAKE) --no-print-directory catalog CATALOG_ROOT=$(CLUSTER_STATE)/catalog IMAGE_TAG_BASE=$(E2E_IMAGE_TAG_BASE)
+	$(CLUSTER_TOOL) image catalog --state-dir=$(CLUSTER_STATE) --opm=$(OPM) --configs=$(CLUSTER_STATE)/catalog --ref=$(E2E_CATALOG_IMG)
 
 .PHONY: cluster-tool
 cluster-tool: $(CLUSTER_TOOL) ## Build the local cluster tool and the pause and CoreDNS binaries it packs.

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -205,17 +207,41 @@ func memcachedImage() (v1.Image, string, error) {
 	return img, v, err
 }
 
-// push writes an image to the local registry.
+// pushOrSave pushes an image, or writes it as a tarball when out is set.
+func (c *Cluster) pushOrSave(img v1.Image, ref, out string) error {
+	if out == "" {
+		return c.push(img, ref)
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if err := tarball.WriteToFile(out, r, img); err != nil {
+		return err
+	}
+	d, _ := img.Digest()
+	logf("built %s (%s) into %s", ref, d, out)
+	return nil
+}
+
+// push writes an image to a registry: the local one (trusted through the cluster's CA) or any
+// other with the credentials of the Docker config.
 func (c *Cluster) push(img v1.Image, ref string) error {
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		return err
 	}
 	tr, err := caTransport(c.path("pki", "ca.crt"))
-	if err != nil {
+	if err != nil && r.Context().RegistryStr() == RegistryHost {
 		return err
 	}
-	if err := remote.Write(r, img, remote.WithTransport(tr)); err != nil {
+	if err != nil { // another registry: the system's CAs
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if err := remote.Write(r, img, remote.WithTransport(tr), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
 		return fmt.Errorf("push %s: %w", ref, err)
 	}
 	d, _ := img.Digest()

@@ -36,6 +36,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 func main() {
@@ -128,12 +130,18 @@ func run(cmd string, args []string) error {
 
 func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 	if len(args) < 1 {
-		return fmt.Errorf("usage: cluster image operator|memcached|binary [flags]")
+		return fmt.Errorf("usage: cluster image operator|memcached|binary|dockerfile|catalog|push [flags]")
 	}
 	which := args[0]
 	repo := fs.String("repo", ".", "the operator's repository (operator image)")
 	manager := fs.String("manager", "", "the manager binary, built with CGO_ENABLED=0 (operator image)")
 	bin := fs.String("bin", "", "a static binary to run as the image's entrypoint (binary image)")
+	dockerfile := fs.String("dockerfile", "", "a FROM scratch Dockerfile of LABEL and COPY lines (dockerfile image)")
+	opm := fs.String("opm", "", "the opm binary (catalog image)")
+	configs := fs.String("configs", "", "a file-based catalog folder (catalog image)")
+	out := fs.String("out", "", "write the image as a tarball here instead of pushing it (dockerfile, catalog)")
+	tarballPath := fs.String("tarball", "", "an image tarball to push (push)")
+	load := fs.Bool("load", false, "import the image into the node's containerd under --ref instead of pushing it (operator, binary)")
 	ref := fs.String("ref", "", "image reference to push (operator image)")
 	registry := fs.String("registry", RegistryHost, "registry to push to (memcached image)")
 	_ = fs.Parse(args[1:])
@@ -151,12 +159,49 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if err != nil {
 			return err
 		}
+		if *load {
+			return c.load(img, *ref)
+		}
 		return c.push(img, *ref)
 	case "binary":
 		if *ref == "" || *bin == "" {
 			return fmt.Errorf("--ref and --bin are required")
 		}
-		img, err := binaryImage(*bin, "/"+filepath.Base(*bin), "65532")
+		img, err := binaryImage(*bin, "/usr/local/bin/"+filepath.Base(*bin), "65532")
+		if err != nil {
+			return err
+		}
+		if *load {
+			return c.load(img, *ref)
+		}
+		return c.push(img, *ref)
+	case "dockerfile":
+		if *ref == "" || *dockerfile == "" {
+			return fmt.Errorf("--ref and --dockerfile are required")
+		}
+		img, err := scratchDockerfileImage(*dockerfile, *repo)
+		if err != nil {
+			return err
+		}
+		return c.pushOrSave(img, *ref, *out)
+	case "catalog":
+		if *ref == "" || *opm == "" || *configs == "" {
+			return fmt.Errorf("--ref, --opm and --configs are required")
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		img, err := catalogImage(*opm, helper(self, "grpc-health-probe"), *configs)
+		if err != nil {
+			return err
+		}
+		return c.pushOrSave(img, *ref, *out)
+	case "push":
+		if *ref == "" || *tarballPath == "" {
+			return fmt.Errorf("--ref and --tarball are required")
+		}
+		img, err := tarball.ImageFromPath(*tarballPath, nil)
 		if err != nil {
 			return err
 		}
@@ -173,5 +218,5 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		fmt.Println(r)
 		return nil
 	}
-	return fmt.Errorf("unknown image %q: operator, memcached or binary", which)
+	return fmt.Errorf("unknown image %q: operator, memcached, binary, dockerfile, catalog or push", which)
 }

@@ -78,7 +78,8 @@ func (c *Cluster) buildOLMImages(s olmSettings) error {
 		return err
 	}
 
-	bbImg, err := image(bb, imageSpec{entrypoint: []string{"/bin/sh"}, user: "65532", workdir: "/"})
+	// No entrypoint: scorecard's untar container passes the whole command ("tar", "xvzf", ...).
+	bbImg, err := image(bb, imageSpec{cmd: []string{"/bin/sh"}, user: "65532", workdir: "/"})
 	if err != nil {
 		return err
 	}

@@ -215,6 +215,15 @@ func (c *Cluster) ensurePKI() (*PKI, error) {
 			return nil, fmt.Errorf("certificate %s: %w", s.spec.name, err)
 		}
 	}
+	// Host tools (operator-sdk, opm) trust the local registry through SSL_CERT_FILE=ca-bundle.crt.
+	system, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+	ca, err := os.ReadFile(p.CA.CertFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ca-bundle.crt"), append(append(system, '\n'), ca...), 0o644); err != nil {
+		return nil, err
+	}
 	p.ServiceAccountKey, p.ServiceAccountPub = filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub")
 	if _, err := os.Stat(p.ServiceAccountKey); errors.Is(err, os.ErrNotExist) {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

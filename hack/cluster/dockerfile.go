@@ -1,0 +1,102 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// scratchDockerfileImage builds the image a `FROM scratch` Dockerfile with LABEL and COPY lines
+// describes (bundle.Dockerfile), so the Dockerfile stays the one description of the image.
+func scratchDockerfileImage(dockerfile, contextDir string) (v1.Image, error) {
+	f, err := os.Open(dockerfile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	labels := map[string]string{}
+	var files []layerFile
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		fields := strings.Fields(line)
+		if len(fields) == 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		switch strings.ToUpper(fields[0]) {
+		case "FROM":
+			if len(fields) != 2 || fields[1] != "scratch" {
+				return nil, fmt.Errorf("%s: only FROM scratch is supported, not %q", dockerfile, line)
+			}
+		case "LABEL":
+			for _, kv := range fields[1:] {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					return nil, fmt.Errorf("%s: LABEL %q is not key=value", dockerfile, kv)
+				}
+				labels[k] = strings.Trim(v, `"`)
+			}
+		case "COPY":
+			if len(fields) != 3 {
+				return nil, fmt.Errorf("%s: COPY %q must have one source and one destination", dockerfile, line)
+			}
+			tree, err := treeFrom(filepath.Join(contextDir, fields[1]), fields[2])
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, tree...)
+		default:
+			return nil, fmt.Errorf("%s: unsupported instruction %q", dockerfile, fields[0])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return image(files, imageSpec{labels: labels})
+}
+
+// catalogImage serves a file-based catalog with opm, with the serve cache built in (opm checks its
+// integrity at start), owned by the UID the catalog pod runs as.
+func catalogImage(opmBin, probe, configsDir string) (v1.Image, error) {
+	cacheDir, err := os.MkdirTemp("", "opm-cache-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(cacheDir)
+	if out, err := exec.Command(opmBin, "serve", configsDir, "--cache-dir", cacheDir, "--cache-only").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("opm serve --cache-only: %v: %s", err, out)
+	}
+	configs, err := treeFrom(configsDir, "/configs")
+	if err != nil {
+		return nil, err
+	}
+	cache, err := treeFrom(cacheDir, "/tmp/cache")
+	if err != nil {
+		return nil, err
+	}
+	for i := range cache {
+		cache[i].uid = 1001
+	}
+	return opmImage(opmBin, probe, configs, cache)
+}
