@@ -46,6 +46,7 @@ type layerFile struct {
 	mode int64
 	data []byte
 	link string // a symlink to this target instead of a file
+	dir  bool   // an (empty) directory instead of a file
 	uid  int    // owner (and group)
 }
 
@@ -59,6 +60,9 @@ func layer(files []layerFile) (v1.Layer, error) {
 	dirs := map[string]bool{}
 	for _, f := range files {
 		rel := strings.TrimPrefix(f.path, "/")
+		if f.dir {
+			dirs[rel] = true
+		}
 		for d := filepath.Dir(rel); d != "." && !dirs[d]; d = filepath.Dir(d) {
 			dirs[d] = true
 		}
@@ -76,12 +80,25 @@ func layer(files []layerFile) (v1.Layer, error) {
 			}
 		}
 	}
+	modes := map[string]int64{}
+	for _, f := range files {
+		if f.dir && f.mode != 0 {
+			modes[strings.TrimPrefix(f.path, "/")] = f.mode
+		}
+	}
 	for _, d := range dirList {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: epoch, Uid: owners[d], Gid: owners[d]}); err != nil {
+		mode := int64(0o755)
+		if m, ok := modes[d]; ok {
+			mode = m
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: mode, ModTime: epoch, Uid: owners[d], Gid: owners[d]}); err != nil {
 			return nil, err
 		}
 	}
 	for _, f := range files {
+		if f.dir {
+			continue
+		}
 		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.path, "/"), Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch, Uid: f.uid, Gid: f.uid}
 		if f.link != "" {
 			hdr.Typeflag, hdr.Linkname, hdr.Size, hdr.Mode = tar.TypeSymlink, f.link, 0, 0o777

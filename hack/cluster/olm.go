@@ -102,6 +102,10 @@ func opmImage(opmBin, probe string, configs, cache []layerFile) (v1.Image, error
 		return nil, err
 	}
 	files = append(append(append(append(files, p), bb...), configs...), cache...)
+	files = append(files,
+		layerFile{path: "/configs", dir: true}, // an index image without a catalog has it empty
+		layerFile{path: "/tmp", dir: true, mode: 0o1777},
+		layerFile{path: "/etc/nsswitch.conf", mode: 0o644, data: []byte("hosts: files dns\n")})
 	spec := imageSpec{entrypoint: []string{"/bin/opm"}, user: "1001", workdir: "/",
 		labels: map[string]string{"operators.operatorframework.io.index.configs.v1": "/configs"}}
 	if configs != nil {
