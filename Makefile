@@ -82,13 +82,16 @@ test: verify-generated vet lint-chart envtest ## Unit and envtest integration te
 	cd hack/cluster && go test ./...
 
 .PHONY: test-e2e
-test-e2e: cluster-binaries cluster-tool ## End-to-end suite on the local cluster (root): brings it up, tests, always tears it down.
+test-e2e: cluster-binaries cluster-tool olm-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) ## End-to-end suites on the local cluster with OLM (root); always tears the cluster down.
 	status=0; \
 	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && \
-	  $(MAKE) --no-print-directory e2e-images && \
-	  KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECACHEDIR=$(CLUSTER_STATE)/kubectl-cache PATH="$(KUBE_BIN):$$PATH" E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) \
-	    E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
-	    go test -tags e2e ./tests/e2e/... -count=1 -timeout 40m -v -ginkgo.v || status=$$?; \
+	  $(MAKE) --no-print-directory olm-install e2e-images e2e-olm-images && \
+	  KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECACHEDIR=$(CLUSTER_STATE)/kubectl-cache PATH="$(KUBE_BIN):$$PATH" \
+	    SSL_CERT_FILE=$(CLUSTER_STATE)/pki/ca-bundle.crt \
+	    E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
+	    E2E_BUNDLE_IMG=$(E2E_BUNDLE_IMG) E2E_CATALOG_IMG=$(E2E_CATALOG_IMG) \
+	    E2E_INDEX_IMG=localhost:5000/opm:$(OPM_VERSION) E2E_BUSYBOX_IMG=localhost:5000/busybox:stable \
+	    go test -tags e2e ./tests/e2e/... -count=1 -timeout 60m -v -ginkgo.v || status=$$?; \
 	  $(CLUSTER_TOOL) down $(CLUSTER_FLAGS) || status=1; \
 	  exit $$status
 

@@ -1,0 +1,218 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// The OLM specs install the committed bundle unchanged, the way users do: with `operator-sdk run
+// bundle`, from the catalog through a Subscription, and score it with `operator-sdk scorecard`.
+// `make test-e2e` installs OLM (built from source), pushes the bundle and a catalog of it to the
+// local registry and preloads the bundle's images on the node under their release names; the
+// memcached image is mirrored through RELATED_IMAGE_MEMCACHED, as a disconnected install does.
+
+const csvName = "memcached-operator.v0.1.0"
+
+var (
+	operatorSDK, bundleImage, catalogImage, indexImage, busyboxImage string
+)
+
+func olmEnv() {
+	operatorSDK = filepath.Join(root, "bin", "operator-sdk")
+	bundleImage, catalogImage = os.Getenv("E2E_BUNDLE_IMG"), os.Getenv("E2E_CATALOG_IMG")
+	indexImage, busyboxImage = os.Getenv("E2E_INDEX_IMG"), os.Getenv("E2E_BUSYBOX_IMG")
+	for name, v := range map[string]string{"E2E_BUNDLE_IMG": bundleImage, "E2E_CATALOG_IMG": catalogImage, "E2E_INDEX_IMG": indexImage, "E2E_BUSYBOX_IMG": busyboxImage} {
+		Expect(v).NotTo(BeEmpty(), "%s is set by `make test-e2e`", name)
+	}
+}
+
+// sdk runs operator-sdk and returns its output.
+func sdk(args ...string) string {
+	cmd := exec.Command(operatorSDK, args...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	fmt.Fprintf(GinkgoWriter, "$ operator-sdk %s\n%s", strings.Join(args, " "), out)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "operator-sdk %s:\n%s", strings.Join(args, " "), out)
+	return string(out)
+}
+
+func csvPhase(ns string) func() string {
+	return func() string {
+		out, _ := kubectlOut("-n", ns, "get", "csv", csvName, "-o", "jsonpath={.status.phase}")
+		return out
+	}
+}
+
+// mirrorMemcached points the operator installed by a Subscription at the local memcached image.
+func mirrorMemcached(ns string) {
+	sub := strings.TrimSpace(kubectl("-n", ns, "get", "subscription", "-o", "name"))
+	kubectl("-n", ns, "patch", sub, "--type=merge", "-p",
+		fmt.Sprintf(`{"spec":{"config":{"env":[{"name":"RELATED_IMAGE_MEMCACHED","value":%q}]}}}`, memcachedImage))
+	Eventually(func() string {
+		return kubectl("-n", ns, "get", "deployment", "memcached-operator-controller-manager", "-o", "jsonpath={.spec.template.spec.containers[0].env}")
+	}, timeout, poll).Should(ContainSubstring(memcachedImage))
+	kubectl("-n", ns, "rollout", "status", "deployment/memcached-operator-controller-manager", "--timeout=3m")
+}
+
+// samplesReconcile applies both samples in ns and waits for their pods.
+func samplesReconcile(ns string) {
+	kubectl("-n", ns, "apply", "-f", "config/samples/cache_v1_memcached.yaml", "-f", "config/samples/cache_v1_memcachedbackup.yaml")
+	kubectl("-n", ns, "wait", "memcached/memcached-sample", "--for=condition=Deployed", "--timeout=3m")
+	kubectl("-n", ns, "wait", "memcachedbackup/memcachedbackup-sample", "--for=condition=Available", "--timeout=3m")
+	Eventually(func() string {
+		return kubectl("-n", ns, "get", "deployment", "memcached-sample", "-o", "jsonpath={.status.readyReplicas}")
+	}, timeout, poll).Should(Equal("3"))
+	kubectl("-n", ns, "delete", "-f", "config/samples/cache_v1_memcached.yaml", "-f", "config/samples/cache_v1_memcachedbackup.yaml", "--timeout=2m")
+}
+
+var _ = Describe("Through OLM", Ordered, func() {
+	BeforeAll(olmEnv)
+	// OLM leaves the CRDs of an uninstalled operator; remove them so other specs start clean.
+	AfterAll(func() {
+		_, _ = kubectlOut("delete", "crd", "memcacheds.cache.my.domain", "memcachedbackups.cache.my.domain", "--ignore-not-found", "--timeout=2m")
+	})
+
+	It("installs with operator-sdk run bundle, reconciles both samples, and operator-sdk cleanup removes it", func() {
+		ns := "memcached-run-bundle"
+		kubectl("create", "namespace", ns)
+		DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
+		sdk("run", "bundle", bundleImage, "-n", ns, "--index-image", indexImage, "--decompression-image", busyboxImage,
+			"--install-mode", "OwnNamespace", "--timeout", "5m")
+		Expect(csvPhase(ns)()).To(Equal("Succeeded"))
+		mirrorMemcached(ns)
+		samplesReconcile(ns)
+
+		sdk("cleanup", "memcached-operator", "-n", ns, "--timeout", "3m")
+		Eventually(func() string {
+			out, _ := kubectlOut("-n", ns, "get", "csv,subscription,catalogsource,deployment", "-o", "name")
+			return out
+		}, timeout, poll).Should(BeEmpty())
+	})
+
+	DescribeTable("installs from the catalog through a CatalogSource, OperatorGroup and Subscription",
+		func(mode, ns string, targetNamespaces []string, workNamespace string) {
+			kubectl("create", "namespace", ns)
+			DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
+			if workNamespace != ns {
+				kubectl("create", "namespace", workNamespace)
+				DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", workNamespace, "--wait=false") })
+			}
+			targets, _ := json.Marshal(targetNamespaces)
+			manifest := fmt.Sprintf(`apiVersion: operators.coreos.com/v1alpha1
+kind: CatalogSource
+metadata: {name: memcached-catalog, namespace: %[1]s}
+spec:
+  sourceType: grpc
+  image: %[2]s
+  displayName: memcached-operator
+  publisher: memcached-operator maintainers
+  grpcPodConfig: {securityContextConfig: restricted}
+---
+apiVersion: operators.coreos.com/v1
+kind: OperatorGroup
+metadata: {name: memcached, namespace: %[1]s}
+spec: {targetNamespaces: %[3]s}
+---
+apiVersion: operators.coreos.com/v1alpha1
+kind: Subscription
+metadata: {name: memcached-operator, namespace: %[1]s}
+spec:
+  channel: stable
+  name: memcached-operator
+  source: memcached-catalog
+  sourceNamespace: %[1]s
+  installPlanApproval: Automatic
+  config:
+    env:
+    - {name: RELATED_IMAGE_MEMCACHED, value: %[4]s}
+`, ns, catalogImage, targets, memcachedImage)
+			if mode == "AllNamespaces" {
+				manifest = strings.Replace(manifest, "spec: {targetNamespaces: []}", "spec: {}", 1)
+			}
+			f := filepath.Join(GinkgoT().TempDir(), "install.yaml")
+			Expect(os.WriteFile(f, []byte(manifest), 0o644)).To(Succeed())
+			kubectl("apply", "-f", f)
+
+			Eventually(csvPhase(ns), timeout, poll).Should(Equal("Succeeded"))
+			Expect(kubectl("-n", ns, "get", "deployment", "memcached-operator-controller-manager", "-o",
+				"jsonpath={.spec.template.metadata.annotations.olm\\.targetNamespaces}")).To(Equal(strings.Join(targetNamespaces, ",")))
+			samplesReconcile(workNamespace)
+
+			kubectl("-n", ns, "delete", "subscription", "memcached-operator")
+			kubectl("-n", ns, "delete", "csv", csvName, "--timeout=2m")
+			Eventually(func() string {
+				out, _ := kubectlOut("-n", ns, "get", "deployment", "-o", "name")
+				return out
+			}, timeout, poll).ShouldNot(ContainSubstring("memcached-operator"))
+		},
+		Entry("in OwnNamespace mode", "OwnNamespace", "memcached-own", []string{"memcached-own"}, "memcached-own"),
+		Entry("in AllNamespaces mode", "AllNamespaces", "memcached-all", []string{}, "memcached-anywhere"),
+	)
+
+	It("passes every scorecard test (basic, olm and the project's own) against the live cluster", func() {
+		ns := "memcached-scorecard"
+		kubectl("create", "namespace", ns)
+		DeferCleanup(func() {
+			_, _ = exec.Command(operatorSDK, "cleanup", "memcached-operator", "-n", ns).CombinedOutput()
+			_, _ = kubectlOut("delete", "namespace", ns, "--wait=false")
+		})
+		sdk("run", "bundle", bundleImage, "-n", ns, "--index-image", indexImage, "--decompression-image", busyboxImage,
+			"--install-mode", "OwnNamespace", "--timeout", "5m")
+		mirrorMemcached(ns)
+		kubectl("-n", ns, "apply", "-f", "tests/scorecard/rbac.yaml")
+
+		cmd := exec.Command(operatorSDK, "scorecard", "./bundle", "-n", ns, "-s", "memcached-scorecard", "--pod-security=restricted",
+			"-u", busyboxImage, "-b", busyboxImage, "-w", "5m", "-o", "json")
+		cmd.Dir = root
+		out, err := cmd.Output()
+		fmt.Fprintf(GinkgoWriter, "$ operator-sdk scorecard ./bundle ...\n%s\n", out)
+		Expect(err).NotTo(HaveOccurred(), "operator-sdk scorecard failed:\n%s", out)
+		var list struct {
+			Items []struct {
+				Status struct {
+					Results []struct {
+						Name   string   `json:"name"`
+						State  string   `json:"state"`
+						Errors []string `json:"errors"`
+					} `json:"results"`
+				} `json:"status"`
+			} `json:"items"`
+		}
+		Expect(json.Unmarshal(out, &list)).To(Succeed())
+		states := map[string]string{}
+		for _, item := range list.Items {
+			for _, r := range item.Status.Results {
+				states[r.Name] = r.State
+				Expect(r.State).To(Equal("pass"), "scorecard test %s: %v", r.Name, r.Errors)
+			}
+		}
+		Expect(states).To(HaveLen(8), "basic-check-spec, 5 olm tests and the 2 tests of the project")
+		Expect(states).To(HaveKey("memcached-deployed"))
+		Expect(states).To(HaveKey("memcachedbackup-reports-pods"))
+	})
+})
