@@ -77,7 +77,7 @@ verify-generated: $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM) ## Fail 
 	hack/verify-generated.sh
 
 .PHONY: test
-test: verify-generated vet lint-chart envtest ## Unit and envtest integration tests, chart lint, stale-file check.
+test: verify-generated vet lint-chart envtest ## Unit and envtest tests, chart lint, bundle and catalog validation, stale-file check.
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test ./... -coverprofile cover.out
 	cd hack/cluster && go test ./...
 
@@ -85,7 +85,7 @@ test: verify-generated vet lint-chart envtest ## Unit and envtest integration te
 test-e2e: cluster-binaries cluster-tool olm-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) ## End-to-end suites on the local cluster with OLM (root); always tears the cluster down.
 	status=0; \
 	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && \
-	  $(MAKE) --no-print-directory olm-install e2e-images e2e-olm-images && \
+	  $(MAKE) --no-print-directory olm-install e2e-olm-images && \
 	  KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECACHEDIR=$(CLUSTER_STATE)/kubectl-cache PATH="$(KUBE_BIN):$$PATH" \
 	    SSL_CERT_FILE=$(CLUSTER_STATE)/pki/ca-bundle.crt \
 	    E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
@@ -221,11 +221,11 @@ cluster-status: cluster-tool ## Say what of the local cluster runs.
 
 .PHONY: e2e-images
 e2e-images: cluster-tool ## Build the operator and memcached images and push them to the local registry.
-	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/manager-image/manager .
-	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(LOCALBIN)/manager-image/manager --ref=$(E2E_IMG)
+	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/manager .
+	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --ref=$(E2E_IMG)
 	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) > $(CLUSTER_STATE)/memcached-image
-	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/manager-image/memcache-probe ./tests/e2e/memcache-probe
-	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(LOCALBIN)/manager-image/memcache-probe --ref=$(E2E_PROBE_IMG)
+	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcache-probe ./tests/e2e/memcache-probe
+	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcache-probe --ref=$(E2E_PROBE_IMG)
 
 # The OLM end-to-end tests install the committed bundle unchanged: its images are preloaded on the
 # node under their release names, the bundle and a catalog of it are in the local registry.
@@ -234,8 +234,7 @@ E2E_BUNDLE_IMG ?= $(E2E_IMAGE_TAG_BASE)-bundle:v$(VERSION)
 E2E_CATALOG_IMG ?= $(E2E_IMAGE_TAG_BASE)-catalog:v$(VERSION)
 
 .PHONY: e2e-olm-images
-e2e-olm-images: cluster-tool $(OPERATOR_SDK) $(SCORECARD_TEST) $(OPM) ## Images of the bundle, catalog and scorecard tests for the OLM end-to-end tests.
-	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/manager .
+e2e-olm-images: cluster-tool $(OPERATOR_SDK) $(SCORECARD_TEST) $(OPM) e2e-images ## Images of the bundle, catalog and scorecard tests for the OLM end-to-end tests.
 	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --ref=$(IMG) --load
 	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcached-scorecard-tests ./tests/scorecard
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcached-scorecard-tests --ref=$(SCORECARD_IMG) --load
