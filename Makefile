@@ -33,6 +33,20 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z \
 	-X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
 
+# operator-sdk, opm and OLM are pinned in hack/operator-sdk/go.mod and hack/olm/go.mod. Tool
+# variables come before the rules that name them: make expands prerequisites as it reads.
+OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk
+SCORECARD_TEST ?= $(LOCALBIN)/olm/scorecard-test
+OPM ?= $(LOCALBIN)/olm/opm
+OPERATOR_SDK_VERSION := $(shell cd hack/operator-sdk && go list -m -f '{{.Version}}' github.com/operator-framework/operator-sdk)
+OLM_VERSION := $(shell cd hack/olm && go list -m -f '{{.Version}}' github.com/operator-framework/operator-lifecycle-manager)
+SDK_VERSION_PKG := github.com/operator-framework/operator-sdk/internal/version
+SDK_LDFLAGS := -X $(SDK_VERSION_PKG).Version=$(OPERATOR_SDK_VERSION) -X $(SDK_VERSION_PKG).GitVersion=$(OPERATOR_SDK_VERSION) \
+	-X $(SDK_VERSION_PKG).GitCommit=none -X $(SDK_VERSION_PKG).KubernetesVersion=$(KUBE_VERSION) \
+	-X $(SDK_VERSION_PKG).ImageVersion=$(OPERATOR_SDK_VERSION)
+OLM_BINARIES := olm catalog package-server copy-content cpb
+OPM_VERSION := $(shell cd hack/olm && go list -m -f '{{.Version}}' github.com/operator-framework/operator-registry)
+
 # Setting SHELL to bash allows bash commands to be executed by recipes.
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
@@ -257,16 +271,6 @@ $(KUBE_BIN)/kube-controller-manager $(KUBE_BIN)/kube-scheduler $(KUBE_BIN)/kubel
 
 ##@ Operator Framework tools (built from hack/operator-sdk/go.mod and hack/olm/go.mod into bin/)
 
-OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk
-SCORECARD_TEST ?= $(LOCALBIN)/olm/scorecard-test
-OPM ?= $(LOCALBIN)/olm/opm
-OPERATOR_SDK_VERSION := $(shell cd hack/operator-sdk && go list -m -f '{{.Version}}' github.com/operator-framework/operator-sdk)
-OLM_VERSION := $(shell cd hack/olm && go list -m -f '{{.Version}}' github.com/operator-framework/operator-lifecycle-manager)
-SDK_VERSION_PKG := github.com/operator-framework/operator-sdk/internal/version
-SDK_LDFLAGS := -X $(SDK_VERSION_PKG).Version=$(OPERATOR_SDK_VERSION) -X $(SDK_VERSION_PKG).GitVersion=$(OPERATOR_SDK_VERSION) \
-	-X $(SDK_VERSION_PKG).GitCommit=none -X $(SDK_VERSION_PKG).KubernetesVersion=$(KUBE_VERSION) \
-	-X $(SDK_VERSION_PKG).ImageVersion=$(OPERATOR_SDK_VERSION)
-OLM_BINARIES := olm catalog package-server copy-content cpb
 
 .PHONY: operator-sdk
 operator-sdk: $(OPERATOR_SDK) $(SCORECARD_TEST) ## Build operator-sdk and its scorecard-test image binary.
@@ -281,7 +285,6 @@ opm: $(OPM) ## Build opm (needs cgo for sqlite).
 $(OPM): hack/olm/go.mod
 	cd hack/olm && CGO_ENABLED=1 go build -tags json1,containers_image_openpgp -o $@ github.com/operator-framework/operator-registry/cmd/opm
 
-OPM_VERSION := $(shell cd hack/olm && go list -m -f '{{.Version}}' github.com/operator-framework/operator-registry)
 OLM_DEPLOY_DIR = $(shell cd hack/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy
 
 .PHONY: olm-install
