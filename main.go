@@ -27,6 +27,7 @@ import (
 	"runtime"
 	"time"
 
+	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/operator-framework/operator-lib/leader"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -82,6 +83,9 @@ func run(ctx context.Context, cfg controllers.Config, metricsAddr, probeAddr str
 		return err
 	}
 	if err := cachev1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := apiv2.AddToScheme(scheme); err != nil { // OLM's OperatorCondition
 		return err
 	}
 

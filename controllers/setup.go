@@ -26,7 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"github.com/operator-framework/operator-lib/conditions"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -87,6 +89,26 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	if err := backups.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up MemcachedBackup controller: %w", err)
+	}
+	return setupUpgradeable(mgr)
+}
+
+// setupUpgradeable reports the OperatorCondition Upgradeable when OLM runs the operator (it sets
+// OPERATOR_CONDITION_NAME); elsewhere there is nothing to report to, and it says so.
+func setupUpgradeable(mgr ctrl.Manager) error {
+	// Uncached: the OperatorCondition lives in the operator's namespace, which need not be watched.
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return err
+	}
+	cond, err := conditions.InClusterFactory{Client: direct}.NewCondition(apiv2.ConditionType(apiv2.Upgradeable))
+	if err != nil {
+		ctrl.Log.WithName("setup").Info("not run by OLM: the OperatorCondition Upgradeable is not reported", "reason", err.Error())
+		return nil
+	}
+	r := &UpgradeableReconciler{Client: mgr.GetClient(), Condition: cond}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the Upgradeable controller: %w", err)
 	}
 	return nil
 }

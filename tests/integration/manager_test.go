@@ -92,6 +92,7 @@ var _ = Describe("Outside a cluster", func() {
 		ns := newNamespace(ctx)
 		op := outOfCluster()
 		Eventually(op.Err, timeout).Should(gbytes.Say("leader election skipped"))
+		Eventually(op.Err, timeout).Should(gbytes.Say("not run by OLM: the OperatorCondition Upgradeable is not reported"))
 		Eventually(reconciled(ctx, ns, "out-of-cluster"), timeout, interval).Should(Succeed())
 	})
 })

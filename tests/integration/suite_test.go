@@ -25,6 +25,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	olmcrds "github.com/operator-framework/api/crds"
+	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
@@ -64,6 +68,8 @@ var _ = BeforeSuite(func() {
 	testEnv = &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+		// OLM's OperatorCondition, which OLM makes for the operators it runs.
+		CRDs: []*apiextensionsv1.CustomResourceDefinition{olmcrds.OperatorCondition()},
 	}
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
@@ -71,6 +77,7 @@ var _ = BeforeSuite(func() {
 	scheme := runtime.NewScheme()
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(cachev1.AddToScheme(scheme)).To(Succeed())
+	Expect(apiv2.AddToScheme(scheme)).To(Succeed())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
