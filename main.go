@@ -49,35 +49,37 @@ const watchNamespaceEnv = "WATCH_NAMESPACE"
 
 var setupLog = ctrl.Log.WithName("setup")
 
-func main() {
-	var (
-		metricsAddr, probeAddr, lockName string
-		secureMetrics, enableHTTP2       bool
-		leaderElect                      bool
-		cfg                              controllers.Config
-	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint (HTTPS unless --metrics-secure=false). 0 disables it.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
-	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
-	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 for the metrics server (off: CVE-2023-44487, CVE-2023-39325).")
-	flag.BoolVar(&leaderElect, "leader-elect", true, "Become the leader (operator-lib leader for life) before reconciling. Skipped outside a cluster.")
-	flag.StringVar(&lockName, "leader-election-id", "memcached-operator-lock", "Name of the leader lock ConfigMap in the operator's namespace.")
-	flag.StringVar(&cfg.WatchesFile, "watches-file", "watches.yaml", "Path of the Helm watches file.")
-	flag.DurationVar(&cfg.Helm.ReconcilePeriod, "reconcile-period", time.Minute, "How often each Helm release is re-checked for drift.")
-	flag.IntVar(&cfg.Helm.MaxConcurrentReconciles, "max-concurrent-reconciles", runtime.NumCPU(), "Workers per Helm-driven kind.")
-	flag.IntVar(&cfg.Helm.MaxReleaseHistory, "max-release-history", 10, "Helm release revisions kept per Memcached.")
-	opts := zap.Options{Development: false}
-	opts.BindFlags(flag.CommandLine)
-	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+// options are the manager's command-line settings.
+type options struct {
+	metricsAddr, probeAddr, lockName        string
+	secureMetrics, enableHTTP2, leaderElect bool
+	controllers                             controllers.Config
+}
 
-	if err := run(ctrl.SetupSignalHandler(), cfg, metricsAddr, probeAddr, secureMetrics, enableHTTP2, leaderElect, lockName); err != nil {
+func main() {
+	var o options
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint (HTTPS unless --metrics-secure=false). 0 disables it.")
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
+	flag.BoolVar(&o.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
+	flag.BoolVar(&o.enableHTTP2, "enable-http2", false, "Allow HTTP/2 for the metrics server (off: CVE-2023-44487, CVE-2023-39325).")
+	flag.BoolVar(&o.leaderElect, "leader-elect", true, "Become the leader (operator-lib leader for life) before reconciling. Skipped outside a cluster.")
+	flag.StringVar(&o.lockName, "leader-election-id", "memcached-operator-lock", "Name of the leader lock ConfigMap in the operator's namespace.")
+	flag.StringVar(&o.controllers.WatchesFile, "watches-file", "watches.yaml", "Path of the Helm watches file.")
+	flag.DurationVar(&o.controllers.Helm.ReconcilePeriod, "reconcile-period", time.Minute, "How often each Helm release is re-checked for drift.")
+	flag.IntVar(&o.controllers.Helm.MaxConcurrentReconciles, "max-concurrent-reconciles", runtime.NumCPU(), "Workers per Helm-driven kind.")
+	flag.IntVar(&o.controllers.Helm.MaxReleaseHistory, "max-release-history", 10, "Helm release revisions kept per Memcached.")
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
 		setupLog.Error(err, "operator stopped")
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, cfg controllers.Config, metricsAddr, probeAddr string, secureMetrics, enableHTTP2, leaderElect bool, lockName string) error {
+func run(ctx context.Context, o options) error {
 	scheme := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
@@ -95,18 +97,18 @@ func run(ctx context.Context, cfg controllers.Config, metricsAddr, probeAddr str
 	}
 
 	var tlsOpts []func(*tls.Config)
-	if !enableHTTP2 {
+	if !o.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
-	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
-	if secureMetrics {
+	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics, TLSOpts: tlsOpts}
+	if o.secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsOpts,
-		HealthProbeBindAddress: probeAddr,
+		HealthProbeBindAddress: o.probeAddr,
 		Cache:                  controllers.CacheOptions(os.Getenv(watchNamespaceEnv)),
 		// Leader for life (operator-lib) is used instead of controller-runtime's lease election.
 		LeaderElection: false,
@@ -126,15 +128,15 @@ func run(ctx context.Context, cfg controllers.Config, metricsAddr, probeAddr str
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 
-	if leaderElect {
-		if err := becomeLeader(ctx, restCfg, scheme, lockName); err != nil {
+	if o.leaderElect {
+		if err := becomeLeader(ctx, restCfg, scheme, o.lockName); err != nil {
 			if ctx.Err() != nil { // stopped while waiting: shut down quietly
 				return <-done
 			}
 			return err
 		}
 	}
-	if err := controllers.Setup(ctx, mgr, cfg); err != nil {
+	if err := controllers.Setup(ctx, mgr, o.controllers); err != nil {
 		return err
 	}
 	setupLog.Info("reconciling", "watchNamespaces", os.Getenv(watchNamespaceEnv))
