@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/annotation"
@@ -82,7 +83,7 @@ func NewHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) (*re
 	}
 
 	ropts := []reconciler.Option{
-		reconciler.WithActionClientGetter(actionclient.NewGetter(configs)),
+		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, mgr.GetEventRecorderFor(strings.ToLower(w.Kind)+"-controller"))),
 		reconciler.WithChart(*w.Chart),
 		reconciler.WithGroupVersionKind(w.GroupVersionKind),
 		reconciler.WithOverrideValues(w.OverrideValues),

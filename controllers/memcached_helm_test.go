@@ -22,12 +22,16 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -163,5 +167,49 @@ var _ = Describe("Memcached (Helm API)", func() {
 			g.Expect(k8sClient.Get(ctx, key, deploy)).To(Succeed())
 			g.Expect(deploy.Spec.Replicas).To(HaveValue(BeEquivalentTo(2)))
 		}, timeout, interval).Should(Succeed())
+	})
+
+	It("recovers a release left pending by an operator stopped in the middle of an upgrade", func() {
+		mc := &cachev1.Memcached{
+			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns},
+			Spec:       cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](1)},
+		}
+		Expect(k8sClient.Create(ctx, mc)).To(Succeed())
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("leaving the release pending-upgrade, as a killed operator pod does")
+		clientset, err := kubernetes.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		releases := storage.Init(driver.NewSecrets(clientset.CoreV1().Secrets(ns)))
+		rel, err := releases.Last(key.Name)
+		Expect(err).NotTo(HaveOccurred())
+		rel.Info.Status = release.StatusPendingUpgrade
+		Expect(releases.Update(rel)).To(Succeed())
+
+		By("changing the spec: the operator recovers the release and upgrades it")
+		Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+		mc.Spec.ReplicaCount = ptr.To[int32](2)
+		Expect(k8sClient.Update(ctx, mc)).To(Succeed())
+		Eventually(func(g Gomega) {
+			deploy := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, key, deploy)).To(Succeed())
+			g.Expect(deploy.Spec.Replicas).To(HaveValue(BeEquivalentTo(2)))
+		}, timeout, interval).Should(Succeed())
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "UpgradeSuccessful")))
+		recovered, err := releases.Get(key.Name, rel.Version)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(recovered.Info.Status).To(Equal(release.StatusSuperseded), "the cut-off revision is kept and superseded by the upgrade")
+		Eventually(func(g Gomega) []string {
+			events := &corev1.EventList{}
+			g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+			var reasons []string
+			for _, e := range events.Items {
+				if e.InvolvedObject.Name == key.Name && e.InvolvedObject.Kind == "Memcached" {
+					reasons = append(reasons, e.Reason)
+				}
+			}
+			return reasons
+		}, timeout, interval).Should(ContainElement("ReleaseRecovered"))
 	})
 })

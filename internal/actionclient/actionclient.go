@@ -14,8 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package actionclient wraps helm-operator-plugins' Helm action client so that reconciling an
-// unchanged release sends no write to the API server.
+// Package actionclient wraps helm-operator-plugins' Helm action client:
+//   - reconciling an unchanged release sends no write to the API server;
+//   - a release left pending by an operator that stopped in the middle of an install, upgrade or
+//     rollback is recovered, instead of failing every reconcile with "another operation
+//     (install/upgrade/rollback) is in progress".
 //
 // The library reconciles a release by patching each of its objects with a strategic merge patch
 // computed from the rendered manifest. For fields whose patch strategy is "replace" (a
@@ -39,16 +42,20 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// NewGetter returns an ActionClientGetter whose clients skip reconciles that would
-// only send no-op patches. opts are the library's own client options.
-func NewGetter(configs helmclient.ActionConfigGetter, opts ...helmclient.ActionClientGetterOption) helmclient.ActionClientGetter {
+// NewGetter returns an ActionClientGetter whose clients skip reconciles that would only send no-op
+// patches and recover pending releases, recording an Event on the CR when they do. opts are the
+// library's own client options.
+func NewGetter(configs helmclient.ActionConfigGetter, recorder record.EventRecorder, opts ...helmclient.ActionClientGetterOption) helmclient.ActionClientGetter {
 	return helmclient.ActionClientGetterFunc(func(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
 		conf, err := configs.ActionConfigFor(ctx, obj)
 		if err != nil {
@@ -63,7 +70,7 @@ func NewGetter(configs helmclient.ActionConfigGetter, opts ...helmclient.ActionC
 		if err != nil {
 			return nil, err
 		}
-		return &actionClient{ActionInterface: ac, kube: conf.KubeClient}, nil
+		return &actionClient{ActionInterface: ac, conf: conf, owner: obj, recorder: recorder}, nil
 	})
 }
 
@@ -75,12 +82,47 @@ func (f fixedConfig) ActionConfigFor(context.Context, client.Object) (*action.Co
 
 type actionClient struct {
 	helmclient.ActionInterface
-	kube kube.Interface
+	conf     *action.Configuration
+	owner    client.Object // the CR of the release
+	recorder record.EventRecorder
+}
+
+// Get returns a release; one left pending is recovered first. Only the leader reconciles (leader
+// for life) and a CR is never reconciled twice at once, so a pending release seen at the start of a
+// reconcile belongs to an operation that was cut off (the operator's pod was killed), not to one in
+// progress.
+func (c *actionClient) Get(name string, opts ...helmclient.GetOption) (*release.Release, error) {
+	rel, err := c.ActionInterface.Get(name, opts...)
+	if err != nil || rel.Info == nil || !rel.Info.Status.IsPending() {
+		return rel, err
+	}
+	return c.recoverPending(rel)
+}
+
+func (c *actionClient) recoverPending(rel *release.Release) (*release.Release, error) {
+	was := rel.Info.Status
+	if was == release.StatusPendingInstall && rel.Version == 1 {
+		// Nothing was ever deployed: forget the record; the next install adopts what the cut-off
+		// install created (its objects carry the release's annotations).
+		if _, err := c.conf.Releases.Delete(rel.Name, rel.Version); err != nil {
+			return nil, fmt.Errorf("remove release %s left %s: %w", rel.Name, was, err)
+		}
+		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "ReleaseRecovered",
+			"Release %s was left %s by an interrupted install; its record is removed and it is installed again", rel.Name, was)
+		return nil, driver.ErrReleaseNotFound
+	}
+	rel.SetStatus(release.StatusFailed, fmt.Sprintf("left %s by an interrupted operation; marked failed by the operator", was))
+	if err := c.conf.Releases.Update(rel); err != nil {
+		return nil, fmt.Errorf("mark release %s revision %d (left %s) failed: %w", rel.Name, rel.Version, was, err)
+	}
+	c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "ReleaseRecovered",
+		"Release %s revision %d was left %s by an interrupted operation; it is marked failed and upgraded again", rel.Name, rel.Version, was)
+	return rel, nil
 }
 
 // Reconcile repairs drift of the release's objects, and does nothing when there is none.
 func (c *actionClient) Reconcile(rel *release.Release) error {
-	inSync, err := InSync(c.kube, rel.Manifest)
+	inSync, err := InSync(c.conf.KubeClient, rel.Manifest)
 	if err != nil {
 		return err
 	}
