@@ -205,3 +205,21 @@ func TestSplitCRDs(t *testing.T) {
 		t.Errorf("rest = %q", rest)
 	}
 }
+
+func TestMirrored(t *testing.T) {
+	for ref, want := range map[string]string{
+		"quay.io/example/memcached-operator:v0.1.0":         "localhost:5000/example/memcached-operator:v0.1.0",
+		"quay.io/operator-framework/scorecard-test:v1.42.3": "localhost:5000/operator-framework/scorecard-test:v1.42.3",
+	} {
+		if got := mirrored(ref, true); got != want {
+			t.Errorf("mirrored(%s) = %s, want %s", ref, got, want)
+		}
+	}
+	if got := mirrored("quay.io/a/b:c", false); got != "quay.io/a/b:c" {
+		t.Errorf("without mirror the reference is kept, got %s", got)
+	}
+	if !strings.Contains(registryHostsTOML("quay.io", "/ca.crt"), `server = "https://quay.io"`) ||
+		!strings.Contains(registryHostsTOML("quay.io", "/ca.crt"), `[host."https://localhost:5000"]`) {
+		t.Error("quay.io must be mirrored by the local registry")
+	}
+}

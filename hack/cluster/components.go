@@ -107,11 +107,17 @@ state = %[2]q
 		c.path("cni", "net.d"), c.path("containerd", "certs.d"))
 }
 
-// registryHostsTOML makes containerd trust the local registry's certificate.
-func registryHostsTOML(ca string) string {
+// registryHostsTOML makes containerd pull the images of server from the local registry, which it
+// trusts through the cluster's CA. For the local registry itself that is plain trust; for a public
+// registry it is a mirror, as disconnected clusters use: an image such as
+// quay.io/example/memcached-operator:v0.1.0 is pulled from localhost:5000/example/memcached-operator.
+func registryHostsTOML(server, ca string) string {
 	return fmt.Sprintf("server = \"https://%s\"\n\n[host.\"https://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = %q\n",
-		RegistryHost, RegistryHost, ca)
+		server, RegistryHost, ca)
 }
+
+// mirroredRegistries are the public registries whose images the local registry can stand in for.
+var mirroredRegistries = []string{"quay.io", "docker.io", "registry.access.redhat.com"}
 
 func (c *Cluster) containerd() component {
 	return component{name: "containerd", args: []string{"containerd", "--config=" + c.path("containerd", "config.toml")}}
@@ -201,7 +207,15 @@ func (c *Cluster) kubeProxy() component {
 
 // writeConfigs writes every configuration file of the node.
 func (c *Cluster) writeConfigs(p *PKI) error {
-	if err := mkdirs(c.path("containerd", "certs.d", RegistryHost), c.path("cni", "net.d"), c.path("cni", "ipam"),
+	for _, server := range append([]string{RegistryHost}, mirroredRegistries...) {
+		if err := mkdirs(c.path("containerd", "certs.d", server)); err != nil {
+			return err
+		}
+		if err := os.WriteFile(c.path("containerd", "certs.d", server, "hosts.toml"), []byte(registryHostsTOML(server, p.CA.CertFile)), 0o644); err != nil {
+			return err
+		}
+	}
+	if err := mkdirs(c.path("cni", "net.d"), c.path("cni", "ipam"),
 		c.path("kubelet", "root"), c.path("kube-proxy"), c.path("etcd")); err != nil {
 		return err
 	}
@@ -209,12 +223,11 @@ func (c *Cluster) writeConfigs(p *PKI) error {
 		return err
 	}
 	files := map[string]string{
-		c.path("containerd", "config.toml"):                         c.containerdConfig(),
-		c.path("containerd", "certs.d", RegistryHost, "hosts.toml"): registryHostsTOML(p.CA.CertFile),
-		c.path("cni", "net.d", "10-memcached-operator.conflist"):    c.cniConfig(),
-		c.path("kubelet", "config.yaml"):                            c.kubeletConfig(p),
-		c.path("kubelet", "resolv.conf"):                            "# no upstream resolvers: pods resolve cluster names only\n",
-		c.path("kube-proxy", "config.yaml"):                         c.kubeProxyConfig(),
+		c.path("containerd", "config.toml"):                      c.containerdConfig(),
+		c.path("cni", "net.d", "10-memcached-operator.conflist"): c.cniConfig(),
+		c.path("kubelet", "config.yaml"):                         c.kubeletConfig(p),
+		c.path("kubelet", "resolv.conf"):                         "# no upstream resolvers: pods resolve cluster names only\n",
+		c.path("kube-proxy", "config.yaml"):                      c.kubeProxyConfig(),
 	}
 	for path, content := range files {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {

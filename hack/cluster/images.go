@@ -224,6 +224,18 @@ func memcachedImage() (v1.Image, string, error) {
 	return img, v, err
 }
 
+// mirrored is the local registry's name for an image of a mirrored registry (see registryHostsTOML).
+func mirrored(ref string, mirror bool) string {
+	if !mirror {
+		return ref
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return ref
+	}
+	return RegistryHost + strings.TrimPrefix(ref, r.Context().RegistryStr())
+}
+
 // pushOrSave pushes an image, or writes it as a tarball when out is set.
 func (c *Cluster) pushOrSave(img v1.Image, ref, out string) error {
 	if out == "" {

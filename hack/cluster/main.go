@@ -141,7 +141,7 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 	configs := fs.String("configs", "", "a file-based catalog folder (catalog image)")
 	out := fs.String("out", "", "write the image as a tarball here instead of pushing it (dockerfile, catalog)")
 	tarballPath := fs.String("tarball", "", "an image tarball to push (push)")
-	load := fs.Bool("load", false, "import the image into the node's containerd under --ref instead of pushing it (operator, binary)")
+	mirror := fs.Bool("mirror", false, "push to the local registry's mirror of --ref's registry, e.g. quay.io/x/y:t to localhost:5000/x/y:t (operator, binary)")
 	ref := fs.String("ref", "", "image reference to push (operator image)")
 	registry := fs.String("registry", RegistryHost, "registry to push to (memcached image)")
 	_ = fs.Parse(args[1:])
@@ -159,10 +159,7 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if err != nil {
 			return err
 		}
-		if *load {
-			return c.load(img, *ref)
-		}
-		return c.push(img, *ref)
+		return c.push(img, mirrored(*ref, *mirror))
 	case "binary":
 		if *ref == "" || *bin == "" {
 			return fmt.Errorf("--ref and --bin are required")
@@ -171,10 +168,7 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if err != nil {
 			return err
 		}
-		if *load {
-			return c.load(img, *ref)
-		}
-		return c.push(img, *ref)
+		return c.push(img, mirrored(*ref, *mirror))
 	case "dockerfile":
 		if *ref == "" || *dockerfile == "" {
 			return fmt.Errorf("--ref and --dockerfile are required")

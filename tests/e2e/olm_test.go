@@ -33,8 +33,9 @@ import (
 // The OLM specs install the committed bundle unchanged, the way users do: with `operator-sdk run
 // bundle`, from the catalog through a Subscription, and score it with `operator-sdk scorecard`.
 // `make test-e2e` installs OLM (built from source), pushes the bundle and a catalog of it to the
-// local registry and preloads the bundle's images on the node under their release names; the
-// memcached image is mirrored through RELATED_IMAGE_MEMCACHED, as a disconnected install does.
+// local registry and pushes the bundle's images there too, which the node uses as a mirror of
+// quay.io; the memcached image is replaced through RELATED_IMAGE_MEMCACHED, as a disconnected
+// install does.
 
 const csvName = "memcached-operator.v0.1.0"
 
