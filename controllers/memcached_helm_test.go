@@ -196,16 +196,6 @@ var _ = Describe("Memcached (Helm API)", func() {
 		recovered, err := releases.Get(key.Name, rel.Version)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(recovered.Info.Status).To(Equal(release.StatusSuperseded), "the cut-off revision is kept and superseded by the upgrade")
-		Eventually(func(g Gomega) []string {
-			events := &corev1.EventList{}
-			g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
-			var reasons []string
-			for _, e := range events.Items {
-				if e.InvolvedObject.Name == key.Name && e.InvolvedObject.Kind == "Memcached" {
-					reasons = append(reasons, e.Reason)
-				}
-			}
-			return reasons
-		}, timeout, interval).Should(ContainElement("ReleaseRecovered"))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("ReleaseRecovered"))
 	})
 })

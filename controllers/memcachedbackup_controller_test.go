@@ -141,17 +141,7 @@ var _ = Describe("MemcachedBackup (Go API)", func() {
 			conditionStatus(cachev1.ConditionDegraded, metav1.ConditionTrue))
 
 		By("recording Events on the MemcachedBackup")
-		Eventually(func(g Gomega) []string {
-			events := &corev1.EventList{}
-			g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
-			var reasons []string
-			for _, e := range events.Items {
-				if e.InvolvedObject.Name == key.Name && e.InvolvedObject.Kind == "MemcachedBackup" {
-					reasons = append(reasons, e.Reason)
-				}
-			}
-			return reasons
-		}, timeout, interval).Should(ContainElements("Created", "Updated"))
+		Eventually(eventReasons(ctx, "MemcachedBackup", key), timeout, interval).Should(ContainElements("Created", "Updated"))
 	})
 
 	It("repairs drift: a deleted Deployment comes back, a hand-scaled one is scaled back", func() {

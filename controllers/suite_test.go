@@ -32,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -216,5 +217,20 @@ func repoRoot() string {
 			panic("no go.mod of github.com/example/memcached-operator above the working directory")
 		}
 		dir = parent
+	}
+}
+
+// eventReasons returns the reasons of the Events recorded on an object of kind.
+func eventReasons(ctx context.Context, kind string, key types.NamespacedName) func(g Gomega) []string {
+	return func(g Gomega) []string {
+		events := &corev1.EventList{}
+		g.Expect(k8sClient.List(ctx, events, client.InNamespace(key.Namespace))).To(Succeed())
+		var reasons []string
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == key.Name && e.InvolvedObject.Kind == kind {
+				reasons = append(reasons, e.Reason)
+			}
+		}
+		return reasons
 	}
 }
