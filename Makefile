@@ -158,12 +158,9 @@ bundle-push: cluster-tool ## Push the bundle image that bundle-build made to BUN
 CATALOG_ROOT ?= catalog
 
 .PHONY: catalog
-catalog: $(OPM) ## Write catalog/ from catalog-template.yaml and the rendered bundle(s); validate it.
-	mkdir -p $(CATALOG_ROOT)/memcached-operator
-	{ cat catalog-template.yaml; echo '---'; \
-	  $(OPM) render ./bundle --output yaml --alpha-image-ref-template '$(IMAGE_TAG_BASE)-bundle:v{{.Version}}'; \
-	} > $(CATALOG_ROOT)/memcached-operator/index.yaml
-	$(OPM) validate $(CATALOG_ROOT)
+catalog: $(OPM) ## Write catalog/ from catalog-template.yaml, releases.yaml and the bundles of every release; validate it.
+	go run ./hack/release catalog -opm $(OPM) -version $(VERSION) -out $(CATALOG_ROOT) \
+		-image-template '$(IMAGE_TAG_BASE)-bundle:v{{.Version}}'
 	rm -f $(CATALOG_ROOT).Dockerfile && $(OPM) generate dockerfile $(CATALOG_ROOT)
 
 .PHONY: catalog-validate
@@ -177,6 +174,20 @@ catalog-build: cluster-tool $(OPM) ## Build the catalog image (opm serving catal
 .PHONY: catalog-push
 catalog-push: cluster-tool ## Push the catalog image that catalog-build made to CATALOG_IMG.
 	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --tarball=$(IMAGES_DIR)/catalog.tar --ref=$(CATALOG_IMG)
+
+##@ Release
+
+# The release date written into the CSV by `make release` (createdAt); today unless given.
+RELEASE_DATE ?= $(shell date -u +%Y-%m-%dT00:00:00Z)
+
+.PHONY: release
+release: ## Release VERSION=x.y.z: bump the version, regenerate bundle and catalog, commit, and record the commit in releases.yaml.
+	@test -z "$$(git status --porcelain)" || { echo "release: the tree has uncommitted changes" >&2; exit 1; }
+	go run ./hack/release bump -version $(VERSION) -created-at $(RELEASE_DATE) -channels $(CHANNELS)
+	$(MAKE) --no-print-directory bundle catalog VERSION=$(VERSION) CREATED_AT=$$(sed -n 's/^CREATED_AT ?= //p' Makefile)
+	git add -A && { git diff --cached --quiet || git commit -q -m "Release $(VERSION)"; }
+	go run ./hack/release record -version $(VERSION) -commit HEAD
+	git add releases.yaml && git commit -q -m "releases.yaml: $(VERSION) is built from commit $$(git rev-parse --short HEAD)"
 
 ##@ Deployment
 

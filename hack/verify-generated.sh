@@ -8,10 +8,11 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
 tar -C "$root" --exclude=./bin --exclude=./.git -cf - . | tar -C "$scratch" -xf -
-make -C "$scratch" --no-print-directory -s manifests generate bundle catalog LOCALBIN="$root/bin" >/dev/null
+# The catalog renders earlier releases from their commits: git reads the real repository.
+GIT_DIR="$root/.git" make -C "$scratch" --no-print-directory -s manifests generate bundle catalog LOCALBIN="$root/bin" >/dev/null
 
 stale=0
-for path in api config/crd/bases config/rbac/role.yaml helm-charts/memcached/values.schema.json \
+for path in api config/crd/bases releases.yaml config/rbac/role.yaml helm-charts/memcached/values.schema.json \
   config/manifests config/scorecard config/manager bundle bundle.Dockerfile catalog catalog.Dockerfile; do
   if ! diff -r -u "$root/$path" "$scratch/$path"; then
     stale=1
