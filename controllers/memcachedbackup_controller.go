@@ -142,46 +142,29 @@ func observe(st *cachev1.MemcachedBackupStatus, backup *cachev1.MemcachedBackup,
 	st.ReadyReplicas = deploy.Status.ReadyReplicas
 	st.ObservedGeneration = backup.Generation
 
-	want := backup.Spec.Size
-	rolledOut := deploy.Status.ObservedGeneration >= deploy.Generation &&
-		deploy.Status.UpdatedReplicas == want && deploy.Status.Replicas == want
-	available := deploy.Status.AvailableReplicas >= want && rolledOut
-
+	ro := rolloutOf(deploy)
+	available := ro.complete()
 	if available {
 		setCondition(st, backup, cachev1.ConditionAvailable, metav1.ConditionTrue, "PodsAvailable",
-			fmt.Sprintf("%d of %d pods are available", deploy.Status.AvailableReplicas, want))
+			fmt.Sprintf("%d of %d pods are available", ro.available, ro.want))
 	} else {
 		setCondition(st, backup, cachev1.ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable",
-			fmt.Sprintf("%d of %d pods are available", deploy.Status.AvailableReplicas, want))
+			fmt.Sprintf("%d of %d pods are available", ro.available, ro.want))
 	}
 
-	if failed := deploymentFailure(deploy); failed != "" {
-		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, "DeploymentFailed", failed)
+	if ro.failure != "" {
+		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, "DeploymentFailed", ro.failure)
 	} else {
 		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionFalse, "AsExpected", "")
 	}
 
 	if available {
 		setCondition(st, backup, cachev1.ConditionProgressing, metav1.ConditionFalse, "Complete",
-			fmt.Sprintf("Deployment %s has %d up-to-date pods", deploy.Name, want))
+			fmt.Sprintf("Deployment %s has %d up-to-date pods", deploy.Name, ro.want))
 	} else {
 		setCondition(st, backup, cachev1.ConditionProgressing, metav1.ConditionTrue, "RollingOut",
-			fmt.Sprintf("Deployment %s: %d of %d pods updated, %d available", deploy.Name,
-				deploy.Status.UpdatedReplicas, want, deploy.Status.AvailableReplicas))
+			fmt.Sprintf("Deployment %s %s", deploy.Name, ro))
 	}
-}
-
-// deploymentFailure returns why the Deployment cannot progress, or "".
-func deploymentFailure(deploy *appsv1.Deployment) string {
-	for _, c := range deploy.Status.Conditions {
-		switch {
-		case c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue:
-			return c.Message
-		case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded":
-			return c.Message
-		}
-	}
-	return ""
 }
 
 func setCondition(st *cachev1.MemcachedBackupStatus, backup *cachev1.MemcachedBackup, typ string, status metav1.ConditionStatus, reason, msg string) {

@@ -124,16 +124,8 @@ func (r *UpgradeableReconciler) compute(ctx context.Context) (metav1.ConditionSt
 
 // rollingOut says how a Deployment is not yet at its spec, or "" when it is.
 func rollingOut(d *appsv1.Deployment) string {
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
-	st := d.Status
-	switch {
-	case st.ObservedGeneration < d.Generation:
-		return "has a change its controller has not seen yet"
-	case st.UpdatedReplicas < want || st.Replicas > want || st.AvailableReplicas < want:
-		return fmt.Sprintf("is rolling out: %d of %d pods updated, %d available", st.UpdatedReplicas, want, st.AvailableReplicas)
+	if ro := rolloutOf(d); !ro.complete() {
+		return ro.String()
 	}
 	return ""
 }

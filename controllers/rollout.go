@@ -1,0 +1,72 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// rollout is where a Deployment stands in bringing its pods to its spec. Every status this
+// operator reports about pods (Memcached, MemcachedBackup, the OperatorCondition Upgradeable)
+// reads it from here, so that they agree on when a rollout is complete.
+type rollout struct {
+	want, replicas, updated, ready, available int32
+	// seen: the Deployment controller has seen the latest spec.
+	seen bool
+	// failure says why the rollout cannot progress, or is "".
+	failure string
+}
+
+func rolloutOf(d *appsv1.Deployment) rollout {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	st := d.Status
+	r := rollout{
+		want: want, replicas: st.Replicas, updated: st.UpdatedReplicas, ready: st.ReadyReplicas,
+		available: st.AvailableReplicas, seen: st.ObservedGeneration >= d.Generation,
+	}
+	for _, c := range st.Conditions {
+		switch {
+		case c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue:
+			r.failure = c.Message
+		case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded":
+			r.failure = c.Message
+		}
+	}
+	return r
+}
+
+// complete: every wanted pod runs the latest spec and is available, and no old pod is left.
+func (r rollout) complete() bool {
+	return r.seen && r.updated == r.want && r.replicas == r.want && r.available >= r.want
+}
+
+// allAvailable: as many pods as wanted are available, of any version (a rolling update that
+// starts new pods before stopping old ones keeps this true).
+func (r rollout) allAvailable() bool { return r.available >= r.want }
+
+func (r rollout) String() string {
+	if !r.seen {
+		return "has a change its controller has not seen yet"
+	}
+	return fmt.Sprintf("is rolling out: %d of %d pods updated, %d available", r.updated, r.want, r.available)
+}
