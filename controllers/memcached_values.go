@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/values"
@@ -25,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/example/memcached-operator/internal/operand"
 )
@@ -33,10 +35,18 @@ import (
 // the operator's configuration (computed on every reconcile, never written back into the CR):
 //   - image fields the CR leaves unset come from the operator's default image
 //     (RELATED_IMAGE_MEMCACHED), when that differs from the chart's own default;
-//   - proxy settings come from the operator's environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY).
-func ValuesTranslator(defaultImage *operand.Image, proxy map[string]string) values.Translator {
+//   - proxy settings come from the operator's environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY);
+//   - a memcached version the operator does not run is refused: the release keeps what it runs,
+//     the CR's Irreconcilable condition says why and a Warning Event UnsupportedVersion is
+//     recorded.
+func ValuesTranslator(defaultImage *operand.Image, proxy map[string]string, recorder record.EventRecorder) values.Translator {
 	return values.TranslatorFunc(func(_ context.Context, obj *unstructured.Unstructured) (chartutil.Values, error) {
-		return TranslateValues(obj, defaultImage, proxy)
+		vals, err := TranslateValues(obj, defaultImage, proxy)
+		var unsupported *operand.ErrUnsupportedVersion
+		if errors.As(err, &unsupported) {
+			recorder.Eventf(obj, corev1.EventTypeWarning, "UnsupportedVersion", "%v; the pods keep the version they run", err)
+		}
+		return vals, err
 	})
 }
 
@@ -68,6 +78,13 @@ func TranslateValues(obj *unstructured.Unstructured, defaultImage *operand.Image
 			}
 		}
 		vals["image"] = img
+	}
+	if img, _, _ := unstructured.NestedMap(vals, "image"); img != nil {
+		tag, _ := img["tag"].(string)
+		digest, _ := img["digest"].(string)
+		if err := operand.CheckVersion(operand.Image{Tag: tag, Digest: digest}); err != nil {
+			return nil, fmt.Errorf("spec.image: %w", err)
+		}
 	}
 
 	if len(proxy) > 0 {

@@ -17,7 +17,9 @@ limitations under the License.
 package controllers_test
 
 import (
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,6 +82,17 @@ func TestTranslateValues(t *testing.T) {
 				t.Errorf("the CR was modified: %v", obj.Object)
 			}
 		})
+	}
+}
+
+func TestTranslateValuesRefusesUnsupportedVersions(t *testing.T) {
+	for _, tag := range []string{"1.5.22", "2.0.0", "latest"} {
+		obj := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"image": map[string]any{"tag": tag}}}}
+		_, err := controllers.TranslateValues(obj, nil, nil)
+		var unsupported *operand.ErrUnsupportedVersion
+		if !errors.As(err, &unsupported) || !strings.Contains(err.Error(), tag) {
+			t.Errorf("tag %s: got %v, want an ErrUnsupportedVersion naming the tag", tag, err)
+		}
 	}
 }
 

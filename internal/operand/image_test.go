@@ -18,6 +18,7 @@ package operand_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -80,5 +81,30 @@ func TestDefaultImage(t *testing.T) {
 	t.Setenv(operand.RelatedImageEnv, "mirror.local/memcached")
 	if _, _, err := operand.DefaultImage(chrt); err == nil {
 		t.Errorf("an untagged %s must be refused", operand.RelatedImageEnv)
+	}
+}
+
+func TestCheckVersion(t *testing.T) {
+	for _, tc := range []struct {
+		tag, digest string
+		ok          bool
+	}{
+		{tag: "1.6.39", ok: true},
+		{tag: "1.6.18", ok: true},
+		{tag: "1.6", ok: true},
+		{tag: "v1.6.39", ok: true},
+		{tag: "1.6.39-alpine", ok: true},
+		{digest: "sha256:" + strings.Repeat("a", 64), ok: true},
+		{tag: "1.5.22"},
+		{tag: "1.7.0"},
+		{tag: "2.0.0"},
+		{tag: "latest"},
+		{tag: "alpine"},
+		{tag: "1.6.39alpine"},
+	} {
+		err := operand.CheckVersion(operand.Image{Repository: "memcached", Tag: tc.tag, Digest: tc.digest})
+		if tc.ok != (err == nil) {
+			t.Errorf("CheckVersion(tag %q, digest %q) = %v, want ok=%v", tc.tag, tc.digest, err, tc.ok)
+		}
 	}
 }
