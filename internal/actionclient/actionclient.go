@@ -18,7 +18,17 @@ limitations under the License.
 //   - reconciling an unchanged release sends no write to the API server;
 //   - a release left pending by an operator that stopped in the middle of an install, upgrade or
 //     rollback is recovered, instead of failing every reconcile with "another operation
-//     (install/upgrade/rollback) is in progress".
+//     (install/upgrade/rollback) is in progress";
+//   - an upgrade that changes an immutable selector (a chart release that changed its selector
+//     labels) replaces the object without stopping its pods: it is deleted with its dependents
+//     orphaned and created again, and the new controller adopts the running pods;
+//   - a failed upgrade is not retried with the same chart and values before a back-off
+//     (30 s doubling up to 10 min), so a permanent failure does not pile up revisions; a change of
+//     the CR or of the chart is tried at once. The operator turns the library's rollback on
+//     failure off (WithFailureRollbacks(false)): a forced rollback recreates objects whose
+//     immutable fields changed, and rollbacks of a failing upgrade loop;
+//   - a release made by a newer chart than the operator's is left alone (no downgrade);
+//   - each case records an Event on the CR.
 //
 // The library reconciles a release by patching each of its objects with a strategic merge patch
 // computed from the rendered manifest. For fields whose patch strategy is "replace" (a
@@ -36,17 +46,25 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
+	"time"
 
+	"github.com/Masterminds/semver/v3"
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,6 +136,214 @@ func (c *actionClient) recoverPending(rel *release.Release) (*release.Release, e
 	c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "ReleaseRecovered",
 		"Release %s revision %d was left %s by an interrupted operation; it is marked failed and upgraded again", rel.Name, rel.Version, was)
 	return rel, nil
+}
+
+// Back-off of a failed upgrade retried with the same chart and values.
+var (
+	FailedRetryBase = 30 * time.Second
+	FailedRetryMax  = 10 * time.Minute
+	// ReplaceTimeout bounds the wait for an object deleted with orphaned dependents to be gone.
+	ReplaceTimeout = 2 * time.Minute
+)
+
+// Upgrade upgrades a release: dry runs (the library renders the chart this way on every
+// reconcile) pass through; a real upgrade is checked, prepared and reported first.
+func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]any, opts ...helmclient.UpgradeOption) (*release.Release, error) {
+	if isDryRun(c.conf, opts) {
+		return c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+	}
+	last, err := c.conf.Releases.Last(name)
+	if err != nil {
+		return nil, fmt.Errorf("read release %s: %w", name, err)
+	}
+	from, to := chartVersion(last.Chart), chartVersion(chrt)
+	if newer(from, to) {
+		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "DowngradeRefused",
+			"Release %s was made by chart %s, newer than this operator's chart %s: it is left as it is", name, from, to)
+		return nil, fmt.Errorf("release %s was made by chart %s, newer than this operator's chart %s: downgrades are not supported, run the newer operator", name, from, to)
+	}
+	if err := c.backOff(last, chrt, vals); err != nil {
+		return nil, err
+	}
+	if err := c.replaceImmutable(name, namespace, chrt, vals, from, to, opts); err != nil {
+		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "UpgradeFailed", "Upgrade of release %s to chart %s: %v", name, to, err)
+		return nil, err
+	}
+	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+	if err != nil {
+		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "UpgradeFailed",
+			"Upgrade of release %s to chart %s failed; the release is left failed, not rolled back, and the same upgrade is retried after %s or at once when the resource changes: %v",
+			name, to, FailedRetryBase, err)
+		return nil, err
+	}
+	if from != to {
+		c.recorder.Eventf(c.owner, corev1.EventTypeNormal, "ChartUpgraded", "Release %s moved from chart %s to %s (revision %d)", name, from, to, rel.Version)
+	}
+	return rel, nil
+}
+
+func isDryRun(conf *action.Configuration, opts []helmclient.UpgradeOption) bool {
+	u := action.NewUpgrade(conf)
+	for _, o := range opts {
+		_ = o(u)
+	}
+	return u.DryRun || (u.DryRunOption != "" && u.DryRunOption != "none" && u.DryRunOption != "false")
+}
+
+func chartVersion(c *chart.Chart) string {
+	if c == nil || c.Metadata == nil {
+		return ""
+	}
+	return c.Metadata.Version
+}
+
+// newer reports whether chart version a is newer than b (false when either is not semver).
+func newer(a, b string) bool {
+	va, errA := semver.NewVersion(a)
+	vb, errB := semver.NewVersion(b)
+	return errA == nil && errB == nil && va.GreaterThan(vb)
+}
+
+// backOff refuses to retry an upgrade that failed with the same chart and values until its
+// back-off has passed: FailedRetryBase after the last attempt, doubling with each consecutive
+// failure of the same upgrade, up to FailedRetryMax.
+func (c *actionClient) backOff(last *release.Release, chrt *chart.Chart, vals map[string]any) error {
+	if last.Info == nil || last.Info.Status != release.StatusFailed || !sameInputs(last, chrt, vals) {
+		return nil
+	}
+	history, err := c.conf.Releases.History(last.Name)
+	if err != nil {
+		return fmt.Errorf("read the history of release %s: %w", last.Name, err)
+	}
+	sort.Slice(history, func(i, j int) bool { return history[i].Version > history[j].Version })
+	delay := FailedRetryBase
+	for _, r := range history[1:] {
+		if r.Info == nil || r.Info.Status != release.StatusFailed || !sameInputs(r, chrt, vals) || delay >= FailedRetryMax {
+			break
+		}
+		delay *= 2
+	}
+	delay = min(delay, FailedRetryMax)
+	next := last.Info.LastDeployed.Add(delay)
+	if time.Now().Before(next.Time) {
+		return fmt.Errorf("the upgrade of release %s to chart %s failed (%s); the same upgrade is retried at %s, or at once when the resource changes",
+			last.Name, chartVersion(chrt), last.Info.Description, next.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// sameInputs reports whether a release was made from this chart version and these values.
+func sameInputs(rel *release.Release, chrt *chart.Chart, vals map[string]any) bool {
+	if chartVersion(rel.Chart) != chartVersion(chrt) {
+		return false
+	}
+	a, errA := json.Marshal(rel.Config)
+	b, errB := json.Marshal(vals)
+	return errA == nil && errB == nil && bytes.Equal(a, b)
+}
+
+// immutableSelectors are the kinds whose spec.selector the API server refuses to update.
+var immutableSelectors = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true, "ReplicaSet": true}
+
+// replaceImmutable deletes, with their dependents orphaned, the objects of the release whose
+// selector the upgrade changes, and waits until they are gone. Their pods keep running and
+// serving; the upgrade creates the objects again with the new selector, and their controller
+// adopts the pods it matches and rolls them to the new template one at a time.
+func (c *actionClient) replaceImmutable(name, namespace string, chrt *chart.Chart, vals map[string]any, from, to string, opts []helmclient.UpgradeOption) error {
+	render := append(append([]helmclient.UpgradeOption{}, opts...), func(u *action.Upgrade) error {
+		u.DryRun = true
+		return nil
+	})
+	target, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, render...)
+	if err != nil {
+		return fmt.Errorf("render chart %s for release %s: %w", to, name, err)
+	}
+	infos, err := c.conf.KubeClient.Build(bytes.NewBufferString(target.Manifest), false)
+	if err != nil {
+		return fmt.Errorf("build release objects: %w", err)
+	}
+	for _, info := range infos {
+		gvk := info.Mapping.GroupVersionKind
+		if gvk.Group != "apps" || !immutableSelectors[gvk.Kind] {
+			continue
+		}
+		helper := resource.NewHelper(info.Client, info.Mapping)
+		live, err := helper.Get(info.Namespace, info.Name)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read %s %s: %w", gvk.Kind, info.Name, err)
+		}
+		liveSel, desiredSel, err := selectors(live, info.Object)
+		if err != nil {
+			return err
+		}
+		if reflect.DeepEqual(liveSel, desiredSel) {
+			continue
+		}
+		liveMeta, err := meta(live)
+		if err != nil {
+			return err
+		}
+		if liveMeta.GetDeletionTimestamp() == nil {
+			orphan := metav1.DeletePropagationOrphan
+			uid := liveMeta.GetUID()
+			if _, err := helper.DeleteWithOptions(info.Namespace, info.Name, &metav1.DeleteOptions{
+				PropagationPolicy: &orphan, Preconditions: &metav1.Preconditions{UID: &uid},
+			}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete %s %s (orphaning its pods) to change its selector: %w", gvk.Kind, info.Name, err)
+			}
+			c.recorder.Eventf(c.owner, corev1.EventTypeNormal, "SelectorMigrated",
+				"%s %s: chart %s changes its selector from %v to %v, which cannot be updated; it is deleted with its pods left running and created again by the upgrade, adopting them",
+				gvk.Kind, info.Name, to, liveSel, desiredSel)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), ReplaceTimeout)
+		err = wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
+			_, err := helper.Get(info.Namespace, info.Name)
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, err
+		})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("wait for %s %s to be deleted (orphaning its pods): %w", gvk.Kind, info.Name, err)
+		}
+	}
+	return nil
+}
+
+func selectors(live, desired runtime.Object) (any, any, error) {
+	l, err := toMap(live)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := toMap(desired)
+	if err != nil {
+		return nil, nil, err
+	}
+	ls, _, _ := unstructured.NestedFieldNoCopy(l, "spec", "selector")
+	ds, _, _ := unstructured.NestedFieldNoCopy(d, "spec", "selector")
+	return ls, ds, nil
+}
+
+// toMap is an object as JSON-shaped maps, whether it is typed or unstructured.
+func toMap(obj runtime.Object) (map[string]any, error) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(raw, &m)
+}
+
+func meta(obj runtime.Object) (metav1.Object, error) {
+	m, err := toMap(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
 }
 
 // Reconcile repairs drift of the release's objects, and does nothing when there is none.
