@@ -82,12 +82,17 @@ func NewHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) (*re
 		return nil, fmt.Errorf("Helm action configuration: %w", err)
 	}
 
+	recorder := mgr.GetEventRecorderFor(strings.ToLower(w.Kind) + "-controller")
 	ropts := []reconciler.Option{
-		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, mgr.GetEventRecorderFor(strings.ToLower(w.Kind)+"-controller"))),
+		reconciler.WithClient(sharedStatusClient{Client: mgr.GetClient(), live: mgr.GetAPIReader()}),
+		// No rollback on a failed upgrade: the library's forced rollback recreates objects whose
+		// immutable fields changed, and a rollback of an upgrade that keeps failing loops. The
+		// wrapper backs off instead and keeps the failed release for inspection.
+		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, recorder, helmclient.WithFailureRollbacks(false))),
 		reconciler.WithChart(*w.Chart),
 		reconciler.WithGroupVersionKind(w.GroupVersionKind),
 		reconciler.WithOverrideValues(w.OverrideValues),
-		reconciler.WithValueTranslator(ValuesTranslator(defaultImage, ProxyValues(proxy.ReadProxyVarsFromEnv()))),
+		reconciler.WithValueTranslator(ValuesTranslator(defaultImage, ProxyValues(proxy.ReadProxyVarsFromEnv()), recorder)),
 		reconciler.SkipDependentWatches(w.WatchDependentResources != nil && !*w.WatchDependentResources),
 		// The typed api/v1 Memcached is in the scheme for the Go side; the Helm side works on
 		// unstructured objects of the same kind.

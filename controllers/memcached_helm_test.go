@@ -45,11 +45,16 @@ const (
 
 // deployedCondition returns the Deployed condition the Helm reconciler wrote, if any.
 func deployedCondition(ctx context.Context, key types.NamespacedName) func(g Gomega) cachev1.HelmCondition {
+	return memcachedCondition(ctx, key, "Deployed")
+}
+
+// memcachedCondition reads one condition of a Memcached (empty when it has none of that type).
+func memcachedCondition(ctx context.Context, key types.NamespacedName, typ string) func(g Gomega) cachev1.HelmCondition {
 	return func(g Gomega) cachev1.HelmCondition {
 		mc := &cachev1.Memcached{}
 		g.Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
 		for _, c := range mc.Status.Conditions {
-			if c.Type == "Deployed" {
+			if c.Type == typ {
 				return c
 			}
 		}
@@ -86,7 +91,7 @@ var _ = Describe("Memcached (Helm API)", func() {
 			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns},
 			Spec: cachev1.MemcachedSpec{
 				ReplicaCount: ptr.To[int32](3),
-				Memcached:    &cachev1.MemcachedServer{MemoryLimitMB: 128},
+				Memcached:    &cachev1.MemcachedServer{MaxMemoryMB: 128},
 			},
 		}
 		Expect(k8sClient.Create(ctx, mc)).To(Succeed())
@@ -101,7 +106,7 @@ var _ = Describe("Memcached (Helm API)", func() {
 		Expect(c.Args).To(ContainElements("-m", "128", "-c", "1024", "-t", "4", "-I", "1m"))
 		Expect(c.Image).To(Equal(relatedImage), "RELATED_IMAGE_MEMCACHED fills an image the CR leaves unset")
 		Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "HTTP_PROXY", Value: httpProxy}), "the operator's proxy reaches the operand")
-		Expect(c.Resources.Requests.Memory().String()).To(Equal("160Mi"), "memory request follows memoryLimitMB")
+		Expect(c.Resources.Requests.Memory().String()).To(Equal("160Mi"), "memory request follows maxMemoryMB")
 		Expect(c.SecurityContext.ReadOnlyRootFilesystem).To(HaveValue(BeTrue()))
 		Expect(deploy.Spec.Template.Spec.SecurityContext.RunAsUser).To(HaveValue(BeEquivalentTo(11211)))
 		Expect(deploy.OwnerReferences).To(ContainElement(HaveField("Name", key.Name)))

@@ -44,7 +44,8 @@ type Config struct {
 }
 
 // Setup registers every controller of the operator with the manager: one Helm reconciler per
-// watch, and the MemcachedBackup controller, whose pods use the Memcached chart's image policy.
+// watch, the Go side of the Memcached API (spec migration, operand status), and the
+// MemcachedBackup controller, whose pods use the Memcached chart's image policy.
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	ws, err := watches.Load(cfg.WatchesFile)
 	if err != nil {
@@ -80,6 +81,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("operand settings", "memcachedImage", img.String(), "openShift", platform.OpenShift)
+
+	operands := &MemcachedReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("memcached-operand-controller")}
+	if err := operands.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the Memcached operand controller: %w", err)
+	}
 
 	backups := &MemcachedBackupReconciler{
 		Client:   mgr.GetClient(),

@@ -136,11 +136,20 @@ type ImageSpec struct {
 }
 
 // MemcachedServer holds memcached's own flags.
+// +kubebuilder:validation:XValidation:rule="!has(self.memoryLimitMB) || !has(self.maxMemoryMB) || self.memoryLimitMB == self.maxMemoryMB",message="memoryLimitMB is the old name of maxMemoryMB: set maxMemoryMB only"
 type MemcachedServer struct {
-	// memoryLimitMB is the item memory in megabytes (memcached -m).
+	// maxMemoryMB is the item memory in megabytes (memcached -m); 64 when unset. Before 0.2.0 it
+	// was named memoryLimitMB. (No schema default: one would clash with CRs that still set the
+	// old name; the chart's values.yaml holds the default.)
 	// +kubebuilder:validation:Minimum=16
 	// +kubebuilder:validation:Maximum=65536
-	// +kubebuilder:default=64
+	// +optional
+	MaxMemoryMB int32 `json:"maxMemoryMB,omitempty"`
+
+	// memoryLimitMB is the deprecated name of maxMemoryMB (0.1.0). It still works and wins when
+	// set; the operator moves its value to maxMemoryMB.
+	// +kubebuilder:validation:Minimum=16
+	// +kubebuilder:validation:Maximum=65536
 	// +optional
 	MemoryLimitMB int32 `json:"memoryLimitMB,omitempty"`
 
@@ -235,9 +244,13 @@ type ServiceMonitorSpec struct {
 	Interval string `json:"interval,omitempty"`
 }
 
-// MemcachedStatus is written by the Helm reconciler (helm-operator-plugins).
+// MemcachedStatus is written by two writers: the Helm reconciler (helm-operator-plugins) writes
+// deployedRelease and the conditions Initialized, Deployed, ReleaseFailed, Irreconcilable and
+// Paused; the operator's Go side writes the operand's state: version, the replica counts and the
+// conditions Available and Progressing.
 type MemcachedStatus struct {
-	// conditions: Initialized, Deployed, ReleaseFailed, Irreconcilable, Paused.
+	// conditions: Initialized, Deployed, ReleaseFailed, Irreconcilable, Paused (the Helm release);
+	// Available, Progressing (the memcached pods).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -248,6 +261,27 @@ type MemcachedStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Deployed release"
 	DeployedRelease *HelmRelease `json:"deployedRelease,omitempty"`
+
+	// version is the memcached version that every pod runs (the image tag, or its digest). During
+	// a rollout it stays at the version being replaced until every pod runs the new one.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Version"
+	Version string `json:"version,omitempty"`
+
+	// replicas is the number of memcached pods, of any version.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// updatedReplicas is the number of pods that run the wanted version and settings.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Updated replicas"
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+
+	// readyReplicas is the number of pods that serve.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready replicas"
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 }
 
 // HelmCondition is a condition as the Helm reconciler writes it.
@@ -283,6 +317,9 @@ type HelmRelease struct {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicaCount`
 // +kubebuilder:printcolumn:name="Deployed",type=string,JSONPath=`.status.conditions[?(@.type=="Deployed")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Deployed")].reason`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Memcached is a memcached cluster, deployed by the operator from the memcached Helm chart.

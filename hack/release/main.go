@@ -23,7 +23,8 @@ limitations under the License.
 //	    the bundle of every release: the current version's from bundle/, earlier ones from
 //	    their commits (git archive)
 //	release bump -version 0.2.0 -created-at 2026-12-01T00:00:00Z -channels candidate,stable
-//	    sets VERSION and CREATED_AT in the Makefile and appends the version to releases.yaml
+//	    sets VERSION and CREATED_AT in the Makefile and the chart's version, and appends the
+//	    version to releases.yaml
 //	release record -version 0.2.0 -commit SHA
 //	    records the commit a version was built from
 //	release versions [-except 0.2.0]     prints the released versions, oldest first
@@ -52,6 +53,7 @@ const (
 	releasesFile = "releases.yaml"
 	templateFile = "catalog-template.yaml"
 	makefile     = "Makefile"
+	chartFile    = "helm-charts/memcached/Chart.yaml"
 	header       = `# Every released version of memcached-operator, oldest first, and the commit it was built from.
 # ` + "`make release VERSION=x.y.z`" + ` appends to it. ` + "`make catalog`" + ` builds the upgrade graph from it: each
 # version replaces the one before and skips any older one (olm.skipRange), and the bundles of
@@ -313,7 +315,19 @@ func bumpCmd(args []string) error {
 		}
 		mk = re.ReplaceAll(mk, []byte(name+" ?= "+value))
 	}
-	return os.WriteFile(makefile, mk, 0o644)
+	if err := os.WriteFile(makefile, mk, 0o644); err != nil {
+		return err
+	}
+	// The chart ships with the operator: its version is the release's.
+	chartYAML, err := os.ReadFile(chartFile)
+	if err != nil {
+		return err
+	}
+	re := regexp.MustCompile(`(?m)^version: .*$`)
+	if !re.Match(chartYAML) {
+		return fmt.Errorf("%s has no line %q", chartFile, "version: ...")
+	}
+	return os.WriteFile(chartFile, re.ReplaceAll(chartYAML, []byte("version: "+*version)), 0o644)
 }
 
 func recordCmd(args []string) error {

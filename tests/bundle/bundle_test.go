@@ -110,6 +110,23 @@ func TestCommunityRequirements(t *testing.T) {
 }
 
 // The CSV's icon is docs/icon.svg, the project's one icon.
+// The chart ships with the operator: a release sets both versions (make release).
+func TestChartVersionIsTheReleaseVersion(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(root, "helm-charts", "memcached", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart struct {
+		Version string `json:"version"`
+	}
+	if err := yaml.Unmarshal(raw, &chart); err != nil {
+		t.Fatal(err)
+	}
+	if v := loadCSV(t).Spec.Version.String(); chart.Version != v {
+		t.Errorf("chart version %s, CSV version %s: release with `make release VERSION=...`, which sets both", chart.Version, v)
+	}
+}
+
 func TestIconIsTheProjectIcon(t *testing.T) {
 	svg, err := os.ReadFile(filepath.Join(root, "docs", "icon.svg"))
 	if err != nil {

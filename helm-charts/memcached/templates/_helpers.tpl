@@ -15,22 +15,31 @@ says memcached, else <release>-memcached. Truncated to 63 characters for DNS nam
 {{- end }}
 {{- end }}
 
-{{/* Labels that select the pods of a release. They never change across chart versions. */}}
+{{/*
+Labels that select the memcached pods of a release. Chart 0.2.0 added the component, so that other
+components of a release never fall under these selectors. A Deployment's selector is immutable:
+the operator moves releases of older charts over without downtime (see README, Upgrades).
+*/}}
 {{- define "memcached.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "memcached.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: cache
 {{- end }}
 
 {{/* Labels of every object. */}}
 {{- define "memcached.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{ include "memcached.selectorLabels" . }}
-app.kubernetes.io/component: cache
 app.kubernetes.io/part-of: memcached-operator
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/* An image reference from {repository, tag, digest}: a digest wins over a tag. */}}
+{{/* memcached's item memory in MB: maxMemoryMB, or its name before 0.2.0, memoryLimitMB. */}}
+{{- define "memcached.maxMemoryMB" -}}
+{{- .Values.memcached.memoryLimitMB | default .Values.memcached.maxMemoryMB | int }}
+{{- end }}
+
 {{- define "memcached.imageRef" -}}
 {{- if .digest }}
 {{- printf "%s@%s" .repository .digest }}

@@ -1,0 +1,110 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// goConditions are the condition types of a Helm-driven CR that the Go side owns.
+var goConditions = map[string]bool{ConditionAvailable: true, ConditionProgressing: true}
+
+// sharedStatusClient is the Helm reconciler's client. The library writes a CR's whole status
+// with only the fields it knows (conditions and deployedRelease), which would erase what the Go
+// side reports there. This client turns that write into a merge into the live status: the
+// library's conditions and deployedRelease replace theirs; the Go side's fields and conditions
+// stay as they are.
+type sharedStatusClient struct {
+	client.Client
+	live client.Reader // the API server, uncached: the merge needs the current status
+}
+
+func (c sharedStatusClient) Status() client.SubResourceWriter {
+	return sharedStatusWriter{SubResourceWriter: c.Client.Status(), live: c.live}
+}
+
+type sharedStatusWriter struct {
+	client.SubResourceWriter
+	live client.Reader
+}
+
+func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return w.SubResourceWriter.Update(ctx, obj, opts...)
+	}
+	current := &unstructured.Unstructured{}
+	current.SetGroupVersionKind(u.GroupVersionKind())
+	if err := w.live.Get(ctx, client.ObjectKeyFromObject(u), current); err != nil {
+		return err
+	}
+	written, _ := u.Object["status"].(map[string]any)
+	existing, _ := current.Object["status"].(map[string]any)
+	u.Object["status"] = mergeHelmStatus(existing, written)
+	// The library read u before its reconcile; the status it merges into is the current one.
+	u.SetResourceVersion(current.GetResourceVersion())
+	return w.SubResourceWriter.Update(ctx, u, opts...)
+}
+
+// mergeHelmStatus is the live status with the library's part replaced by what it wrote.
+func mergeHelmStatus(existing, written map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range existing {
+		out[k] = v
+	}
+	if rel, ok := written["deployedRelease"]; ok {
+		out["deployedRelease"] = rel
+	} else {
+		delete(out, "deployedRelease")
+	}
+	live := map[string]any{}
+	existingConds, _ := existing["conditions"].([]any)
+	for _, c := range existingConds {
+		if t := conditionType(c); goConditions[t] {
+			live[t] = c
+		}
+	}
+	var conds []any
+	writtenConds, _ := written["conditions"].([]any)
+	for _, c := range writtenConds {
+		t := conditionType(c)
+		if goConditions[t] {
+			if l, ok := live[t]; ok {
+				conds = append(conds, l)
+				delete(live, t)
+			}
+			continue
+		}
+		conds = append(conds, c)
+	}
+	for _, c := range existingConds { // Go-side conditions the library had not seen yet
+		if _, ok := live[conditionType(c)]; ok {
+			conds = append(conds, c)
+		}
+	}
+	out["conditions"] = conds
+	return out
+}
+
+func conditionType(c any) string {
+	m, _ := c.(map[string]any)
+	t, _ := m["type"].(string)
+	return t
+}

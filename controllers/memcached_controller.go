@@ -1,0 +1,208 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/operand"
+)
+
+// Conditions of a Memcached that the Go side writes (the Helm reconciler writes the others).
+const (
+	ConditionAvailable   = "Available"
+	ConditionProgressing = "Progressing"
+
+	// chartName is the app.kubernetes.io/name of the memcached chart's objects.
+	chartName = "memcached"
+)
+
+// MemcachedReconciler is the Go side of the Helm-driven Memcached API:
+//   - it moves spec fields that a chart release renamed to their new names (0.2.0:
+//     spec.memcached.memoryLimitMB -> maxMemoryMB), so CRs written for an older release converge
+//     to the current schema; the chart still reads the old name until then;
+//   - it reports the memcached pods in status: the version they run, replica counts, and the
+//     conditions Available and Progressing, from the release's Deployment.
+type MemcachedReconciler struct {
+	client.Client
+	Recorder record.EventRecorder
+}
+
+// Reconcile migrates the spec if needed, then writes the status only when it changed.
+func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	mc := &cachev1.Memcached{}
+	if err := r.Get(ctx, req.NamespacedName, mc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if mc.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+
+	if migrated, err := r.migrateSpec(ctx, mc); err != nil || migrated {
+		return ctrl.Result{}, err // a migration changes the generation, which reconciles again
+	}
+
+	deploy, err := r.deploymentOf(ctx, mc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	st := mc.Status.DeepCopy()
+	observeOperand(st, deploy)
+	if equality.Semantic.DeepEqual(*st, mc.Status) {
+		return ctrl.Result{}, nil
+	}
+	mc.Status = *st
+	if err := r.Status().Update(ctx, mc); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{Requeue: true}, nil // the Helm reconciler wrote first: recompute on the new object
+		}
+		return ctrl.Result{}, fmt.Errorf("update status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// migrateSpec moves deprecated spec fields to their new names. It patches with the
+// resourceVersion it read, so a concurrent edit of the CR is never overwritten.
+func (r *MemcachedReconciler) migrateSpec(ctx context.Context, mc *cachev1.Memcached) (bool, error) {
+	if mc.Spec.Memcached == nil || mc.Spec.Memcached.MemoryLimitMB == 0 {
+		return false, nil
+	}
+	before := mc.DeepCopy()
+	old := mc.Spec.Memcached.MemoryLimitMB
+	mc.Spec.Memcached.MaxMemoryMB = old
+	mc.Spec.Memcached.MemoryLimitMB = 0
+	if err := r.Patch(ctx, mc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("move spec.memcached.memoryLimitMB to maxMemoryMB in Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
+	}
+	r.Recorder.Eventf(mc, corev1.EventTypeNormal, "SpecMigrated",
+		"spec.memcached.memoryLimitMB (renamed in 0.2.0) moved to spec.memcached.maxMemoryMB: %d", old)
+	return true, nil
+}
+
+// deploymentOf finds the memcached Deployment of a release by its labels, which every chart
+// version sets (the Deployment's name depends on the release name).
+func (r *MemcachedReconciler) deploymentOf(ctx context.Context, mc *cachev1.Memcached) (*appsv1.Deployment, error) {
+	list := &appsv1.DeploymentList{}
+	if err := r.List(ctx, list, client.InNamespace(mc.Namespace),
+		client.MatchingLabels{labelName: chartName, labelInstance: mc.Name}); err != nil {
+		return nil, fmt.Errorf("list Deployments of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
+	}
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp == nil {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// observeOperand computes the Go side's part of the status from the release's Deployment (nil:
+// not created yet, or being replaced).
+func observeOperand(st *cachev1.MemcachedStatus, deploy *appsv1.Deployment) {
+	if deploy == nil {
+		st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = 0, 0, 0
+		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "DeploymentMissing",
+			"the release's Deployment does not exist (not installed yet, or being replaced)")
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, "DeploymentMissing",
+			"waiting for the release's Deployment")
+		return
+	}
+	ro := rolloutOf(deploy)
+	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = ro.replicas, ro.updated, ro.ready
+	target := templateVersion(deploy)
+	if ro.complete() {
+		st.Version = target // until then it stays at the version being replaced
+	}
+
+	if ro.allAvailable() {
+		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionTrue, "PodsAvailable",
+			fmt.Sprintf("%d of %d pods are available", ro.available, ro.want))
+	} else {
+		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable",
+			fmt.Sprintf("%d of %d pods are available", ro.available, ro.want))
+	}
+	switch {
+	case ro.failure != "":
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, "RolloutFailed", ro.failure)
+	case ro.complete():
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, "Complete",
+			fmt.Sprintf("%d pods run memcached %s", ro.want, target))
+	default:
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, "RollingOut",
+			fmt.Sprintf("memcached %s %s", target, ro))
+	}
+}
+
+// templateVersion is the memcached version the Deployment's pod template runs.
+func templateVersion(deploy *appsv1.Deployment) string {
+	for _, c := range deploy.Spec.Template.Spec.Containers {
+		if c.Name == chartName {
+			if img, err := operand.ParseImage(c.Image); err == nil {
+				return operand.Version(img)
+			}
+			return c.Image
+		}
+	}
+	return ""
+}
+
+// setMemcachedCondition sets a condition, moving its lastTransitionTime only when its status changes.
+func setMemcachedCondition(st *cachev1.MemcachedStatus, typ string, status metav1.ConditionStatus, reason, msg string) {
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if c.Type != typ {
+			continue
+		}
+		if c.Status != status {
+			c.LastTransitionTime = metav1.Now()
+		}
+		c.Status, c.Reason, c.Message = status, reason, msg
+		return
+	}
+	st.Conditions = append(st.Conditions, cachev1.HelmCondition{
+		Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Now(),
+	})
+}
+
+// SetupWithManager reconciles on spec changes of a Memcached and on any change of its Deployment.
+func (r *MemcachedReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[labelInstance]}}}
+	})
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		l := o.GetLabels()
+		return l[labelName] == chartName && l[labelInstance] != "" && l[labelPartOf] == partOf
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("memcached-operand").
+		For(&cachev1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&appsv1.Deployment{}, toMemcached, builder.WithPredicates(ours)).
+		Complete(r)
+}

@@ -1,0 +1,332 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/yaml"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+)
+
+// chartOfRelease loads the memcached chart of a released version from the commit releases.yaml
+// records for it, as the operator of that version shipped it.
+func chartOfRelease(version string) *chart.Chart {
+	raw, err := os.ReadFile("releases.yaml")
+	Expect(err).NotTo(HaveOccurred())
+	var list struct {
+		Releases []struct{ Version, Commit string }
+	}
+	Expect(yaml.Unmarshal(raw, &list)).To(Succeed())
+	for _, r := range list.Releases {
+		if r.Version != version {
+			continue
+		}
+		archive, err := exec.Command("git", "archive", "--format=tar", r.Commit, "helm-charts/memcached").Output()
+		Expect(err).NotTo(HaveOccurred(), "git archive %s: the tests need the repository's history", r.Commit)
+		dir := GinkgoT().TempDir()
+		untar := exec.Command("tar", "-x", "-C", dir)
+		untar.Stdin = bytes.NewReader(archive)
+		Expect(untar.Run()).To(Succeed())
+		chrt, err := loader.Load(filepath.Join(dir, "helm-charts", "memcached"))
+		Expect(err).NotTo(HaveOccurred())
+		return chrt
+	}
+	Fail("releases.yaml has no version " + version)
+	return nil
+}
+
+// installRelease installs a chart with Helm itself, as an earlier operator version did.
+func installRelease(ctx context.Context, ns, name string, chrt *chart.Chart, vals map[string]any) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	Expect(err).NotTo(HaveOccurred())
+	// Helm itself sets no owner on its release records (the CR does not exist yet).
+	configs, err := helmclient.NewActionConfigGetter(cfg, mapper, helmclient.DisableStorageOwnerRefInjection(true))
+	Expect(err).NotTo(HaveOccurred())
+	owner := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	conf, err := configs.ActionConfigFor(ctx, owner)
+	Expect(err).NotTo(HaveOccurred())
+	install := action.NewInstall(conf)
+	install.ReleaseName, install.Namespace = name, ns
+	_, err = install.Run(chrt, vals)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+// createMemcached creates a Memcached from a YAML spec, the way a user's manifest does (typed
+// Go structs cannot write fields the current API dropped or renamed).
+func createMemcached(ctx context.Context, key types.NamespacedName, spec string) {
+	obj := &unstructured.Unstructured{}
+	Expect(yaml.Unmarshal([]byte("apiVersion: cache.my.domain/v1\nkind: Memcached\nspec:\n"+spec), &obj.Object)).To(Succeed())
+	obj.SetName(key.Name)
+	obj.SetNamespace(key.Namespace)
+	Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+}
+
+// setRollout writes a Deployment's status as its controller would (envtest runs none).
+func setRollout(ctx context.Context, key types.NamespacedName, replicas, updated, available int32) {
+	Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: updated,
+			ReadyReplicas: available, AvailableReplicas: available,
+		}
+		g.Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+}
+
+func memcachedStatus(ctx context.Context, key types.NamespacedName) func(g Gomega) cachev1.MemcachedStatus {
+	return func(g Gomega) cachev1.MemcachedStatus {
+		mc := &cachev1.Memcached{}
+		g.Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+		return mc.Status
+	}
+}
+
+func hasCondition(typ string, status metav1.ConditionStatus, reason string) OmegaMatcher {
+	return ContainElement(And(HaveField("Type", typ), HaveField("Status", status), HaveField("Reason", reason)))
+}
+
+var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
+	var (
+		ctx context.Context
+		ns  string
+		key types.NamespacedName
+	)
+
+	BeforeEach(func() {
+		ctx = context.Background()
+		ns = newNamespace(ctx)
+		key = types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
+		// A CR left failing would keep being retried (and recording Events) during later specs.
+		DeferCleanup(func() {
+			mc := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}}
+			Expect(client.IgnoreNotFound(k8sClient.Delete(context.Background(), mc))).To(Succeed())
+			Eventually(func() bool {
+				return apierrors.IsNotFound(k8sClient.Get(context.Background(), key, mc))
+			}, timeout, interval).Should(BeTrue())
+		})
+	})
+
+	It("takes over a release of the 0.1.0 chart: replaces the Deployment whose selector changed and moves the renamed value", func() {
+		old := chartOfRelease("0.1.0")
+		Expect(old.Metadata.Version).To(Equal("0.1.0"))
+		installRelease(ctx, ns, key.Name, old, map[string]any{"replicaCount": 2, "memcached": map[string]any{"memoryLimitMB": 96}})
+		before := &appsv1.Deployment{}
+		Expect(k8sClient.Get(ctx, key, before)).To(Succeed())
+		Expect(before.Spec.Selector.MatchLabels).NotTo(HaveKey("app.kubernetes.io/component"))
+
+		By("creating the CR as 0.1.0 users wrote it")
+		createMemcached(ctx, key, "  replicaCount: 2\n  memcached: {memoryLimitMB: 96}\n")
+
+		By("acting as the garbage collector for the Deployment the operator deletes with its pods orphaned")
+		Eventually(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
+			g.Expect(d.UID).To(Equal(before.UID))
+			g.Expect(d.DeletionTimestamp).NotTo(BeNil(), "the old Deployment is being deleted")
+			g.Expect(d.Finalizers).To(ContainElement(metav1.FinalizerOrphanDependents))
+			d.Finalizers = nil
+			g.Expect(k8sClient.Update(ctx, d)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+
+		By("finding the Deployment created again with the 0.2.0 selector and the same memory")
+		Eventually(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
+			g.Expect(d.UID).NotTo(Equal(before.UID))
+			g.Expect(d.Spec.Selector.MatchLabels).To(HaveKeyWithValue("app.kubernetes.io/component", "cache"))
+			g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", "96"))
+		}, timeout, interval).Should(Succeed())
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
+
+		By("finding the CR's spec moved to the new name")
+		Eventually(func(g Gomega) *cachev1.MemcachedServer {
+			mc := &cachev1.Memcached{}
+			g.Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+			return mc.Spec.Memcached
+		}, timeout, interval).Should(And(HaveField("MaxMemoryMB", BeEquivalentTo(96)), HaveField("MemoryLimitMB", BeZero())))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(
+			ContainElements("SelectorMigrated", "ChartUpgraded", "SpecMigrated"))
+	})
+
+	It("reports the version the pods run and the progress of a rollout, next to the Helm conditions", func() {
+		createMemcached(ctx, key, "  replicaCount: 2\n")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		setRollout(ctx, key, 2, 2, 2)
+		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(And(
+			HaveField("Version", "1.6.38"), HaveField("ReadyReplicas", BeEquivalentTo(2)),
+			HaveField("Conditions", hasCondition("Available", metav1.ConditionTrue, "PodsAvailable")),
+			HaveField("Conditions", hasCondition("Progressing", metav1.ConditionFalse, "Complete")),
+			HaveField("Conditions", hasCondition("Deployed", metav1.ConditionTrue, "InstallSuccessful"))))
+
+		By("upgrading memcached through the CR")
+		Expect(k8sClient.Patch(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"image":{"tag":"1.6.39"}}}`)))).To(Succeed())
+		Eventually(func(g Gomega) string {
+			d := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
+			return d.Spec.Template.Spec.Containers[0].Image
+		}, timeout, interval).Should(HaveSuffix(":1.6.39"))
+		setRollout(ctx, key, 3, 1, 2)
+		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(And(
+			HaveField("Version", "1.6.38"), HaveField("UpdatedReplicas", BeEquivalentTo(1)),
+			HaveField("Conditions", hasCondition("Progressing", metav1.ConditionTrue, "RollingOut")),
+			HaveField("Conditions", hasCondition("Available", metav1.ConditionTrue, "PodsAvailable")),
+			HaveField("Conditions", hasCondition("Deployed", metav1.ConditionTrue, "UpgradeSuccessful"))),
+			"while pods roll, status keeps the version being replaced and the Helm conditions stay")
+		setRollout(ctx, key, 2, 2, 2)
+		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(And(
+			HaveField("Version", "1.6.39"),
+			HaveField("Conditions", hasCondition("Progressing", metav1.ConditionFalse, "Complete"))))
+	})
+
+	It("refuses a memcached version it does not run, with a condition and an Event, and leaves the pods as they are", func() {
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		Expect(k8sClient.Patch(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"image":{"tag":"1.5.22"}}}`)))).To(Succeed())
+		Eventually(memcachedCondition(ctx, key, "Irreconcilable"), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring(`"1.5.22" is not supported`))))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("UnsupportedVersion"))
+		Consistently(func(g Gomega) string {
+			d := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
+			return d.Spec.Template.Spec.Containers[0].Image
+		}, 3*time.Second, interval).Should(Equal(relatedImage))
+		Expect(releaseSecrets(ctx, ns, key.Name)).To(ConsistOf("sh.helm.release.v1.memcached-sample.v1"))
+	})
+
+	It("leaves a failed upgrade failed: no rollback, no retry of the same upgrade before its back-off, at once on a change", func() {
+		rejectAnnotatedDeployments(ctx, ns)
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("making an upgrade that admission rejects")
+		Expect(k8sClient.Patch(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"podAnnotations":{"test.memcached/reject":"yes"}}}`)))).To(Succeed())
+		Eventually(memcachedCondition(ctx, key, "ReleaseFailed"), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring("rejected by the test's policy"))))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("UpgradeFailed"))
+		Consistently(func(g Gomega) []string { return releaseSecrets(ctx, ns, key.Name) }, 5*time.Second, interval).Should(
+			ConsistOf("sh.helm.release.v1.memcached-sample.v1", "sh.helm.release.v1.memcached-sample.v2"),
+			"one failed revision: no rollback revision, no retry of the same upgrade")
+		Expect(memcachedCondition(ctx, key, "ReleaseFailed")(Default)).To(HaveField("Message", ContainSubstring("is retried at")))
+
+		By("reverting the change, which is tried at once")
+		Expect(k8sClient.Patch(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"podAnnotations":null}}`)))).To(Succeed())
+		Eventually(memcachedCondition(ctx, key, "ReleaseFailed"), timeout, interval).Should(HaveField("Status", metav1.ConditionFalse))
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
+		Expect(releaseSecrets(ctx, ns, key.Name)).To(HaveLen(3))
+	})
+
+	It("leaves alone a release made by a newer chart than its own", func() {
+		current, err := loader.Load(filepath.Join("helm-charts", "memcached"))
+		Expect(err).NotTo(HaveOccurred())
+		current.Metadata.Version = "99.0.0"
+		installRelease(ctx, ns, key.Name, current, map[string]any{"replicaCount": 1})
+		createMemcached(ctx, key, "  replicaCount: 2\n")
+		Eventually(memcachedCondition(ctx, key, "ReleaseFailed"), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring("newer than this operator's chart"))))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("DowngradeRefused"))
+		d := &appsv1.Deployment{}
+		Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
+		Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
+		Expect(releaseSecrets(ctx, ns, key.Name)).To(ConsistOf("sh.helm.release.v1.memcached-sample.v1"))
+	})
+})
+
+// rejectAnnotatedDeployments makes admission refuse, in ns, Deployments whose pods carry the
+// annotation test.memcached/reject: a failing upgrade, injected with a real admission policy.
+func rejectAnnotatedDeployments(ctx context.Context, ns string) {
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "reject-" + ns},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+					Rule:       admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+				},
+			}}},
+			Validations: []admissionv1.Validation{{
+				Expression: "!has(object.spec.template.metadata.annotations) || !('test.memcached/reject' in object.spec.template.metadata.annotations)",
+				Message:    "rejected by the test's policy",
+			}},
+		},
+	}
+	Expect(k8sClient.Create(ctx, policy)).To(Succeed())
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "reject-" + ns},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns},
+			}},
+		},
+	}
+	Expect(k8sClient.Create(ctx, binding)).To(Succeed())
+	DeferCleanup(func() {
+		Expect(k8sClient.Delete(context.Background(), binding)).To(Succeed())
+		Expect(k8sClient.Delete(context.Background(), policy)).To(Succeed())
+	})
+	// The API server loads policies asynchronously: wait until it refuses a dry run.
+	Eventually(func() string {
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"test.memcached/reject": "yes"}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "c:1"}}},
+				},
+			},
+		}
+		err := k8sClient.Create(ctx, d, client.DryRunAll)
+		if err == nil {
+			return ""
+		}
+		return err.Error()
+	}, timeout, interval).Should(ContainSubstring("rejected by the test's policy"))
+}
