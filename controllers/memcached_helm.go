@@ -27,6 +27,7 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"github.com/operator-framework/operator-lib/proxy"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/memcached-operator/internal/actionclient"
 	"github.com/example/memcached-operator/internal/operand"
@@ -40,6 +41,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -83,12 +85,17 @@ func NewHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) (*re
 	}
 
 	recorder := mgr.GetEventRecorderFor(strings.ToLower(w.Kind) + "-controller")
+	// Uncached: upgrades read the ReplicaSets they replace, which nothing else watches.
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
 	ropts := []reconciler.Option{
 		reconciler.WithClient(sharedStatusClient{Client: mgr.GetClient(), live: mgr.GetAPIReader()}),
 		// No rollback on a failed upgrade: the library's forced rollback recreates objects whose
 		// immutable fields changed, and a rollback of an upgrade that keeps failing loops. The
 		// wrapper backs off instead and keeps the failed release for inspection.
-		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, recorder, helmclient.WithFailureRollbacks(false))),
+		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, direct, recorder, helmclient.WithFailureRollbacks(false))),
 		reconciler.WithChart(*w.Chart),
 		reconciler.WithGroupVersionKind(w.GroupVersionKind),
 		reconciler.WithOverrideValues(w.OverrideValues),

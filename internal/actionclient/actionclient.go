@@ -19,9 +19,8 @@ limitations under the License.
 //   - a release left pending by an operator that stopped in the middle of an install, upgrade or
 //     rollback is recovered, instead of failing every reconcile with "another operation
 //     (install/upgrade/rollback) is in progress";
-//   - an upgrade that changes an immutable selector (a chart release that changed its selector
-//     labels) replaces the object without stopping its pods: it is deleted with its dependents
-//     orphaned and created again, and the new controller adopts the running pods;
+//   - an upgrade that changes a Deployment's immutable selector (a chart release that changed its
+//     selector labels) replaces the Deployment without stopping its pods (see replace.go);
 //   - a failed upgrade is not retried with the same chart and values before a back-off
 //     (30 s doubling up to 10 min), so a permanent failure does not pile up revisions; a change of
 //     the CR or of the chart is tried at once. The operator turns the library's rollback on
@@ -59,21 +58,18 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// NewGetter returns an ActionClientGetter whose clients skip reconciles that would only send no-op
-// patches and recover pending releases, recording an Event on the CR when they do. opts are the
-// library's own client options.
-func NewGetter(configs helmclient.ActionConfigGetter, recorder record.EventRecorder, opts ...helmclient.ActionClientGetterOption) helmclient.ActionClientGetter {
+// NewGetter returns an ActionClientGetter whose clients add the behaviour this package describes,
+// recording an Event on the CR for each case. cl reads and deletes what upgrades replace (it
+// should be uncached: ReplicaSets are not otherwise watched). opts are the library's own client
+// options.
+func NewGetter(configs helmclient.ActionConfigGetter, cl client.Client, recorder record.EventRecorder, opts ...helmclient.ActionClientGetterOption) helmclient.ActionClientGetter {
 	return helmclient.ActionClientGetterFunc(func(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
 		conf, err := configs.ActionConfigFor(ctx, obj)
 		if err != nil {
@@ -88,7 +84,7 @@ func NewGetter(configs helmclient.ActionConfigGetter, recorder record.EventRecor
 		if err != nil {
 			return nil, err
 		}
-		return &actionClient{ActionInterface: ac, conf: conf, owner: obj, recorder: recorder}, nil
+		return &actionClient{ActionInterface: ac, conf: conf, client: cl, owner: obj, recorder: recorder}, nil
 	})
 }
 
@@ -101,6 +97,7 @@ func (f fixedConfig) ActionConfigFor(context.Context, client.Object) (*action.Co
 type actionClient struct {
 	helmclient.ActionInterface
 	conf     *action.Configuration
+	client   client.Client
 	owner    client.Object // the CR of the release
 	recorder record.EventRecorder
 }
@@ -142,8 +139,6 @@ func (c *actionClient) recoverPending(rel *release.Release) (*release.Release, e
 var (
 	FailedRetryBase = 30 * time.Second
 	FailedRetryMax  = 10 * time.Minute
-	// ReplaceTimeout bounds the wait for an object deleted with orphaned dependents to be gone.
-	ReplaceTimeout = 2 * time.Minute
 )
 
 // Upgrade upgrades a release: dry runs (the library renders the chart this way on every
@@ -165,7 +160,7 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 	if err := c.backOff(last, chrt, vals); err != nil {
 		return nil, err
 	}
-	if err := c.replaceImmutable(name, namespace, chrt, vals, from, to, opts); err != nil {
+	if err := c.replaceDeployments(name, namespace, chrt, vals, to, opts); err != nil {
 		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "UpgradeFailed", "Upgrade of release %s to chart %s: %v", name, to, err)
 		return nil, err
 	}
@@ -240,110 +235,6 @@ func sameInputs(rel *release.Release, chrt *chart.Chart, vals map[string]any) bo
 	a, errA := json.Marshal(rel.Config)
 	b, errB := json.Marshal(vals)
 	return errA == nil && errB == nil && bytes.Equal(a, b)
-}
-
-// immutableSelectors are the kinds whose spec.selector the API server refuses to update.
-var immutableSelectors = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true, "ReplicaSet": true}
-
-// replaceImmutable deletes, with their dependents orphaned, the objects of the release whose
-// selector the upgrade changes, and waits until they are gone. Their pods keep running and
-// serving; the upgrade creates the objects again with the new selector, and their controller
-// adopts the pods it matches and rolls them to the new template one at a time.
-func (c *actionClient) replaceImmutable(name, namespace string, chrt *chart.Chart, vals map[string]any, from, to string, opts []helmclient.UpgradeOption) error {
-	render := append(append([]helmclient.UpgradeOption{}, opts...), func(u *action.Upgrade) error {
-		u.DryRun = true
-		return nil
-	})
-	target, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, render...)
-	if err != nil {
-		return fmt.Errorf("render chart %s for release %s: %w", to, name, err)
-	}
-	infos, err := c.conf.KubeClient.Build(bytes.NewBufferString(target.Manifest), false)
-	if err != nil {
-		return fmt.Errorf("build release objects: %w", err)
-	}
-	for _, info := range infos {
-		gvk := info.Mapping.GroupVersionKind
-		if gvk.Group != "apps" || !immutableSelectors[gvk.Kind] {
-			continue
-		}
-		helper := resource.NewHelper(info.Client, info.Mapping)
-		live, err := helper.Get(info.Namespace, info.Name)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("read %s %s: %w", gvk.Kind, info.Name, err)
-		}
-		liveSel, desiredSel, err := selectors(live, info.Object)
-		if err != nil {
-			return err
-		}
-		if reflect.DeepEqual(liveSel, desiredSel) {
-			continue
-		}
-		liveMeta, err := meta(live)
-		if err != nil {
-			return err
-		}
-		if liveMeta.GetDeletionTimestamp() == nil {
-			orphan := metav1.DeletePropagationOrphan
-			uid := liveMeta.GetUID()
-			if _, err := helper.DeleteWithOptions(info.Namespace, info.Name, &metav1.DeleteOptions{
-				PropagationPolicy: &orphan, Preconditions: &metav1.Preconditions{UID: &uid},
-			}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete %s %s (orphaning its pods) to change its selector: %w", gvk.Kind, info.Name, err)
-			}
-			c.recorder.Eventf(c.owner, corev1.EventTypeNormal, "SelectorMigrated",
-				"%s %s: chart %s changes its selector from %v to %v, which cannot be updated; it is deleted with its pods left running and created again by the upgrade, adopting them",
-				gvk.Kind, info.Name, to, liveSel, desiredSel)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), ReplaceTimeout)
-		err = wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
-			_, err := helper.Get(info.Namespace, info.Name)
-			if apierrors.IsNotFound(err) {
-				return true, nil
-			}
-			return false, err
-		})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("wait for %s %s to be deleted (orphaning its pods): %w", gvk.Kind, info.Name, err)
-		}
-	}
-	return nil
-}
-
-func selectors(live, desired runtime.Object) (any, any, error) {
-	l, err := toMap(live)
-	if err != nil {
-		return nil, nil, err
-	}
-	d, err := toMap(desired)
-	if err != nil {
-		return nil, nil, err
-	}
-	ls, _, _ := unstructured.NestedFieldNoCopy(l, "spec", "selector")
-	ds, _, _ := unstructured.NestedFieldNoCopy(d, "spec", "selector")
-	return ls, ds, nil
-}
-
-// toMap is an object as JSON-shaped maps, whether it is typed or unstructured.
-func toMap(obj runtime.Object) (map[string]any, error) {
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	return m, json.Unmarshal(raw, &m)
-}
-
-func meta(obj runtime.Object) (metav1.Object, error) {
-	m, err := toMap(obj)
-	if err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: m}, nil
 }
 
 // Reconcile repairs drift of the release's objects, and does nothing when there is none.

@@ -1,0 +1,152 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package actionclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"time"
+
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ReplaceTimeout bounds the wait for an object deleted with orphaned dependents to be gone (the
+// garbage collector removes it).
+var ReplaceTimeout = 2 * time.Minute
+
+// replaceDeployments prepares an upgrade that changes the selector of a Deployment, which the API
+// server refuses to update (Helm alone fails with "field is immutable", and a forced upgrade
+// deletes every pod at once). The Deployment is deleted with its ReplicaSets orphaned, and those
+// ReplicaSets with their pods orphaned: the pods keep running and serving. The upgrade then
+// creates the Deployment with its new selector and new pods, and the operator retires the
+// ownerless old pods once the new ones are available (see controllers.MemcachedReconciler).
+//
+// ReplicaSets left ownerless that the new Deployment would adopt are orphaned too, so that an
+// upgrade cut off between the two deletions resumes the same way.
+func (c *actionClient) replaceDeployments(name, namespace string, chrt *chart.Chart, vals map[string]any, to string, opts []helmclient.UpgradeOption) error {
+	render := append(append([]helmclient.UpgradeOption{}, opts...), func(u *action.Upgrade) error {
+		u.DryRun = true
+		return nil
+	})
+	target, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, render...)
+	if err != nil {
+		return fmt.Errorf("render chart %s for release %s: %w", to, name, err)
+	}
+	infos, err := c.conf.KubeClient.Build(bytes.NewBufferString(target.Manifest), false)
+	if err != nil {
+		return fmt.Errorf("build release objects: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ReplaceTimeout)
+	defer cancel()
+	for _, info := range infos {
+		if info.Mapping.GroupVersionKind != appsv1.SchemeGroupVersion.WithKind("Deployment") {
+			continue
+		}
+		desired := &appsv1.Deployment{}
+		raw, err := json.Marshal(info.Object)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(raw, desired); err != nil {
+			return fmt.Errorf("read rendered Deployment %s: %w", info.Name, err)
+		}
+		if desired.Namespace == "" {
+			desired.Namespace = namespace
+		}
+		if err := c.replaceDeployment(ctx, desired, to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *actionClient) replaceDeployment(ctx context.Context, desired *appsv1.Deployment, to string) error {
+	live := &appsv1.Deployment{}
+	err := c.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("read Deployment %s: %w", desired.Name, err)
+	case reflect.DeepEqual(live.Spec.Selector, desired.Spec.Selector):
+		return nil
+	default:
+		if live.DeletionTimestamp == nil {
+			c.recorder.Eventf(c.owner, corev1.EventTypeNormal, "SelectorMigrated",
+				"Deployment %s: chart %s changes its selector from %s to %s, which cannot be updated; it is replaced, and its pods serve until the new ones are available",
+				desired.Name, to, metav1.FormatLabelSelector(live.Spec.Selector), metav1.FormatLabelSelector(desired.Spec.Selector))
+		}
+		if err := c.deleteOrphaning(ctx, "Deployment", live); err != nil {
+			return err
+		}
+	}
+
+	// The ReplicaSets the new Deployment would adopt: their pods must not be stopped at once.
+	sel, err := metav1.LabelSelectorAsSelector(desired.Spec.Selector)
+	if err != nil {
+		return fmt.Errorf("selector of Deployment %s: %w", desired.Name, err)
+	}
+	sets := &appsv1.ReplicaSetList{}
+	if err := c.client.List(ctx, sets, client.InNamespace(desired.Namespace)); err != nil {
+		return fmt.Errorf("list ReplicaSets: %w", err)
+	}
+	for i := range sets.Items {
+		rs := &sets.Items[i]
+		if metav1.GetControllerOf(rs) == nil && sel.Matches(labels.Set(rs.Labels)) {
+			if err := c.deleteOrphaning(ctx, "ReplicaSet", rs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteOrphaning deletes an object and leaves its dependents running, then waits until the
+// garbage collector has released them and removed the object.
+func (c *actionClient) deleteOrphaning(ctx context.Context, kind string, obj client.Object) error {
+	if obj.GetDeletionTimestamp() == nil {
+		err := c.client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationOrphan),
+			client.Preconditions{UID: ptrTo(obj.GetUID())})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete %s %s leaving its dependents: %w", kind, obj.GetName(), err)
+		}
+	}
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		err := c.client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+	if err != nil {
+		return fmt.Errorf("wait for %s %s to be deleted (leaving its dependents): %w", kind, obj.GetName(), err)
+	}
+	return nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
