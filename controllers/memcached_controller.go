@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -43,14 +44,28 @@ const (
 
 	// chartName is the app.kubernetes.io/name of the memcached chart's objects.
 	chartName = "memcached"
+	// labelComponent is a selector label of the chart's Service since 0.2.0: removing it from a
+	// pod takes the pod out of the Service.
+	labelComponent = "app.kubernetes.io/component"
+	// annotationRetiredAt marks a pod of an earlier release that left the Service, and when.
+	annotationRetiredAt = "cache.my.domain/retired-at"
 )
+
+// RetireDelay is how long a pod of an earlier release stays up after leaving the Service, so that
+// every node's kube-proxy has stopped sending it connections before it stops.
+var RetireDelay = 10 * time.Second
 
 // MemcachedReconciler is the Go side of the Helm-driven Memcached API:
 //   - it moves spec fields that a chart release renamed to their new names (0.2.0:
 //     spec.memcached.memoryLimitMB -> maxMemoryMB), so CRs written for an older release converge
 //     to the current schema; the chart still reads the old name until then;
+//   - it retires the pods of an earlier release that an upgrade replacing the Deployment left
+//     running (see internal/actionclient): they serve until the new Deployment's pods are all
+//     available, then leave the Service, and stop RetireDelay later, so no client request fails;
 //   - it reports the memcached pods in status: the version they run, replica counts, and the
 //     conditions Available and Progressing, from the release's Deployment.
+//
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 type MemcachedReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
@@ -67,6 +82,9 @@ func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 
 	if migrated, err := r.migrateSpec(ctx, mc); err != nil || migrated {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{Requeue: true}, nil // the CR changed meanwhile: look again
+		}
 		return ctrl.Result{}, err // a migration changes the generation, which reconciles again
 	}
 
@@ -74,10 +92,14 @@ func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	retiring, requeue, err := r.retireOldPods(ctx, mc, deploy)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	st := mc.Status.DeepCopy()
-	observeOperand(st, deploy)
+	observeOperand(st, deploy, retiring)
 	if equality.Semantic.DeepEqual(*st, mc.Status) {
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
 	mc.Status = *st
 	if err := r.Status().Update(ctx, mc); err != nil {
@@ -86,7 +108,54 @@ func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{}, fmt.Errorf("update status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// retireOldPods moves the pods of the release that no controller owns (an earlier release's,
+// left running when its Deployment was replaced) out of service once the Deployment has all its
+// new pods available: first out of the Service, then, RetireDelay later, deleted. It returns how
+// many such pods are left and when to look again.
+func (r *MemcachedReconciler) retireOldPods(ctx context.Context, mc *cachev1.Memcached, deploy *appsv1.Deployment) (int, time.Duration, error) {
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(mc.Namespace),
+		client.MatchingLabels{labelName: chartName, labelInstance: mc.Name}); err != nil {
+		return 0, 0, fmt.Errorf("list pods of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
+	}
+	var old []*corev1.Pod
+	for i := range pods.Items {
+		if p := &pods.Items[i]; metav1.GetControllerOf(p) == nil && p.DeletionTimestamp == nil {
+			old = append(old, p)
+		}
+	}
+	if len(old) == 0 || deploy == nil || !rolloutOf(deploy).complete() {
+		return len(old), 0, nil // the Deployment's watch brings us back when its rollout completes
+	}
+	var requeue time.Duration
+	left := 0
+	for _, p := range old {
+		at, marked := p.Annotations[annotationRetiredAt]
+		if !marked {
+			before := p.DeepCopy()
+			delete(p.Labels, labelComponent)
+			metav1.SetMetaDataAnnotation(&p.ObjectMeta, annotationRetiredAt, time.Now().UTC().Format(time.RFC3339))
+			if err := r.Patch(ctx, p, client.MergeFrom(before)); err != nil {
+				return 0, 0, fmt.Errorf("take pod %s out of the Service: %w", p.Name, err)
+			}
+			r.Recorder.Eventf(mc, corev1.EventTypeNormal, "PodRetiring",
+				"Pod %s of an earlier release left the Service; it stops in %s", p.Name, RetireDelay)
+			requeue, left = RetireDelay, left+1
+			continue
+		}
+		since, err := time.Parse(time.RFC3339, at)
+		if wait := RetireDelay - time.Since(since); err == nil && wait > 0 {
+			requeue, left = max(requeue, wait), left+1
+			continue
+		}
+		if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
+			return 0, 0, fmt.Errorf("delete retired pod %s: %w", p.Name, err)
+		}
+	}
+	return left, requeue, nil
 }
 
 // migrateSpec moves deprecated spec fields to their new names. It patches with the
@@ -124,8 +193,8 @@ func (r *MemcachedReconciler) deploymentOf(ctx context.Context, mc *cachev1.Memc
 }
 
 // observeOperand computes the Go side's part of the status from the release's Deployment (nil:
-// not created yet, or being replaced).
-func observeOperand(st *cachev1.MemcachedStatus, deploy *appsv1.Deployment) {
+// not created yet, or being replaced) and the number of pods of an earlier release still up.
+func observeOperand(st *cachev1.MemcachedStatus, deploy *appsv1.Deployment, retiring int) {
 	if deploy == nil {
 		st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = 0, 0, 0
 		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "DeploymentMissing",
@@ -137,7 +206,7 @@ func observeOperand(st *cachev1.MemcachedStatus, deploy *appsv1.Deployment) {
 	ro := rolloutOf(deploy)
 	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = ro.replicas, ro.updated, ro.ready
 	target := templateVersion(deploy)
-	if ro.complete() {
+	if ro.complete() && retiring == 0 {
 		st.Version = target // until then it stays at the version being replaced
 	}
 
@@ -151,6 +220,9 @@ func observeOperand(st *cachev1.MemcachedStatus, deploy *appsv1.Deployment) {
 	switch {
 	case ro.failure != "":
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, "RolloutFailed", ro.failure)
+	case ro.complete() && retiring > 0:
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, "RetiringPods",
+			fmt.Sprintf("memcached %s runs on %d new pods; %d pods of the earlier release leave the Service and stop", target, ro.want, retiring))
 	case ro.complete():
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, "Complete",
 			fmt.Sprintf("%d pods run memcached %s", ro.want, target))

@@ -234,6 +234,8 @@ func mutateMemcachedContainer(c *corev1.Container, img operand.Image) {
 	tcp := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("memcache")}}
 	c.LivenessProbe = &corev1.Probe{ProbeHandler: tcp, InitialDelaySeconds: 10, PeriodSeconds: 10, TimeoutSeconds: 5, SuccessThreshold: 1, FailureThreshold: 3}
 	c.ReadinessProbe = &corev1.Probe{ProbeHandler: tcp, InitialDelaySeconds: 2, PeriodSeconds: 5, TimeoutSeconds: 3, SuccessThreshold: 1, FailureThreshold: 3}
+	// As in the chart: stay up until the Service has dropped the stopping pod.
+	c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}}
 	c.Resources = corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("96Mi")},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("96Mi")},

@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -120,11 +121,15 @@ func setupUpgradeable(mgr ctrl.Manager) error {
 }
 
 // CacheOptions limits the manager's cache to the watched namespaces (comma-separated, empty: all)
-// and its Pod cache to the pods of MemcachedBackups: the controller lists only those, and caching
-// every Pod of the cluster would cost memory.
+// and its Pod cache to memcached pods (of the chart and of MemcachedBackups): the controllers list
+// only those, and caching every Pod of the cluster would cost memory.
 func CacheOptions(watchNamespaces string) cache.Options {
+	memcachedPods, err := labels.NewRequirement(labelName, selection.In, []string{BackupAppName, chartName})
+	if err != nil {
+		panic(err) // constant arguments
+	}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{labelName: BackupAppName})},
+		&corev1.Pod{}: {Label: labels.NewSelector().Add(*memcachedPods)},
 	}}
 	for _, ns := range strings.Split(watchNamespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {

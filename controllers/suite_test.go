@@ -114,6 +114,7 @@ var _ = BeforeSuite(func() {
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())
+	controllers.RetireDelay = 2 * time.Second
 	Expect(controllers.Setup(ctx, mgr, controllers.Config{
 		WatchesFile: "watches.yaml",
 		Helm:        controllers.HelmOptions{ReconcilePeriod: reconcilePeriod, MaxConcurrentReconciles: 2, MaxReleaseHistory: 10},

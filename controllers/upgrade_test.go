@@ -179,6 +179,34 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		}, timeout, interval).Should(Succeed())
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
 
+		By("retiring a pod of the 0.1.0 release once the new Deployment's pods are available")
+		// What the orphaned ReplicaSet's pods look like (envtest runs no ReplicaSet controller).
+		oldPod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "memcached-sample-old", Namespace: ns, Labels: map[string]string{
+				"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": key.Name, "app.kubernetes.io/component": "cache",
+			}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: relatedImage}}},
+		}
+		Expect(k8sClient.Create(ctx, oldPod)).To(Succeed())
+		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(
+			HaveField("Conditions", hasCondition("Progressing", metav1.ConditionTrue, "RollingOut")))
+		Consistently(func(g Gomega) map[string]string {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(oldPod), oldPod)).To(Succeed())
+			return oldPod.Labels
+		}, time.Second, interval).Should(HaveKey("app.kubernetes.io/component"), "it serves until the new pods are available")
+		setRollout(ctx, key, 2, 2, 2)
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(oldPod), oldPod)).To(Succeed())
+			g.Expect(oldPod.Labels).NotTo(HaveKey("app.kubernetes.io/component"), "out of the Service")
+			g.Expect(oldPod.Annotations).To(HaveKey("cache.my.domain/retired-at"))
+		}, timeout, interval).Should(Succeed())
+		Eventually(func(g Gomega) {
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(oldPod), oldPod)
+			g.Expect(apierrors.IsNotFound(err) || err == nil && oldPod.DeletionTimestamp != nil).To(BeTrue(), "deleted")
+		}, timeout, interval).Should(Succeed())
+		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(And(HaveField("Version", "1.6.38"),
+			HaveField("Conditions", hasCondition("Progressing", metav1.ConditionFalse, "Complete"))))
+
 		By("finding the CR's spec moved to the new name")
 		Eventually(func(g Gomega) *cachev1.MemcachedServer {
 			mc := &cachev1.Memcached{}
@@ -186,7 +214,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 			return mc.Spec.Memcached
 		}, timeout, interval).Should(And(HaveField("MaxMemoryMB", BeEquivalentTo(96)), HaveField("MemoryLimitMB", BeZero())))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(
-			ContainElements("SelectorMigrated", "ChartUpgraded", "SpecMigrated"))
+			ContainElements("SelectorMigrated", "ChartUpgraded", "SpecMigrated", "PodRetiring"))
 	})
 
 	It("reports the version the pods run and the progress of a rollout, next to the Helm conditions", func() {

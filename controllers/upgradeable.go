@@ -92,6 +92,9 @@ func (r *UpgradeableReconciler) compute(ctx context.Context) (metav1.ConditionSt
 			if (c.Type == "ReleaseFailed" || c.Type == "Irreconcilable") && c.Status == metav1.ConditionTrue {
 				failed = append(failed, fmt.Sprintf("Memcached %s/%s: %s", mc.Namespace, mc.Name, c.Message))
 			}
+			if c.Type == ConditionProgressing && c.Status == metav1.ConditionTrue {
+				rolling = append(rolling, fmt.Sprintf("Memcached %s/%s: %s", mc.Namespace, mc.Name, c.Message))
+			}
 		}
 	}
 	backups := &cachev1.MemcachedBackupList{}
