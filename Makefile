@@ -99,11 +99,12 @@ test: verify-generated vet lint-chart envtest ## Unit and envtest tests, chart l
 test-e2e: cluster-binaries cluster-tool olm-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) ## End-to-end suites on the local cluster with OLM (root); always tears the cluster down.
 	status=0; \
 	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && \
-	  $(MAKE) --no-print-directory olm-install e2e-olm-images && \
+	  $(MAKE) --no-print-directory olm-install e2e-olm-images e2e-release-images && \
 	  KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECACHEDIR=$(CLUSTER_STATE)/kubectl-cache PATH="$(KUBE_BIN):$$PATH" \
 	    SSL_CERT_FILE=$(CLUSTER_STATE)/pki/ca-bundle.crt \
 	    E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
 	    E2E_BUNDLE_IMG=$(E2E_BUNDLE_IMG) E2E_CATALOG_IMG=$(E2E_CATALOG_IMG) \
+	    E2E_VERSION=$(VERSION) E2E_PREVIOUS_VERSION=$(PREVIOUS_VERSION) E2E_PREVIOUS_BUNDLE_IMG=$(E2E_IMAGE_TAG_BASE)-bundle:v$(PREVIOUS_VERSION) \
 	    E2E_INDEX_IMG=localhost:5000/opm:$(OPM_VERSION) E2E_BUSYBOX_IMG=localhost:5000/busybox:stable \
 	    go test -tags e2e ./tests/e2e/... -count=1 -timeout 60m -v -ginkgo.v || status=$$?; \
 	  $(CLUSTER_TOOL) down $(CLUSTER_FLAGS) || status=1; \
@@ -268,6 +269,25 @@ e2e-olm-images: cluster-tool $(OPERATOR_SDK) $(SCORECARD_TEST) $(OPM) e2e-images
 	$(CLUSTER_TOOL) image dockerfile --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --dockerfile=bundle.Dockerfile --ref=$(E2E_BUNDLE_IMG)
 	$(MAKE) --no-print-directory catalog CATALOG_ROOT=$(CLUSTER_STATE)/catalog IMAGE_TAG_BASE=$(E2E_IMAGE_TAG_BASE)
 	$(CLUSTER_TOOL) image catalog --state-dir=$(CLUSTER_STATE) --opm=$(OPM) --configs=$(CLUSTER_STATE)/catalog --ref=$(E2E_CATALOG_IMG)
+
+# The release before VERSION, whose images e2e-release-images rebuilds (the upgrade tests start there).
+PREVIOUS_VERSION = $(shell go run ./hack/release versions -except $(VERSION) | tail -n 1)
+# Prints the memcached image (RELATED_IMAGE_MEMCACHED) of a release's manager.yaml.
+MEMCACHED_IMAGE_OF = sed -n 's/^ *value: \(docker.io\/library\/memcached:.*\)/\1/p'
+
+
+.PHONY: e2e-release-images
+e2e-release-images: cluster-tool ## Rebuild the operator and bundle images of earlier releases from their commits (releases.yaml), and stand-ins for every release's memcached image.
+	for v in $$(go run ./hack/release versions -except $(VERSION)); do \
+	  dir=$(CLUSTER_STATE)/releases/$$v; \
+	  go run ./hack/release checkout -version $$v -dir $$dir && \
+	  (cd $$dir && CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/manager-$$v .) && \
+	  $(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$$dir --manager=$(IMAGES_DIR)/manager-$$v --ref=$(IMAGE_TAG_BASE):v$$v --mirror && \
+	  $(CLUSTER_TOOL) image dockerfile --state-dir=$(CLUSTER_STATE) --repo=$$dir --dockerfile=$$dir/bundle.Dockerfile --ref=$(E2E_IMAGE_TAG_BASE)-bundle:v$$v && \
+	  $(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) --mirror \
+	    --ref=$$($(MEMCACHED_IMAGE_OF) $$dir/config/manager/manager.yaml) || exit 1; \
+	done
+	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) --mirror --ref=$$($(MEMCACHED_IMAGE_OF) config/manager/manager.yaml)
 
 .PHONY: cluster-tool
 cluster-tool: $(CLUSTER_TOOL) ## Build the local cluster tool and the pause and CoreDNS binaries it packs.

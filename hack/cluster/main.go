@@ -141,8 +141,8 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 	configs := fs.String("configs", "", "a file-based catalog folder (catalog image)")
 	out := fs.String("out", "", "write the image as a tarball here instead of pushing it (dockerfile, catalog)")
 	tarballPath := fs.String("tarball", "", "an image tarball to push (push)")
-	mirror := fs.Bool("mirror", false, "push to the local registry's mirror of --ref's registry, e.g. quay.io/x/y:t to localhost:5000/x/y:t (operator, binary)")
-	ref := fs.String("ref", "", "image reference to push (operator image)")
+	mirror := fs.Bool("mirror", false, "push to the local registry's mirror of --ref's registry, e.g. quay.io/x/y:t to localhost:5000/x/y:t (operator, binary, memcached)")
+	ref := fs.String("ref", "", "image reference to push (operator, binary, dockerfile, catalog; memcached: a name to stand in for)")
 	registry := fs.String("registry", RegistryHost, "registry to push to (memcached image)")
 	_ = fs.Parse(args[1:])
 	abs, err := filepath.Abs(*stateDir)
@@ -204,6 +204,11 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		img, version, err := memcachedImage()
 		if err != nil {
 			return err
+		}
+		if *ref != "" {
+			// A stand-in for an official memcached image (e.g. docker.io/library/memcached:1.6.39)
+			// on a machine that cannot pull it: Debian's memcached under that name in the mirror.
+			return c.push(img, mirrored(*ref, *mirror))
 		}
 		r := fmt.Sprintf("%s/memcached:%s", *registry, version)
 		if err := c.push(img, r); err != nil {

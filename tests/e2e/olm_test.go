@@ -1,3 +1,5 @@
+//go:build e2e
+
 /*
 Copyright 2026 The memcached-operator Authors.
 
@@ -13,8 +15,6 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
-
-//go:build e2e
 
 package e2e
 
@@ -37,17 +37,19 @@ import (
 // quay.io; the memcached image is replaced through RELATED_IMAGE_MEMCACHED, as a disconnected
 // install does.
 
-const csvName = "memcached-operator.v0.1.0"
-
 var (
 	operatorSDK, bundleImage, catalogImage, indexImage, busyboxImage string
+	// csvName is the CSV of this tree's release (E2E_VERSION).
+	csvName string
 )
 
 func olmEnv() {
 	operatorSDK = filepath.Join(root, "bin", "operator-sdk")
 	bundleImage, catalogImage = os.Getenv("E2E_BUNDLE_IMG"), os.Getenv("E2E_CATALOG_IMG")
 	indexImage, busyboxImage = os.Getenv("E2E_INDEX_IMG"), os.Getenv("E2E_BUSYBOX_IMG")
-	for name, v := range map[string]string{"E2E_BUNDLE_IMG": bundleImage, "E2E_CATALOG_IMG": catalogImage, "E2E_INDEX_IMG": indexImage, "E2E_BUSYBOX_IMG": busyboxImage} {
+	csvName = "memcached-operator.v" + os.Getenv("E2E_VERSION")
+	for name, v := range map[string]string{"E2E_BUNDLE_IMG": bundleImage, "E2E_CATALOG_IMG": catalogImage, "E2E_INDEX_IMG": indexImage,
+		"E2E_BUSYBOX_IMG": busyboxImage, "E2E_VERSION": os.Getenv("E2E_VERSION")} {
 		Expect(v).NotTo(BeEmpty(), "%s is set by `make test-e2e`", name)
 	}
 }

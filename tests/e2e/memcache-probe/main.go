@@ -18,6 +18,8 @@ limitations under the License.
 //
 //	memcache-probe -addr memcached-sample:11211 -keys 100   store keys and read each back
 //	memcache-probe -addr ... -duration 5m -interval 50ms     keep probing; report failures
+//	memcache-probe -addr ... -linger 30s                     probe until SIGTERM, report, stay up 30s
+//	                                                         (so the report can be read from the log)
 //
 // Each key is stored and read on one connection: memcached pods do not share keys.
 //
@@ -49,6 +51,7 @@ func main() {
 	keys := flag.Int("keys", 0, "store and read back this many keys, then stop")
 	duration := flag.Duration("duration", 0, "keep probing this long (until SIGTERM if 0 and -keys is 0)")
 	interval := flag.Duration("interval", 50*time.Millisecond, "pause between probes")
+	linger := flag.Duration("linger", 0, "after the report, stay up this long")
 	flag.Parse()
 	if *addr == "" {
 		fmt.Fprintln(os.Stderr, "-addr is required")
@@ -63,6 +66,7 @@ func main() {
 	}
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
+	time.Sleep(*linger)
 	if res.Failures > 0 || res.Requests == 0 {
 		os.Exit(1)
 	}

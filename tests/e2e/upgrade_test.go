@@ -1,0 +1,368 @@
+//go:build e2e
+
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+)
+
+// The upgrade specs start from the previous release, rebuilt from the commit releases.yaml
+// records for it (`make e2e-release-images`), with live operands and a client probing memcached
+// through its Service the whole time, and upgrade to this tree's release through OLM. The memcached
+// images each release pins (docker.io/library/memcached:<version>) are stand-ins in the local
+// mirror: this machine cannot pull them, so they run Debian's memcached under those names.
+
+var previousVersion, currentVersion, previousBundleImage string
+
+func upgradeEnv() {
+	olmEnv()
+	previousVersion, currentVersion = os.Getenv("E2E_PREVIOUS_VERSION"), os.Getenv("E2E_VERSION")
+	previousBundleImage = os.Getenv("E2E_PREVIOUS_BUNDLE_IMG")
+	Expect(previousVersion).NotTo(BeEmpty(), "E2E_PREVIOUS_VERSION is set by `make test-e2e`")
+	Expect(currentVersion).NotTo(BeEmpty(), "E2E_VERSION is set by `make test-e2e`")
+	Expect(previousBundleImage).NotTo(BeEmpty(), "E2E_PREVIOUS_BUNDLE_IMG is set by `make test-e2e`")
+}
+
+func csvOf(version string) string { return "memcached-operator.v" + version }
+
+func csvPhaseOf(ns, version string) func() string {
+	return func() string {
+		out, _ := kubectlOut("-n", ns, "get", "csv", csvOf(version), "-o", "jsonpath={.status.phase}")
+		return out
+	}
+}
+
+// approveInstallPlan approves the InstallPlan that installs version, as an administrator does
+// for a Subscription with Manual approval.
+func approveInstallPlan(ns, version string) {
+	var plan string
+	Eventually(func() string {
+		out, _ := kubectlOut("-n", ns, "get", "installplan", "-o",
+			`jsonpath={range .items[*]}{.metadata.name}={.spec.clusterServiceVersionNames[*]}={.spec.approved}{"\n"}{end}`)
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Split(line, "="); len(f) == 3 && strings.Contains(f[1], csvOf(version)) {
+				plan = f[0]
+				return f[2]
+			}
+		}
+		return ""
+	}, timeout, poll).ShouldNot(BeEmpty(), "an InstallPlan for %s", csvOf(version))
+	kubectl("-n", ns, "patch", "installplan", plan, "--type=merge", "-p", `{"spec":{"approved":true}}`)
+}
+
+// createPreviousCRs creates a Memcached and a MemcachedBackup the way users of the previous
+// release wrote them (memoryLimitMB: the 0.1.0 name of maxMemoryMB), and waits for their pods.
+func createPreviousCRs(ns string) {
+	manifest := `apiVersion: cache.my.domain/v1
+kind: Memcached
+metadata: {name: memcached-sample}
+spec:
+  replicaCount: 3
+  memcached: {memoryLimitMB: 96}
+---
+apiVersion: cache.my.domain/v1
+kind: MemcachedBackup
+metadata: {name: memcachedbackup-sample}
+spec: {size: 2}
+`
+	f := filepath.Join(GinkgoT().TempDir(), "crs.yaml")
+	Expect(os.WriteFile(f, []byte(manifest), 0o644)).To(Succeed())
+	kubectl("-n", ns, "apply", "-f", f)
+	kubectl("-n", ns, "wait", "memcached/memcached-sample", "--for=condition=Deployed", "--timeout=3m")
+	kubectl("-n", ns, "wait", "memcachedbackup/memcachedbackup-sample", "--for=condition=Available", "--timeout=3m")
+	Eventually(func() string {
+		return kubectl("-n", ns, "get", "deployment", "memcached-sample", "-o", "jsonpath={.status.readyReplicas}")
+	}, timeout, poll).Should(Equal("3"))
+}
+
+// liveProbe is memcache-probe running in a pod until stopped: it stores and reads a key through
+// the Service every 50 ms, each time on a new connection (so it meets every pod).
+type liveProbe struct{ ns, name string }
+
+func startProbe(ns, addr string) *liveProbe {
+	p := &liveProbe{ns: ns, name: "upgrade-probe"}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: ptr.To[int64](60),
+			SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "probe", Image: probeImage, Args: []string{"-addr", addr, "-interval", "50ms", "-linger", "45s"},
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+		},
+	}
+	Expect(k8s.Create(ctx(), pod)).To(Succeed())
+	Eventually(func(g Gomega) corev1.PodPhase {
+		g.Expect(k8s.Get(ctx(), client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		return pod.Status.Phase
+	}, timeout, poll).Should(Equal(corev1.PodRunning))
+	return p
+}
+
+type probeResult struct {
+	Requests   int     `json:"requests"`
+	Failures   int     `json:"failures"`
+	LongestGap float64 `json:"longestGapSeconds"`
+	FirstError string  `json:"firstError"`
+}
+
+// stop ends the probe (SIGTERM), reads its report and reports it.
+func (p *liveProbe) stop() probeResult {
+	kubectl("-n", p.ns, "delete", "pod", p.name, "--wait=false")
+	var res probeResult
+	var logs string
+	Eventually(func(g Gomega) {
+		logs, _ = kubectlOut("-n", p.ns, "logs", p.name)
+		lines := strings.Split(strings.TrimSpace(logs), "\n")
+		g.Expect(json.Unmarshal([]byte(lines[len(lines)-1]), &res)).To(Succeed())
+	}, time.Minute, poll).Should(Succeed())
+	fmt.Fprintf(GinkgoWriter, "memcache-probe through the Service during the upgrade: %d requests, %d failed, longest gap %.2fs\n%s\n",
+		res.Requests, res.Failures, res.LongestGap, logs)
+	AddReportEntry("memcache-probe during the upgrade", fmt.Sprintf("%d requests, %d failed, longest gap without a successful request %.2fs",
+		res.Requests, res.Failures, res.LongestGap))
+	return res
+}
+
+// expectMigrated checks what an upgrade to the current release leaves: the new CSV alone, the
+// operands on the new chart and memcached version, every pod owned by the new Deployment, the CRs
+// the same objects with their spec moved to the new names.
+func expectMigrated(ns string, uids map[string]types.UID) {
+	Eventually(csvPhaseOf(ns, currentVersion), timeout, poll).Should(Equal("Succeeded"))
+	Eventually(func() string {
+		out, _ := kubectlOut("-n", ns, "get", "csv", "-o", "name")
+		return out
+	}, timeout, poll).ShouldNot(ContainSubstring(csvOf(previousVersion)), "the new CSV replaces the old one")
+
+	key := types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
+	Eventually(func(g Gomega) {
+		mc := &cachev1.Memcached{}
+		g.Expect(k8s.Get(ctx(), key, mc)).To(Succeed())
+		g.Expect(mc.UID).To(Equal(uids["memcached"]), "the same Memcached")
+		g.Expect(mc.Spec.Memcached).To(HaveField("MaxMemoryMB", BeEquivalentTo(96)))
+		g.Expect(mc.Spec.Memcached).To(HaveField("MemoryLimitMB", BeZero()))
+		g.Expect(mc.Status.Version).To(Equal("1.6.39"))
+		g.Expect(mc.Status.ReadyReplicas).To(BeEquivalentTo(3))
+		g.Expect(mc.Status.Conditions).To(ContainElement(And(HaveField("Type", "Progressing"), HaveField("Reason", "Complete"))))
+		g.Expect(mc.Status.Conditions).To(ContainElement(And(HaveField("Type", "Deployed"), HaveField("Status", metav1.ConditionTrue))))
+	}, 5*time.Minute, poll).Should(Succeed())
+
+	deploy := &appsv1.Deployment{}
+	Expect(k8s.Get(ctx(), key, deploy)).To(Succeed())
+	Expect(deploy.Spec.Selector.MatchLabels).To(HaveKeyWithValue("app.kubernetes.io/component", "cache"))
+	Expect(deploy.Spec.Template.Spec.Containers[0].Image).To(Equal("docker.io/library/memcached:1.6.39"))
+	Expect(deploy.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", "96"))
+	Eventually(func(g Gomega) {
+		pods := &corev1.PodList{}
+		g.Expect(k8s.List(ctx(), pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": "memcached-sample"})).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(3), "the pods of the earlier release are gone")
+		for _, p := range pods.Items {
+			g.Expect(metav1.GetControllerOf(&p)).NotTo(BeNil(), "pod %s has an owner", p.Name)
+			g.Expect(p.Spec.Containers[0].Image).To(Equal("docker.io/library/memcached:1.6.39"))
+		}
+	}, timeout, poll).Should(Succeed())
+
+	backup := &cachev1.MemcachedBackup{}
+	Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: "memcachedbackup-sample"}, backup)).To(Succeed())
+		g.Expect(backup.UID).To(Equal(uids["backup"]), "the same MemcachedBackup")
+		g.Expect(backup.Status.Nodes).To(HaveLen(2))
+		g.Expect(backup.Status.Conditions).To(ContainElement(And(HaveField("Type", "Available"), HaveField("Status", metav1.ConditionTrue))))
+		d := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: "memcachedbackup-sample"}, d)).To(Succeed())
+		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("docker.io/library/memcached:1.6.39"))
+	}, timeout, poll).Should(Succeed())
+
+	events := kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name=memcached-sample", "-o", "jsonpath={.items[*].reason}")
+	Expect(strings.Fields(events)).To(ContainElements("SelectorMigrated", "ChartUpgraded", "SpecMigrated", "PodRetiring"))
+}
+
+func crUIDs(ns string) map[string]types.UID {
+	mc := &cachev1.Memcached{}
+	Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: "memcached-sample"}, mc)).To(Succeed())
+	backup := &cachev1.MemcachedBackup{}
+	Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: "memcachedbackup-sample"}, backup)).To(Succeed())
+	return map[string]types.UID{"memcached": mc.UID, "backup": backup.UID}
+}
+
+var _ = Describe("Upgrades from the previous release", Ordered, func() {
+	BeforeAll(upgradeEnv)
+	AfterAll(func() {
+		_, _ = kubectlOut("delete", "crd", "memcacheds.cache.my.domain", "memcachedbackups.cache.my.domain", "--ignore-not-found", "--timeout=2m")
+	})
+
+	It("upgrades through the catalog with a Manual approval, without a failed request, though the operator is killed during the operand upgrade", func() {
+		ns := "memcached-upgrade"
+		kubectl("create", "namespace", ns)
+		DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
+		manifest := fmt.Sprintf(`apiVersion: operators.coreos.com/v1alpha1
+kind: CatalogSource
+metadata: {name: memcached-catalog, namespace: %[1]s}
+spec:
+  sourceType: grpc
+  image: %[2]s
+  grpcPodConfig: {securityContextConfig: restricted}
+---
+apiVersion: operators.coreos.com/v1
+kind: OperatorGroup
+metadata: {name: memcached, namespace: %[1]s}
+spec: {targetNamespaces: [%[1]s]}
+---
+apiVersion: operators.coreos.com/v1alpha1
+kind: Subscription
+metadata: {name: memcached-operator, namespace: %[1]s}
+spec:
+  channel: stable
+  name: memcached-operator
+  source: memcached-catalog
+  sourceNamespace: %[1]s
+  installPlanApproval: Manual
+  startingCSV: %[3]s
+`, ns, catalogImage, csvOf(previousVersion))
+		f := filepath.Join(GinkgoT().TempDir(), "install.yaml")
+		Expect(os.WriteFile(f, []byte(manifest), 0o644)).To(Succeed())
+		kubectl("apply", "-f", f)
+
+		By("installing " + previousVersion + " with an approved InstallPlan")
+		approveInstallPlan(ns, previousVersion)
+		Eventually(csvPhaseOf(ns, previousVersion), timeout, poll).Should(Equal("Succeeded"))
+		createPreviousCRs(ns)
+		uids := crUIDs(ns)
+		p := startProbe(ns, "memcached-sample:11211")
+
+		By("approving the upgrade to " + currentVersion)
+		approveInstallPlan(ns, currentVersion)
+		Eventually(csvPhaseOf(ns, currentVersion), timeout, poll).Should(Equal("Succeeded"))
+
+		By("killing the operator while the memcached pods roll")
+		Eventually(func(g Gomega) {
+			mc := &cachev1.Memcached{}
+			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: "memcached-sample"}, mc)).To(Succeed())
+			g.Expect(mc.Status.Conditions).To(ContainElement(And(HaveField("Type", "Progressing"), HaveField("Status", metav1.ConditionTrue))))
+		}, timeout, 200*time.Millisecond).Should(Succeed())
+		kubectl("-n", ns, "delete", "pod", "-l", "control-plane=controller-manager", "--grace-period=0", "--force")
+
+		expectMigrated(ns, uids)
+		Expect(p.stop().Failures).To(BeZero(), "no client request fails during the upgrade")
+	})
+
+	It("upgrades with operator-sdk run bundle-upgrade, and reports a failing operand upgrade without rolling back", func() {
+		ns := "memcached-bundle-upgrade"
+		kubectl("create", "namespace", ns)
+		DeferCleanup(func() {
+			_, _ = kubectlOut("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "reject-"+ns, "--ignore-not-found")
+			_, _ = kubectlOut("delete", "namespace", ns, "--wait=false")
+		})
+		sdk("run", "bundle", previousBundleImage, "-n", ns, "--index-image", indexImage, "--decompression-image", busyboxImage,
+			"--install-mode", "OwnNamespace", "--timeout", "5m")
+		createPreviousCRs(ns)
+		uids := crUIDs(ns)
+		p := startProbe(ns, "memcached-sample:11211")
+
+		sdk("run", "bundle-upgrade", bundleImage, "-n", ns, "--timeout", "5m")
+		expectMigrated(ns, uids)
+
+		By("injecting a failing operand upgrade: an admission policy rejects the new pod template")
+		rejectAnnotated(ns)
+		key := types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
+		kubectl("-n", ns, "patch", "memcached", "memcached-sample", "--type=merge", "-p", `{"spec":{"podAnnotations":{"e2e.memcached/reject":"yes"}}}`)
+		Eventually(func(g Gomega) {
+			mc := &cachev1.Memcached{}
+			g.Expect(k8s.Get(ctx(), key, mc)).To(Succeed())
+			g.Expect(mc.Status.Conditions).To(ContainElement(And(HaveField("Type", "ReleaseFailed"), HaveField("Status", metav1.ConditionTrue),
+				HaveField("Message", ContainSubstring("rejected by the e2e policy")))))
+		}, timeout, poll).Should(Succeed())
+		revisions := func() []string {
+			return strings.Fields(kubectl("-n", ns, "get", "secret", "-l", "owner=helm,name=memcached-sample", "-o", "jsonpath={.items[*].metadata.labels.status}"))
+		}
+		failed := revisions()
+		Consistently(revisions, 20*time.Second, 2*time.Second).Should(Equal(failed), "no rollback, no new revision while the same upgrade backs off")
+		Expect(failed).To(ContainElement("failed"))
+		Expect(strings.Fields(kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name=memcached-sample",
+			"-o", "jsonpath={.items[*].reason}"))).To(ContainElement("UpgradeFailed"))
+
+		By("reverting the change, which the operator applies at once")
+		kubectl("-n", ns, "patch", "memcached", "memcached-sample", "--type=merge", "-p", `{"spec":{"podAnnotations":null}}`)
+		kubectl("-n", ns, "wait", "memcached/memcached-sample", "--for=condition=ReleaseFailed=False", "--timeout=2m")
+		Expect(p.stop().Failures).To(BeZero(), "no client request fails during the upgrade and the failed operand upgrade")
+		sdk("cleanup", "memcached-operator", "-n", ns, "--timeout", "3m")
+	})
+})
+
+// rejectAnnotated makes admission refuse, in ns, Deployments whose pods carry the annotation
+// e2e.memcached/reject.
+func rejectAnnotated(ns string) {
+	manifest := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: reject-%[1]s}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
+  validations:
+  - expression: "!has(object.spec.template.metadata.annotations) || !('e2e.memcached/reject' in object.spec.template.metadata.annotations)"
+    message: rejected by the e2e policy
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: reject-%[1]s}
+spec:
+  policyName: reject-%[1]s
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels: {kubernetes.io/metadata.name: %[1]s}
+`, ns)
+	f := filepath.Join(GinkgoT().TempDir(), "policy.yaml")
+	Expect(os.WriteFile(f, []byte(manifest), 0o644)).To(Succeed())
+	kubectl("apply", "-f", f)
+	// The API server loads policies asynchronously: wait until a dry run is refused.
+	probe := filepath.Join(GinkgoT().TempDir(), "probe.yaml")
+	Expect(os.WriteFile(probe, []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: policy-probe}
+spec:
+  selector: {matchLabels: {a: b}}
+  template:
+    metadata: {labels: {a: b}, annotations: {e2e.memcached/reject: "yes"}}
+    spec: {containers: [{name: c, image: c:1}]}
+`), 0o644)).To(Succeed())
+	Eventually(func() string {
+		out, _ := kubectlOut("-n", ns, "apply", "--dry-run=server", "-f", probe)
+		return out
+	}, timeout, poll).Should(ContainSubstring("rejected by the e2e policy"))
+}
