@@ -64,14 +64,14 @@ var RetireDelay = 10 * time.Second
 //     available, then leave the Service, and stop RetireDelay later, so no client request fails;
 //   - it reports the memcached pods in status: the version they run, replica counts, and the
 //     conditions Available and Progressing, from the release's Deployment.
-//
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 type MemcachedReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
 }
 
-// Reconcile migrates the spec if needed, then writes the status only when it changed.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
+
+// Reconcile migrates the spec if needed, retires old pods, then writes the status only when it changed.
 func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil {

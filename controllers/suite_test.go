@@ -30,6 +30,7 @@ import (
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
@@ -102,6 +104,9 @@ var _ = BeforeSuite(func() {
 	// The manager's own requests go through a counter, so tests can prove what it writes.
 	mgrCfg := rest.CopyConfig(cfg)
 	mgrCfg.WrapTransport = writes.wrap
+	// The manager has the operator's own role (config/rbac/role.yaml), not envtest's admin: a
+	// missing permission fails here as it would in a cluster.
+	mgrCfg.Impersonate = rest.ImpersonationConfig{UserName: grantOperatorRole(context.Background())}
 	resync := 3 * time.Second // makes the Go controller reconcile periodically too
 	cacheOpts := controllers.CacheOptions("")
 	cacheOpts.SyncPeriod = &resync
@@ -133,6 +138,23 @@ var _ = AfterSuite(func() {
 		Expect(testEnv.Stop()).To(Succeed())
 	}
 })
+
+// grantOperatorRole creates the operator's ClusterRole from config/rbac/role.yaml, binds it to the
+// operator's service account, and returns that account's user name.
+func grantOperatorRole(ctx context.Context) string {
+	raw, err := os.ReadFile(filepath.Join("config", "rbac", "role.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	role := &rbacv1.ClusterRole{}
+	Expect(yaml.Unmarshal(raw, role)).To(Succeed())
+	Expect(k8sClient.Create(ctx, role)).To(Succeed())
+	const ns, sa = "memcached-operator-system", "memcached-operator-controller-manager"
+	Expect(k8sClient.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
+	})).To(Succeed())
+	return "system:serviceaccount:" + ns + ":" + sa
+}
 
 // writeCounter records every mutating request the manager sends to the API server.
 type writeCounter struct {

@@ -210,6 +210,9 @@ func TestMirrored(t *testing.T) {
 	for ref, want := range map[string]string{
 		"quay.io/example/memcached-operator:v0.1.0":         "localhost:5000/example/memcached-operator:v0.1.0",
 		"quay.io/operator-framework/scorecard-test:v1.42.3": "localhost:5000/operator-framework/scorecard-test:v1.42.3",
+		"docker.io/library/memcached:1.6.39":                "localhost:5000/library/memcached:1.6.39",
+		"docker.io/memcached:1.6.39":                        "localhost:5000/library/memcached:1.6.39",
+		"quay.io/a/b@sha256:" + strings.Repeat("0", 64):     "localhost:5000/a/b@sha256:" + strings.Repeat("0", 64),
 	} {
 		if got := mirrored(ref, true); got != want {
 			t.Errorf("mirrored(%s) = %s, want %s", ref, got, want)

@@ -233,7 +233,12 @@ func mirrored(ref string, mirror bool) string {
 	if err != nil {
 		return ref
 	}
-	return RegistryHost + strings.TrimPrefix(ref, r.Context().RegistryStr())
+	// The repository path as the registry knows it (docker.io/memcached is library/memcached).
+	repo := RegistryHost + "/" + r.Context().RepositoryStr()
+	if d, ok := r.(name.Digest); ok {
+		return repo + "@" + d.DigestStr()
+	}
+	return repo + ":" + r.Identifier()
 }
 
 // pushOrSave pushes an image, or writes it as a tarball when out is set.
