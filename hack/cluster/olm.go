@@ -34,7 +34,8 @@ import (
 //     index image; the catalog operator unpacks bundles with it and `operator-sdk run bundle`
 //     serves its catalog with it;
 //   - busybox: sh, cat, gzip and tar, for the containers that only unpack (run bundle's
-//     decompression, scorecard's untar and storage).
+//     decompression, scorecard's untar and storage); also as the mirror's ubi9/ubi:9.8, the
+//     decompression image of run bundle-upgrade, which cannot be told another one.
 type olmSettings struct {
 	binDir     string // olm, catalog, package-server, cpb, copy-content, opm
 	chartDir   string // <operator-lifecycle-manager module>/deploy
@@ -83,8 +84,16 @@ func (c *Cluster) buildOLMImages(s olmSettings) error {
 	if err != nil {
 		return err
 	}
-	return c.push(bbImg, busyboxImageRef())
+	if err := c.push(bbImg, busyboxImageRef()); err != nil {
+		return err
+	}
+	// `operator-sdk run bundle-upgrade` has no --decompression-image flag: its registry pod's init
+	// container is always this image, which the node pulls through the local mirror.
+	return c.push(bbImg, mirrored(runBundleDecompressionImage, true))
 }
+
+// runBundleDecompressionImage is the init container image of operator-sdk's registry pods.
+const runBundleDecompressionImage = "registry.access.redhat.com/ubi9/ubi:9.8"
 
 // opmImage is opm as an index image; with configs (a file-based catalog) and its pre-built serve
 // cache it is a catalog image that serves them (as catalog.Dockerfile builds it).
