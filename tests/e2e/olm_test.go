@@ -64,11 +64,62 @@ func sdk(args ...string) string {
 	return string(out)
 }
 
-func csvPhase(ns string) func() string {
+func csvPhase(ns, csv string) func() string {
 	return func() string {
-		out, _ := kubectlOut("-n", ns, "get", "csv", csvName, "-o", "jsonpath={.status.phase}")
+		out, _ := kubectlOut("-n", ns, "get", "csv", csv, "-o", "jsonpath={.status.phase}")
 		return out
 	}
+}
+
+// subscription is what an administrator applies to install the operator from the catalog image.
+type subscription struct {
+	targetNamespaces []string // nil: AllNamespaces
+	approval         string   // Automatic or Manual
+	startingCSV      string   // optional
+	relatedImage     string   // optional RELATED_IMAGE_MEMCACHED in the Subscription's config
+}
+
+// subscribe applies a CatalogSource of the catalog image, an OperatorGroup and a Subscription in ns.
+func subscribe(ns string, s subscription) {
+	group := "spec: {}"
+	if s.targetNamespaces != nil {
+		targets, _ := json.Marshal(s.targetNamespaces)
+		group = fmt.Sprintf("spec: {targetNamespaces: %s}", targets)
+	}
+	manifest := fmt.Sprintf(`apiVersion: operators.coreos.com/v1alpha1
+kind: CatalogSource
+metadata: {name: memcached-catalog, namespace: %[1]s}
+spec:
+  sourceType: grpc
+  image: %[2]s
+  displayName: memcached-operator
+  publisher: memcached-operator maintainers
+  grpcPodConfig: {securityContextConfig: restricted}
+---
+apiVersion: operators.coreos.com/v1
+kind: OperatorGroup
+metadata: {name: memcached, namespace: %[1]s}
+%[3]s
+---
+apiVersion: operators.coreos.com/v1alpha1
+kind: Subscription
+metadata: {name: memcached-operator, namespace: %[1]s}
+spec:
+  channel: stable
+  name: memcached-operator
+  source: memcached-catalog
+  sourceNamespace: %[1]s
+  installPlanApproval: %[4]s
+`, ns, catalogImage, group, s.approval)
+	if s.startingCSV != "" {
+		manifest += fmt.Sprintf("  startingCSV: %s\n", s.startingCSV)
+	}
+	if s.relatedImage != "" {
+		manifest += fmt.Sprintf("  config:\n    env:\n    - {name: RELATED_IMAGE_MEMCACHED, value: %s}\n", s.relatedImage)
+	}
+	f := filepath.Join(GinkgoT().TempDir(), "install.yaml")
+	Expect(os.WriteFile(f, []byte(manifest), 0o644)).To(Succeed())
+	kubectl("apply", "-f", f)
 }
 
 // mirrorMemcached points the operator installed by a Subscription at the local memcached image.
@@ -106,7 +157,7 @@ var _ = Describe("Through OLM", Ordered, func() {
 		DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
 		sdk("run", "bundle", bundleImage, "-n", ns, "--index-image", indexImage, "--decompression-image", busyboxImage,
 			"--install-mode", "OwnNamespace", "--timeout", "5m")
-		Expect(csvPhase(ns)()).To(Equal("Succeeded"))
+		Expect(csvPhase(ns, csvName)()).To(Equal("Succeeded"))
 		mirrorMemcached(ns)
 		samplesReconcile(ns)
 
@@ -118,50 +169,16 @@ var _ = Describe("Through OLM", Ordered, func() {
 	})
 
 	DescribeTable("installs from the catalog through a CatalogSource, OperatorGroup and Subscription",
-		func(mode, ns string, targetNamespaces []string, workNamespace string) {
+		func(ns string, targetNamespaces []string, workNamespace string) {
 			kubectl("create", "namespace", ns)
 			DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
 			if workNamespace != ns {
 				kubectl("create", "namespace", workNamespace)
 				DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", workNamespace, "--wait=false") })
 			}
-			targets, _ := json.Marshal(targetNamespaces)
-			manifest := fmt.Sprintf(`apiVersion: operators.coreos.com/v1alpha1
-kind: CatalogSource
-metadata: {name: memcached-catalog, namespace: %[1]s}
-spec:
-  sourceType: grpc
-  image: %[2]s
-  displayName: memcached-operator
-  publisher: memcached-operator maintainers
-  grpcPodConfig: {securityContextConfig: restricted}
----
-apiVersion: operators.coreos.com/v1
-kind: OperatorGroup
-metadata: {name: memcached, namespace: %[1]s}
-spec: {targetNamespaces: %[3]s}
----
-apiVersion: operators.coreos.com/v1alpha1
-kind: Subscription
-metadata: {name: memcached-operator, namespace: %[1]s}
-spec:
-  channel: stable
-  name: memcached-operator
-  source: memcached-catalog
-  sourceNamespace: %[1]s
-  installPlanApproval: Automatic
-  config:
-    env:
-    - {name: RELATED_IMAGE_MEMCACHED, value: %[4]s}
-`, ns, catalogImage, targets, memcachedImage)
-			if mode == "AllNamespaces" {
-				manifest = strings.Replace(manifest, "spec: {targetNamespaces: []}", "spec: {}", 1)
-			}
-			f := filepath.Join(GinkgoT().TempDir(), "install.yaml")
-			Expect(os.WriteFile(f, []byte(manifest), 0o644)).To(Succeed())
-			kubectl("apply", "-f", f)
+			subscribe(ns, subscription{targetNamespaces: targetNamespaces, approval: "Automatic", relatedImage: memcachedImage})
 
-			Eventually(csvPhase(ns), timeout, poll).Should(Equal("Succeeded"))
+			Eventually(csvPhase(ns, csvName), timeout, poll).Should(Equal("Succeeded"))
 			Expect(kubectl("-n", ns, "get", "deployment", "memcached-operator-controller-manager", "-o",
 				"jsonpath={.spec.template.metadata.annotations.olm\\.targetNamespaces}")).To(Equal(strings.Join(targetNamespaces, ",")))
 			samplesReconcile(workNamespace)
@@ -173,8 +190,8 @@ spec:
 				return out
 			}, timeout, poll).ShouldNot(ContainSubstring("memcached-operator"))
 		},
-		Entry("in OwnNamespace mode", "OwnNamespace", "memcached-own", []string{"memcached-own"}, "memcached-own"),
-		Entry("in AllNamespaces mode", "AllNamespaces", "memcached-all", []string{}, "memcached-anywhere"),
+		Entry("in OwnNamespace mode", "memcached-own", []string{"memcached-own"}, "memcached-own"),
+		Entry("in AllNamespaces mode", "memcached-all", nil, "memcached-anywhere"),
 	)
 
 	It("passes every scorecard test (basic, olm and the project's own) against the live cluster", func() {

@@ -70,10 +70,10 @@ func runningPods(selector map[string]string) func(g Gomega) []string {
 var memcachedPods = map[string]string{"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": mcName}
 var backupPods = map[string]string{"app.kubernetes.io/name": "memcached-backup", "app.kubernetes.io/instance": backupName}
 
-// probe runs memcache-probe in a restricted pod and returns its JSON result.
-func probe(name string, args ...string) map[string]any {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e2eNamespace},
+// probePod is a restricted pod that runs memcache-probe with args.
+func probePod(ns, name string, args ...string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{
 			RestartPolicy:   corev1.RestartPolicyNever,
 			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
@@ -83,6 +83,11 @@ func probe(name string, args ...string) map[string]any {
 			}},
 		},
 	}
+}
+
+// probe runs memcache-probe to completion and returns its JSON result.
+func probe(name string, args ...string) map[string]any {
+	pod := probePod(e2eNamespace, name, args...)
 	Expect(k8s.Create(ctx(), pod)).To(Succeed())
 	Eventually(func(g Gomega) corev1.PodPhase {
 		g.Expect(k8s.Get(ctx(), client.ObjectKeyFromObject(pod), pod)).To(Succeed())

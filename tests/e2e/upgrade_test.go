@@ -57,13 +57,6 @@ func upgradeEnv() {
 
 func csvOf(version string) string { return "memcached-operator.v" + version }
 
-func csvPhaseOf(ns, version string) func() string {
-	return func() string {
-		out, _ := kubectlOut("-n", ns, "get", "csv", csvOf(version), "-o", "jsonpath={.status.phase}")
-		return out
-	}
-}
-
 // approveInstallPlan approves the InstallPlan that installs version, as an administrator does
 // for a Subscription with Manual approval.
 func approveInstallPlan(ns, version string) {
@@ -113,18 +106,8 @@ type liveProbe struct{ ns, name string }
 
 func startProbe(ns, addr string) *liveProbe {
 	p := &liveProbe{ns: ns, name: "upgrade-probe"}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: ns},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			TerminationGracePeriodSeconds: ptr.To[int64](60),
-			SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-			Containers: []corev1.Container{{
-				Name: "probe", Image: probeImage, Args: []string{"-addr", addr, "-interval", "50ms", "-linger", "45s"},
-				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
-			}},
-		},
-	}
+	pod := probePod(ns, p.name, "-addr", addr, "-interval", "50ms", "-linger", "45s")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60) // the linger, to read its report
 	Expect(k8s.Create(ctx(), pod)).To(Succeed())
 	Eventually(func(g Gomega) corev1.PodPhase {
 		g.Expect(k8s.Get(ctx(), client.ObjectKeyFromObject(pod), pod)).To(Succeed())
@@ -161,7 +144,7 @@ func (p *liveProbe) stop() probeResult {
 // operands on the new chart and memcached version, every pod owned by the new Deployment, the CRs
 // the same objects with their spec moved to the new names.
 func expectMigrated(ns string, uids map[string]types.UID) {
-	Eventually(csvPhaseOf(ns, currentVersion), timeout, poll).Should(Equal("Succeeded"))
+	Eventually(csvPhase(ns, csvOf(currentVersion)), timeout, poll).Should(Equal("Succeeded"))
 	Eventually(func() string {
 		out, _ := kubectlOut("-n", ns, "get", "csv", "-o", "name")
 		return out
@@ -228,44 +211,18 @@ var _ = Describe("Upgrades from the previous release", Ordered, func() {
 		ns := "memcached-upgrade"
 		kubectl("create", "namespace", ns)
 		DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
-		manifest := fmt.Sprintf(`apiVersion: operators.coreos.com/v1alpha1
-kind: CatalogSource
-metadata: {name: memcached-catalog, namespace: %[1]s}
-spec:
-  sourceType: grpc
-  image: %[2]s
-  grpcPodConfig: {securityContextConfig: restricted}
----
-apiVersion: operators.coreos.com/v1
-kind: OperatorGroup
-metadata: {name: memcached, namespace: %[1]s}
-spec: {targetNamespaces: [%[1]s]}
----
-apiVersion: operators.coreos.com/v1alpha1
-kind: Subscription
-metadata: {name: memcached-operator, namespace: %[1]s}
-spec:
-  channel: stable
-  name: memcached-operator
-  source: memcached-catalog
-  sourceNamespace: %[1]s
-  installPlanApproval: Manual
-  startingCSV: %[3]s
-`, ns, catalogImage, csvOf(previousVersion))
-		f := filepath.Join(GinkgoT().TempDir(), "install.yaml")
-		Expect(os.WriteFile(f, []byte(manifest), 0o644)).To(Succeed())
-		kubectl("apply", "-f", f)
+		subscribe(ns, subscription{targetNamespaces: []string{ns}, approval: "Manual", startingCSV: csvOf(previousVersion)})
 
 		By("installing " + previousVersion + " with an approved InstallPlan")
 		approveInstallPlan(ns, previousVersion)
-		Eventually(csvPhaseOf(ns, previousVersion), timeout, poll).Should(Equal("Succeeded"))
+		Eventually(csvPhase(ns, csvOf(previousVersion)), timeout, poll).Should(Equal("Succeeded"))
 		createPreviousCRs(ns)
 		uids := crUIDs(ns)
 		p := startProbe(ns, "memcached-sample:11211")
 
 		By("approving the upgrade to " + currentVersion)
 		approveInstallPlan(ns, currentVersion)
-		Eventually(csvPhaseOf(ns, currentVersion), timeout, poll).Should(Equal("Succeeded"))
+		Eventually(csvPhase(ns, csvOf(currentVersion)), timeout, poll).Should(Equal("Succeeded"))
 
 		By("killing the operator while the memcached pods roll")
 		Eventually(func(g Gomega) {
