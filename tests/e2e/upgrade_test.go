@@ -236,7 +236,7 @@ var _ = Describe("Upgrades from the previous release", Ordered, func() {
 		Expect(p.stop().Failures).To(BeZero(), "no client request fails during the upgrade")
 	})
 
-	It("upgrades with operator-sdk run bundle-upgrade, and reports a failing operand upgrade without rolling back", func() {
+	It("upgrades with operator-sdk run bundle-upgrade, then memcached through the CR, and reports a failing operand upgrade without rolling back", func() {
 		ns := "memcached-bundle-upgrade"
 		kubectl("create", "namespace", ns)
 		DeferCleanup(func() {
@@ -251,6 +251,15 @@ var _ = Describe("Upgrades from the previous release", Ordered, func() {
 
 		sdk("run", "bundle-upgrade", bundleImage, "-n", ns, "--timeout", "5m")
 		expectMigrated(ns, uids)
+
+		By("changing the memcached version through the CR")
+		kubectl("-n", ns, "patch", "memcached", "memcached-sample", "--type=merge", "-p", `{"spec":{"image":{"tag":"1.6.38"}}}`)
+		Eventually(func(g Gomega) {
+			mc := &cachev1.Memcached{}
+			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: "memcached-sample"}, mc)).To(Succeed())
+			g.Expect(mc.Status.Version).To(Equal("1.6.38"))
+			g.Expect(mc.Status.Conditions).To(ContainElement(And(HaveField("Type", "Progressing"), HaveField("Reason", "Complete"))))
+		}, timeout, poll).Should(Succeed())
 
 		By("injecting a failing operand upgrade: an admission policy rejects the new pod template")
 		rejectAnnotated(ns)
