@@ -93,6 +93,11 @@ spec: {size: 2}
 	f := filepath.Join(GinkgoT().TempDir(), "crs.yaml")
 	Expect(os.WriteFile(f, []byte(manifest), 0o644)).To(Succeed())
 	kubectl("-n", ns, "apply", "-f", f)
+	// Before the namespace goes: its operator must remove the Memcached's finalizer, and a CR
+	// left behind would block the deletion of the CRDs.
+	DeferCleanup(func() {
+		_, _ = kubectlOut("-n", ns, "delete", "memcached,memcachedbackup", "--all", "--ignore-not-found", "--timeout=2m")
+	})
 	kubectl("-n", ns, "wait", "memcached/memcached-sample", "--for=condition=Deployed", "--timeout=3m")
 	kubectl("-n", ns, "wait", "memcachedbackup/memcachedbackup-sample", "--for=condition=Available", "--timeout=3m")
 	Eventually(func() string {
