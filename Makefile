@@ -75,12 +75,14 @@ generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
 fmt: ## Run go fmt.
 	go fmt ./...
 	cd hack/cluster && go fmt ./...
+	cd hack/bench && go fmt ./...
 
 .PHONY: vet
 vet: ## Run go vet (the operator, the e2e suite and the cluster tool).
 	go vet ./...
 	go vet -tags e2e ./tests/e2e/...
 	cd hack/cluster && go vet ./...
+	cd hack/bench && go vet ./...
 
 .PHONY: lint-chart
 lint-chart: $(HELM) ## Lint the memcached chart (strict: warnings fail).
@@ -175,6 +177,18 @@ catalog-build: cluster-tool $(OPM) ## Build the catalog image (opm serving catal
 .PHONY: catalog-push
 catalog-push: cluster-tool ## Push the catalog image that catalog-build made to CATALOG_IMG.
 	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --tarball=$(IMAGES_DIR)/catalog.tar --ref=$(CATALOG_IMG)
+
+##@ Benchmarks
+
+BENCH_FLAGS ?=
+HELM_OPERATOR_PLUGINS_VERSION = $(shell go list -m -f '{{.Version}}' github.com/operator-framework/helm-operator-plugins)
+
+.PHONY: bench
+bench: envtest $(KUBE_BIN)/kube-controller-manager $(HELM) ## Measure this operator against the stock helm-operator and the raw-create limit into bench/results/ (quick: BENCH_FLAGS="-n 100 -reps 1").
+	CGO_ENABLED=0 go build -o $(LOCALBIN)/bench/manager .
+	CGO_ENABLED=0 go build -o $(LOCALBIN)/bench/helm-operator github.com/operator-framework/helm-operator-plugins
+	cd hack/bench && go run . -repo $(CURDIR) -bin-dir $(LOCALBIN)/bench -kube-bin $(KUBE_BIN) -helm $(HELM) -out $(CURDIR)/bench/results \
+		-versions "Kubernetes $(KUBE_VERSION) (kube-apiserver, etcd, kube-controller-manager), helm-operator-plugins $(HELM_OPERATOR_PLUGINS_VERSION)" $(BENCH_FLAGS)
 
 ##@ Release
 

@@ -1,0 +1,166 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// controlPlane is etcd and kube-apiserver (envtest, with an audit log of every request) and
+// kube-controller-manager, so Deployments get ReplicaSets and the garbage collector runs. No
+// kubelet: pods stay Pending, which the measured work does not need.
+type controlPlane struct {
+	env      *envtest.Environment
+	dir      string
+	admin    *rest.Config // the bench's own client
+	operator string       // kubeconfig file of the operator's user
+	audit    string
+	kcm      *exec.Cmd
+}
+
+// operatorUser is the user the operator runs as: the audit log tells its requests apart.
+const operatorUser = "bench-operator"
+
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+`
+
+func startControlPlane(o options) (*controlPlane, error) {
+	dir, err := os.MkdirTemp("", "bench-")
+	if err != nil {
+		return nil, err
+	}
+	cp := &controlPlane{dir: dir, audit: filepath.Join(dir, "audit.log")}
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+		return nil, err
+	}
+	cp.env = &envtest.Environment{
+		BinaryAssetsDirectory: o.kubeBin,
+		CRDDirectoryPaths:     []string{filepath.Join(o.repo, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cp.env.ControlPlane.GetAPIServer().Configure().
+		Set("audit-log-path", cp.audit).
+		Set("audit-policy-file", policy).
+		Set("audit-log-maxsize", "0")
+	if cp.admin, err = cp.env.Start(); err != nil {
+		return nil, fmt.Errorf("start etcd and kube-apiserver: %w", err)
+	}
+	if cp.operator, err = cp.kubeconfig(operatorUser); err != nil {
+		cp.stop()
+		return nil, err
+	}
+	kcmConfig, err := cp.kubeconfig("bench-controller-manager")
+	if err != nil {
+		cp.stop()
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "kube-controller-manager.log"))
+	if err != nil {
+		cp.stop()
+		return nil, err
+	}
+	cp.kcm = exec.Command(filepath.Join(o.kubeBin, "kube-controller-manager"),
+		"--kubeconfig="+kcmConfig, "--leader-elect=false", "--secure-port=0", "--controllers=*")
+	cp.kcm.Stdout, cp.kcm.Stderr = logFile, logFile
+	if err := cp.kcm.Start(); err != nil {
+		cp.stop()
+		return nil, fmt.Errorf("start kube-controller-manager: %w", err)
+	}
+	return cp, nil
+}
+
+// kubeconfig writes a kubeconfig of a user with every permission and returns its path.
+func (cp *controlPlane) kubeconfig(user string) (string, error) {
+	u, err := cp.env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	raw, err := u.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(cp.dir, user+".kubeconfig")
+	return path, os.WriteFile(path, raw, 0o600)
+}
+
+func (cp *controlPlane) stop() {
+	if cp.kcm != nil && cp.kcm.Process != nil {
+		_ = cp.kcm.Process.Signal(syscall.SIGTERM)
+		_ = cp.kcm.Wait()
+	}
+	if cp.env != nil {
+		_ = cp.env.Stop()
+	}
+	_ = os.RemoveAll(cp.dir)
+}
+
+// auditMark is a position in the audit log.
+type auditMark int64
+
+func (cp *controlPlane) mark() auditMark {
+	st, err := os.Stat(cp.audit)
+	if err != nil {
+		return 0
+	}
+	return auditMark(st.Size())
+}
+
+// requests counts the operator's requests by verb between two marks.
+func (cp *controlPlane) requests(from, to auditMark) (map[string]int, error) {
+	f, err := os.Open(cp.audit)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(int64(from), 0); err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	read := int64(from)
+	for sc.Scan() && read < int64(to) {
+		line := sc.Bytes()
+		read += int64(len(line)) + 1
+		var ev struct {
+			Stage string `json:"stage"`
+			Verb  string `json:"verb"`
+			User  struct {
+				Username string `json:"username"`
+			} `json:"user"`
+		}
+		if json.Unmarshal(line, &ev) != nil || ev.User.Username != operatorUser || ev.Stage != "ResponseComplete" {
+			continue
+		}
+		counts[ev.Verb]++
+	}
+	return counts, sc.Err()
+}

@@ -1,0 +1,143 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command bench measures this operator side by side with the stock helm-operator (built from the
+// helm-operator-plugins module, same chart and CRD) and with the raw-create limit (a plain client
+// creating the same rendered objects plus a release-sized Secret), on a control plane of the
+// project's own binaries (etcd, kube-apiserver with an audit log, kube-controller-manager; no
+// kubelet). For every N and repetition, each on a fresh control plane:
+//   - time until every Memcached reports Deployed, reconcile latency p50/p99, the operator's API
+//     requests by verb while converging (from the audit log), and its CPU seconds;
+//   - then idle: CPU, API requests and writes per periodic reconcile, RSS and peak RSS.
+//
+// It writes bench/results/results.md (min/median/max over repetitions, and ratios paired within a
+// repetition) and bench/results/results.png. `make bench` builds what it needs and runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	repo, binDir, kubeBin, helm, out string
+	sizes                            []int
+	reps, workers                    int
+	idle                             time.Duration
+	variants                         []string
+}
+
+func main() {
+	var o options
+	var sizes, variants string
+	flag.StringVar(&o.repo, "repo", "../..", "the operator's repository (CRDs, chart, watches.yaml)")
+	flag.StringVar(&o.binDir, "bin-dir", "../../bin/bench", "folder of the manager and helm-operator binaries")
+	flag.StringVar(&o.kubeBin, "kube-bin", "", "folder of etcd, kube-apiserver and kube-controller-manager")
+	flag.StringVar(&o.helm, "helm", "../../bin/helm", "the helm binary (renders the chart for the raw-create limit)")
+	flag.StringVar(&o.out, "out", "../../bench/results", "folder for results.md and results.png")
+	flag.StringVar(&versions, "versions", "", "the versions measured, for the report")
+	flag.StringVar(&sizes, "n", "100,300,1000", "numbers of Memcached CRs")
+	flag.IntVar(&o.reps, "reps", 3, "repetitions of each measurement")
+	flag.IntVar(&o.workers, "workers", 8, "reconcile workers of both operators")
+	flag.DurationVar(&o.idle, "idle", 75*time.Second, "idle window (longer than the 1m reconcile period)")
+	flag.StringVar(&variants, "variants", "raw,stock,this", "what to measure: raw (create limit), stock (helm-operator), this (this operator)")
+	flag.Parse()
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fail(fmt.Errorf("-n: %q is not a positive number", s))
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	o.variants = strings.Split(variants, ",")
+	if o.kubeBin == "" {
+		fail(fmt.Errorf("-kube-bin is required"))
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	results, err := run(ctx, o)
+	if err != nil {
+		fail(err)
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		fail(err)
+	}
+	md := report(o, machine(), results)
+	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(md), 0o644); err != nil {
+		fail(err)
+	}
+	if err := chart(filepath.Join(o.out, "results.png"), o, results); err != nil {
+		fail(err)
+	}
+	fmt.Print(md)
+}
+
+// result is one measurement of one variant at one N in one repetition.
+type result struct {
+	variant string
+	n, rep  int
+	// converge is the time from the first create until every CR reports Deployed (raw: until
+	// every object is created).
+	converge time.Duration
+	p50, p99 time.Duration // reconcile latency while converging
+	// requests by verb while converging, and per idle reconcile.
+	convergeRequests map[string]int
+	idleRequests     map[string]float64
+	idleReconciles   float64
+	convergeCPU      time.Duration
+	idleCPUPerRecon  time.Duration
+	rss, peakRSS     int64 // bytes, at idle
+}
+
+func run(ctx context.Context, o options) ([]result, error) {
+	var results []result
+	for rep := 1; rep <= o.reps; rep++ {
+		for _, n := range o.sizes {
+			for _, v := range o.variants {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				logf("repetition %d, N=%d, %s", rep, n, v)
+				r, err := measure(ctx, o, v, n)
+				if err != nil {
+					return nil, fmt.Errorf("%s, N=%d, repetition %d: %w", v, n, rep, err)
+				}
+				r.rep = rep
+				logf("  converged in %s", r.converge.Round(time.Millisecond))
+				results = append(results, r)
+			}
+		}
+	}
+	return results, nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,347 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+const (
+	benchNamespace = "bench"
+	// creators is how many clients create objects at once, for the operators' CRs and for the
+	// raw-create limit alike.
+	creators        = 16
+	convergeTimeout = 30 * time.Minute
+)
+
+var memcachedGVR = schema.GroupVersionResource{Group: "cache.my.domain", Version: "v1", Resource: "memcacheds"}
+
+func crName(i int) string { return fmt.Sprintf("bench-%04d", i) }
+
+// measure runs one variant at one N on a fresh control plane.
+func measure(ctx context.Context, o options, variant string, n int) (result, error) {
+	r := result{variant: variant, n: n}
+	cp, err := startControlPlane(o)
+	if err != nil {
+		return r, err
+	}
+	defer cp.stop()
+	kc, err := kubernetes.NewForConfig(cp.admin)
+	if err != nil {
+		return r, err
+	}
+	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil {
+		return r, err
+	}
+	if variant == "raw" {
+		r.converge, err = rawCreate(ctx, o, cp.admin, n)
+		return r, err
+	}
+
+	op, err := startOperator(o, cp, variant)
+	if err != nil {
+		return r, err
+	}
+	defer op.stop()
+	dc, err := dynamic.NewForConfig(cp.admin)
+	if err != nil {
+		return r, err
+	}
+
+	// Converge: create N CRs, wait until every one reports Deployed.
+	before, err := op.scrape()
+	if err != nil {
+		return r, err
+	}
+	cpu0, err := op.cpu()
+	if err != nil {
+		return r, err
+	}
+	mark0 := cp.mark()
+	start := time.Now()
+	err = parallel(n, func(i int) error {
+		cr := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cache.my.domain/v1", "kind": "Memcached",
+			"metadata": map[string]any{"name": crName(i), "namespace": benchNamespace},
+			"spec":     map[string]any{"replicaCount": int64(1)},
+		}}
+		_, err := dc.Resource(memcachedGVR).Namespace(benchNamespace).Create(ctx, cr, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return r, fmt.Errorf("create Memcacheds: %w", err)
+	}
+	if err := waitDeployed(ctx, dc, n); err != nil {
+		return r, err
+	}
+	r.converge = time.Since(start)
+	cpu1, err := op.cpu()
+	if err != nil {
+		return r, err
+	}
+	after, err := op.scrape()
+	if err != nil {
+		return r, err
+	}
+	r.convergeCPU = cpu1 - cpu0
+	r.p50, r.p99 = quantile(0.5, before, after), quantile(0.99, before, after)
+	time.Sleep(2 * time.Second) // requests in flight reach the audit log
+	if r.convergeRequests, err = cp.requests(mark0, cp.mark()); err != nil {
+		return r, err
+	}
+
+	// Idle: nothing changes; every CR is reconciled once per reconcile period.
+	time.Sleep(10 * time.Second) // let follow-up reconciles of the convergence finish
+	idle0, err := op.scrape()
+	if err != nil {
+		return r, err
+	}
+	cpuIdle0, _ := op.cpu()
+	markIdle0 := cp.mark()
+	select {
+	case <-ctx.Done():
+		return r, ctx.Err()
+	case <-time.After(o.idle):
+	}
+	idle1, err := op.scrape()
+	if err != nil {
+		return r, err
+	}
+	cpuIdle1, _ := op.cpu()
+	idleRequests, err := cp.requests(markIdle0, cp.mark())
+	if err != nil {
+		return r, err
+	}
+	r.idleReconciles = idle1.reconciles - idle0.reconciles
+	if r.idleReconciles > 0 {
+		r.idleCPUPerRecon = time.Duration(float64(cpuIdle1-cpuIdle0) / r.idleReconciles)
+		r.idleRequests = map[string]float64{}
+		for verb, c := range idleRequests {
+			r.idleRequests[verb] = float64(c) / r.idleReconciles
+		}
+	}
+	r.rss, r.peakRSS, err = op.memory()
+	return r, err
+}
+
+// parallel runs f(0..n-1) on `creators` goroutines and returns the first error.
+func parallel(n int, f func(i int) error) error {
+	work := make(chan int)
+	errs := make(chan error, creators)
+	var wg sync.WaitGroup
+	for w := 0; w < creators; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		select {
+		case work <- i:
+		case err := <-errs:
+			close(work)
+			wg.Wait()
+			return err
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// waitDeployed watches the Memcacheds until n of them have Deployed=True.
+func waitDeployed(ctx context.Context, dc dynamic.Interface, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, convergeTimeout)
+	defer cancel()
+	res := dc.Resource(memcachedGVR).Namespace(benchNamespace)
+	deployed := map[string]bool{}
+	note := func(u *unstructured.Unstructured) {
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] == "Deployed" && m["status"] == "True" {
+				deployed[u.GetName()] = true
+			}
+		}
+	}
+	for {
+		list, err := res.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range list.Items {
+			note(&list.Items[i])
+		}
+		if len(deployed) >= n {
+			return nil
+		}
+		w, err := res.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			return err
+		}
+		for ev := range w.ResultChan() {
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+				note(u)
+			}
+			if len(deployed) >= n {
+				w.Stop()
+				return nil
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%d of %d Memcacheds Deployed after %s: %w", len(deployed), n, convergeTimeout, err)
+		}
+	}
+}
+
+// rawCreate creates, for n releases, the objects the chart renders plus a Secret the size of a
+// Helm release record, with `creators` clients at once: the floor for any operator doing the
+// same work through this API server.
+func rawCreate(ctx context.Context, o options, cfg *rest.Config, n int) (time.Duration, error) {
+	const placeholder = "benchrelease"
+	rendered, err := exec.Command(o.helm, "template", placeholder, filepath.Join(o.repo, "helm-charts", "memcached"),
+		"--namespace", benchNamespace, "--set", "replicaCount=1").Output()
+	if err != nil {
+		return 0, fmt.Errorf("helm template: %w", err)
+	}
+	record, err := releaseRecord(o.repo, rendered)
+	if err != nil {
+		return 0, err
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return 0, err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return 0, err
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	var docs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(rendered), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return 0, err
+		}
+		if len(u.Object) > 0 {
+			docs = append(docs, u)
+		}
+	}
+	start := time.Now()
+	err = parallel(n, func(i int) error {
+		name := crName(i)
+		for _, doc := range docs {
+			raw, _ := json.Marshal(doc.Object)
+			u := &unstructured.Unstructured{}
+			if err := json.Unmarshal([]byte(strings.ReplaceAll(string(raw), placeholder, name)), &u.Object); err != nil {
+				return err
+			}
+			m, err := mapper.RESTMapping(u.GroupVersionKind().GroupKind(), u.GroupVersionKind().Version)
+			if err != nil {
+				return err
+			}
+			if _, err := dc.Resource(m.Resource).Namespace(benchNamespace).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1." + name + ".v1", Namespace: benchNamespace,
+				Labels: map[string]string{"owner": "helm", "name": name, "status": "deployed", "version": "1"}},
+			Type: "helm.sh/release.v1",
+			Data: map[string][]byte{"release": record},
+		}
+		_, err := kc.CoreV1().Secrets(benchNamespace).Create(ctx, secret, metav1.CreateOptions{})
+		return err
+	})
+	return time.Since(start), err
+}
+
+// releaseRecord is as large as Helm's record of a release of this chart: the chart's files and
+// the rendered manifest, as JSON, gzipped and base64-encoded.
+func releaseRecord(repo string, manifest []byte) ([]byte, error) {
+	files := map[string]string{}
+	dir := filepath.Join(repo, "helm-charts", "memcached")
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		files[path] = string(raw)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(map[string]any{"chart": files, "manifest": string(manifest)})
+	if err != nil {
+		return nil, err
+	}
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	if _, err := w.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return []byte(base64.StdEncoding.EncodeToString(gz.Bytes())), nil
+}

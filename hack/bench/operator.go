@@ -1,0 +1,233 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// helmController is the name both operators give the Memcached Helm controller.
+const helmController = "memcached-controller"
+
+// operatorProcess is a running operator binary and where its metrics are.
+type operatorProcess struct {
+	cmd     *exec.Cmd
+	metrics string
+}
+
+func startOperator(o options, cp *controlPlane, variant string) (*operatorProcess, error) {
+	metricsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	probePort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	common := []string{
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort),
+		fmt.Sprintf("--max-concurrent-reconciles=%d", o.workers),
+		"--reconcile-period=1m", "--leader-elect=false",
+		"--watches-file=" + filepath.Join(o.repo, "watches.yaml"),
+	}
+	var cmd *exec.Cmd
+	switch variant {
+	case "stock":
+		cmd = exec.Command(filepath.Join(o.binDir, "helm-operator"), append([]string{"run"}, common...)...)
+	case "this":
+		cmd = exec.Command(filepath.Join(o.binDir, "manager"), append(common, "--metrics-secure=false")...)
+	default:
+		return nil, fmt.Errorf("unknown operator %q", variant)
+	}
+	cmd.Dir = o.repo // watches.yaml names the chart relative to it
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.operator)
+	logFile, err := os.Create(filepath.Join(cp.dir, variant+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	p := &operatorProcess{cmd: cmd, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := p.scrape(); err == nil {
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("%s serves no metrics after a minute (log: %s)", variant, logFile.Name())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (p *operatorProcess) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// cpu is the process's user+system CPU time.
+func (p *operatorProcess) cpu() (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticksPerSecond, nil
+}
+
+// memory is the process's resident set size and its peak, in bytes.
+func (p *operatorProcess) memory() (rss, peak int64, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmRSS:":
+			rss = kb * 1024
+		case "VmHWM:":
+			peak = kb * 1024
+		}
+	}
+	return rss, peak, sc.Err()
+}
+
+// metricsSnapshot holds the Helm controller's reconcile count and latency histogram.
+type metricsSnapshot struct {
+	reconciles float64
+	buckets    map[float64]float64 // upper bound -> cumulative count
+}
+
+func (p *operatorProcess) scrape() (metricsSnapshot, error) {
+	resp, err := http.Get(p.metrics)
+	if err != nil {
+		return metricsSnapshot{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return metricsSnapshot{}, fmt.Errorf("GET %s: %s", p.metrics, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return metricsSnapshot{}, err
+	}
+	snap := metricsSnapshot{buckets: map[float64]float64{}}
+	for _, m := range families["controller_runtime_reconcile_total"].GetMetric() {
+		if label(m, "controller") == helmController {
+			snap.reconciles += m.GetCounter().GetValue()
+		}
+	}
+	for _, m := range families["controller_runtime_reconcile_time_seconds"].GetMetric() {
+		if label(m, "controller") != helmController {
+			continue
+		}
+		for _, b := range m.GetHistogram().GetBucket() {
+			snap.buckets[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+		}
+	}
+	return snap, nil
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// quantile estimates a latency quantile from the histogram counts between two snapshots, by
+// linear interpolation inside the bucket (as Prometheus' histogram_quantile does).
+func quantile(q float64, before, after metricsSnapshot) time.Duration {
+	var bounds []float64
+	for b := range after.buckets {
+		bounds = append(bounds, b)
+	}
+	sort.Float64s(bounds)
+	if len(bounds) == 0 {
+		return 0
+	}
+	total := after.buckets[bounds[len(bounds)-1]] - before.buckets[bounds[len(bounds)-1]]
+	if total <= 0 {
+		return 0
+	}
+	rank, prevBound, prevCount := q*total, 0.0, 0.0
+	for _, b := range bounds {
+		count := after.buckets[b] - before.buckets[b]
+		if count >= rank {
+			if math.IsInf(b, 1) {
+				return time.Duration(prevBound * float64(time.Second))
+			}
+			frac := 0.0
+			if count > prevCount {
+				frac = (rank - prevCount) / (count - prevCount)
+			}
+			return time.Duration((prevBound + (b-prevBound)*frac) * float64(time.Second))
+		}
+		prevBound, prevCount = b, count
+	}
+	return time.Duration(prevBound * float64(time.Second))
+}

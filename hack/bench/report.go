@@ -1,0 +1,258 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// stats is min, median and max over repetitions.
+type stats struct{ min, med, max float64 }
+
+func summarize(xs []float64) stats {
+	if len(xs) == 0 {
+		return stats{}
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return stats{s[0], med, s[len(s)-1]}
+}
+
+func (s stats) format(unit string, decimals int) string {
+	f := fmt.Sprintf("%%.%df", decimals)
+	if s.min == s.max {
+		return fmt.Sprintf(f+"%s", s.med, unit)
+	}
+	return fmt.Sprintf(f+"%s ("+f+"–"+f+")", s.med, unit, s.min, s.max)
+}
+
+// pick collects one number per repetition of a variant at N.
+func pick(results []result, variant string, n int, f func(result) float64) []float64 {
+	var xs []float64
+	for _, r := range results {
+		if r.variant == variant && r.n == n {
+			xs = append(xs, f(r))
+		}
+	}
+	return xs
+}
+
+// ratio collects a/b per repetition, pairing the two variants' measurements of the same
+// repetition.
+func ratio(results []result, a, b string, n int, f func(result) float64) []float64 {
+	byRep := map[int]map[string]float64{}
+	for _, r := range results {
+		if r.n == n && (r.variant == a || r.variant == b) {
+			if byRep[r.rep] == nil {
+				byRep[r.rep] = map[string]float64{}
+			}
+			byRep[r.rep][r.variant] = f(r)
+		}
+	}
+	var xs []float64
+	for _, m := range byRep {
+		va, okA := m[a]
+		vb, okB := m[b]
+		if okA && okB && vb != 0 {
+			xs = append(xs, va/vb)
+		}
+	}
+	return xs
+}
+
+func seconds(r result) float64 { return r.converge.Seconds() }
+func idleCPUms(r result) float64 {
+	return float64(r.idleCPUPerRecon) / float64(time.Millisecond)
+}
+func rssMB(r result) float64      { return float64(r.rss) / (1 << 20) }
+func peakMB(r result) float64     { return float64(r.peakRSS) / (1 << 20) }
+func p50ms(r result) float64      { return float64(r.p50) / float64(time.Millisecond) }
+func p99ms(r result) float64      { return float64(r.p99) / float64(time.Millisecond) }
+func idleWrites(r result) float64 { return writes(r.idleRequests) }
+func idleRequestsTotal(r result) float64 {
+	total := 0.0
+	for _, c := range r.idleRequests {
+		total += c
+	}
+	return total
+}
+
+func writes(byVerb map[string]float64) float64 {
+	return byVerb["create"] + byVerb["update"] + byVerb["patch"] + byVerb["delete"] + byVerb["deletecollection"]
+}
+
+var verbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+
+func has(o options, variant string) bool {
+	for _, v := range o.variants {
+		if v == variant {
+			return true
+		}
+	}
+	return false
+}
+
+func report(o options, machine string, results []result) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("# `make bench`: this operator, stock helm-operator and the raw-create limit\n\n")
+	w("%s\n\n", machine)
+	w("Each measurement runs on a fresh control plane: etcd, kube-apiserver (audit log of every request) and kube-controller-manager, no kubelet. ")
+	w("Both operators run the same chart, CRD and watches.yaml with %d reconcile workers and a 1m reconcile period; `Memcached` CRs (`replicaCount: 1`) are created by %d clients at once. ", o.workers, creators)
+	w("The raw-create limit is a plain client creating the same rendered objects plus a release-sized Secret with %d clients. ", creators)
+	w("Values are median (min–max) over %d repetitions; ratios are paired within a repetition. Idle numbers come from a %s window after convergence.\n\n", o.reps, o.idle)
+
+	w("## Time until every Memcached reports Deployed\n\n")
+	w("| N | raw-create limit | stock helm-operator | this operator | this / raw | stock / this |\n|---|---|---|---|---|---|\n")
+	for _, n := range o.sizes {
+		w("| %d | %s | %s | %s | %s | %s |\n", n,
+			summarize(pick(results, "raw", n, seconds)).format(" s", 2),
+			summarize(pick(results, "stock", n, seconds)).format(" s", 1),
+			summarize(pick(results, "this", n, seconds)).format(" s", 1),
+			summarize(ratio(results, "this", "raw", n, seconds)).format("x", 1),
+			summarize(ratio(results, "stock", "this", n, seconds)).format("x", 1))
+	}
+
+	w("\n## Reconcile latency while converging\n\n")
+	w("| N | stock p50 | stock p99 | this p50 | this p99 |\n|---|---|---|---|---|\n")
+	for _, n := range o.sizes {
+		w("| %d | %s | %s | %s | %s |\n", n,
+			summarize(pick(results, "stock", n, p50ms)).format(" ms", 0), summarize(pick(results, "stock", n, p99ms)).format(" ms", 0),
+			summarize(pick(results, "this", n, p50ms)).format(" ms", 0), summarize(pick(results, "this", n, p99ms)).format(" ms", 0))
+	}
+
+	w("\n## The operator's API requests while converging, per CR (median)\n\n")
+	w("| N | operator | %s | total |\n|---|---|%s---|\n", strings.Join(verbs, " | "), strings.Repeat("---|", len(verbs)))
+	for _, n := range o.sizes {
+		for _, v := range []string{"stock", "this"} {
+			if !has(o, v) {
+				continue
+			}
+			var cells []string
+			total := 0.0
+			for _, verb := range verbs {
+				per := summarize(pick(results, v, n, func(r result) float64 { return float64(r.convergeRequests[verb]) / float64(r.n) })).med
+				total += per
+				cells = append(cells, fmt.Sprintf("%.1f", per))
+			}
+			w("| %d | %s | %s | %.1f |\n", n, v, strings.Join(cells, " | "), total)
+		}
+	}
+
+	w("\n## Idle: per periodic reconcile\n\n")
+	w("| N | operator | CPU | API requests | writes | reconciles in the window |\n|---|---|---|---|---|---|\n")
+	for _, n := range o.sizes {
+		for _, v := range []string{"stock", "this"} {
+			if !has(o, v) {
+				continue
+			}
+			w("| %d | %s | %s | %s | %s | %s |\n", n, v,
+				summarize(pick(results, v, n, idleCPUms)).format(" ms", 2),
+				summarize(pick(results, v, n, idleRequestsTotal)).format("", 1),
+				summarize(pick(results, v, n, idleWrites)).format("", 2),
+				summarize(pick(results, v, n, func(r result) float64 { return r.idleReconciles })).format("", 0))
+		}
+	}
+
+	w("\n## Memory at idle\n\n")
+	w("| N | stock RSS | stock peak RSS | this RSS | this peak RSS | stock / this (RSS) |\n|---|---|---|---|---|---|\n")
+	for _, n := range o.sizes {
+		w("| %d | %s | %s | %s | %s | %s |\n", n,
+			summarize(pick(results, "stock", n, rssMB)).format(" MB", 0), summarize(pick(results, "stock", n, peakMB)).format(" MB", 0),
+			summarize(pick(results, "this", n, rssMB)).format(" MB", 0), summarize(pick(results, "this", n, peakMB)).format(" MB", 0),
+			summarize(ratio(results, "stock", "this", n, rssMB)).format("x", 1))
+	}
+
+	w("\n## Targets\n\n| target | measured (median) | met |\n|---|---|---|\n")
+	for _, n := range o.sizes {
+		if n < 300 {
+			continue
+		}
+		x := summarize(ratio(results, "this", "raw", n, seconds)).med
+		w("| N=%d: time to all Deployed ≤ 2x the raw-create limit | %.1fx | %s |\n", n, x, yes(x > 0 && x <= 2))
+	}
+	for _, n := range o.sizes {
+		x := summarize(ratio(results, "stock", "this", n, idleCPUms)).med
+		wr := summarize(pick(results, "this", n, idleWrites)).max
+		w("| N=%d: idle CPU per reconcile ≤ 1/20 of stock's, with 0 writes | 1/%.0f, %.2f writes | %s |\n", n, x, wr, yes(x >= 20 && wr == 0))
+	}
+	for _, n := range o.sizes {
+		if n != 1000 {
+			continue
+		}
+		x := summarize(ratio(results, "stock", "this", n, rssMB)).med
+		w("| N=1000: RSS ≤ 1/3 of stock's | 1/%.1f | %s |\n", x, yes(x >= 3))
+	}
+	return b.String()
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+// machine describes where the numbers were measured.
+func machine() string {
+	model, cores := "", 0
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok {
+				switch strings.TrimSpace(k) {
+				case "model name":
+					model = strings.TrimSpace(v)
+				case "processor":
+					cores++
+				}
+			}
+		}
+		f.Close()
+	}
+	memGiB := 0.0
+	if raw, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb float64
+		fmt.Sscanf(strings.TrimPrefix(strings.SplitN(string(raw), "\n", 2)[0], "MemTotal:"), "%f", &kb)
+		memGiB = kb / (1 << 20)
+	}
+	var uts syscall.Utsname
+	_ = syscall.Uname(&uts)
+	release := make([]byte, 0, len(uts.Release))
+	for _, c := range uts.Release {
+		if c == 0 {
+			break
+		}
+		release = append(release, byte(c))
+	}
+	return fmt.Sprintf("Machine: %s, %d cores, %.0f GiB, Linux %s, %s. %s.",
+		model, cores, memGiB, release, runtime.Version(), versions)
+}
+
+// versions is set by -versions (the Makefile passes the pinned versions).
+var versions string
