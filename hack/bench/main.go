@@ -38,10 +38,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/go-logr/logr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 type options struct {
 	repo, binDir, kubeBin, helm, out string
+	kubeVersion                      string
 	sizes                            []int
 	reps, workers                    int
 	idle                             time.Duration
@@ -54,6 +58,7 @@ func main() {
 	flag.StringVar(&o.repo, "repo", "../..", "the operator's repository (CRDs, chart, watches.yaml)")
 	flag.StringVar(&o.binDir, "bin-dir", "../../bin/bench", "folder of the manager and helm-operator binaries")
 	flag.StringVar(&o.kubeBin, "kube-bin", "", "folder of etcd, kube-apiserver and kube-controller-manager")
+	flag.StringVar(&o.kubeVersion, "kube-version", "", "the Kubernetes version of -kube-bin (the chart is rendered for it)")
 	flag.StringVar(&o.helm, "helm", "../../bin/helm", "the helm binary (renders the chart for the raw-create limit)")
 	flag.StringVar(&o.out, "out", "../../bench/results", "folder for results.md and results.png")
 	flag.StringVar(&versions, "versions", "", "the versions measured, for the report")
@@ -71,10 +76,11 @@ func main() {
 		o.sizes = append(o.sizes, n)
 	}
 	o.variants = strings.Split(variants, ",")
-	if o.kubeBin == "" {
-		fail(fmt.Errorf("-kube-bin is required"))
+	if o.kubeBin == "" || o.kubeVersion == "" {
+		fail(fmt.Errorf("-kube-bin and -kube-version are required"))
 	}
 
+	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime; the bench prints its own progress
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	results, err := run(ctx, o)
@@ -119,13 +125,13 @@ func run(ctx context.Context, o options) ([]result, error) {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				logf("repetition %d, N=%d, %s", rep, n, v)
+				progress("repetition %d, N=%d, %s", rep, n, v)
 				r, err := measure(ctx, o, v, n)
 				if err != nil {
 					return nil, fmt.Errorf("%s, N=%d, repetition %d: %w", v, n, rep, err)
 				}
 				r.rep = rep
-				logf("  converged in %s", r.converge.Round(time.Millisecond))
+				progress("  converged in %s", r.converge.Round(time.Millisecond))
 				results = append(results, r)
 			}
 		}
@@ -133,7 +139,7 @@ func run(ctx context.Context, o options) ([]result, error) {
 	return results, nil
 }
 
-func logf(format string, args ...any) {
+func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
 }
 

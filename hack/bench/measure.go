@@ -249,7 +249,7 @@ func waitDeployed(ctx context.Context, dc dynamic.Interface, n int) error {
 func rawCreate(ctx context.Context, o options, cfg *rest.Config, n int) (time.Duration, error) {
 	const placeholder = "benchrelease"
 	rendered, err := exec.Command(o.helm, "template", placeholder, filepath.Join(o.repo, "helm-charts", "memcached"),
-		"--namespace", benchNamespace, "--set", "replicaCount=1").Output()
+		"--namespace", benchNamespace, "--set", "replicaCount=1", "--kube-version", o.kubeVersion).Output()
 	if err != nil {
 		return 0, fmt.Errorf("helm template: %w", err)
 	}
