@@ -51,15 +51,16 @@ var setupLog = ctrl.Log.WithName("setup")
 
 // options are the manager's command-line settings.
 type options struct {
-	metricsAddr, probeAddr, lockName        string
-	secureMetrics, enableHTTP2, leaderElect bool
-	controllers                             controllers.Config
+	metricsAddr, probeAddr, pprofAddr, lockName string
+	secureMetrics, enableHTTP2, leaderElect     bool
+	controllers                                 controllers.Config
 }
 
 func main() {
 	var o options
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint (HTTPS unless --metrics-secure=false). 0 disables it.")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
+	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "Address of Go's pprof endpoints (/debug/pprof), for profiling. 0 disables them.")
 	flag.BoolVar(&o.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
 	flag.BoolVar(&o.enableHTTP2, "enable-http2", false, "Allow HTTP/2 for the metrics server (off: CVE-2023-44487, CVE-2023-39325).")
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "Become the leader (operator-lib leader for life) before reconciling. Skipped outside a cluster.")
@@ -109,7 +110,9 @@ func run(ctx context.Context, o options) error {
 		Scheme:                 scheme,
 		Metrics:                metricsOpts,
 		HealthProbeBindAddress: o.probeAddr,
+		PprofBindAddress:       o.pprofAddr,
 		Cache:                  controllers.CacheOptions(os.Getenv(watchNamespaceEnv)),
+		Client:                 controllers.ClientOptions(),
 		// Leader for life (operator-lib) is used instead of controller-runtime's lease election.
 		LeaderElection: false,
 	})

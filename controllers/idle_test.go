@@ -75,6 +75,10 @@ var _ = Describe("Idle reconciles", Serial, func() {
 			return reconciles("memcached-controller") >= helmBefore+3 && reconciles("memcachedbackup") >= goBefore+3
 		}, 4*timeout, 200*time.Millisecond).Should(BeTrue(), "expected at least 3 periodic reconciles of each controller")
 		Expect(writes.since(mark)).To(BeEmpty(), "idle reconciles must not write; the manager sent these requests")
+		Expect(writes.requestsSince(mark)).NotTo(ContainElement(ContainSubstring("/openapi/")),
+			"an idle reconcile renders nothing, so it fetches no OpenAPI document")
+		Expect(writes.requestsSince(mark)).NotTo(ContainElement(MatchRegexp(`^GET /apis/cache.my.domain/v1/namespaces/[^/]+/memcacheds/`)),
+			"the Memcached is read from the cache")
 		Expect(releaseSecrets(ctx, ns, mcKey.Name)).To(ConsistOf("sh.helm.release.v1.idle-memcached.v1"),
 			"an unchanged Memcached must not be upgraded")
 	})

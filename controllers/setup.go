@@ -120,9 +120,17 @@ func setupUpgradeable(mgr ctrl.Manager) error {
 	return nil
 }
 
-// CacheOptions limits the manager's cache to the watched namespaces (comma-separated, empty: all)
-// and its Pod cache to memcached pods (of the chart and of MemcachedBackups): the controllers list
-// only those, and caching every Pod of the cluster would cost memory.
+// ClientOptions make the manager's client read unstructured objects (the Helm-driven CRs) from
+// the cache too, as it does typed ones; by default controller-runtime sends those reads to the
+// API server.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{Unstructured: true}}
+}
+
+// CacheOptions limits the manager's cache to the watched namespaces (comma-separated, empty: all),
+// its Pod cache to memcached pods (of the chart and of MemcachedBackups) and its Secret cache to
+// Helm release records: the controllers read only those, and caching every Pod and Secret of the
+// cluster would cost memory.
 func CacheOptions(watchNamespaces string) cache.Options {
 	memcachedPods, err := labels.NewRequirement(labelName, selection.In, []string{BackupAppName, chartName})
 	if err != nil {
@@ -130,6 +138,8 @@ func CacheOptions(watchNamespaces string) cache.Options {
 	}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Label: labels.NewSelector().Add(*memcachedPods)},
+		// The Helm reconcilers watch the release records they own; no other Secret is needed.
+		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{"owner": "helm"})},
 	}}
 	for _, ns := range strings.Split(watchNamespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {

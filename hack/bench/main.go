@@ -83,11 +83,11 @@ func main() {
 	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime; the bench prints its own progress
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	results, err := run(ctx, o)
-	if err != nil {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		fail(err)
 	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	results, err := run(ctx, o)
+	if err != nil {
 		fail(err)
 	}
 	md := report(o, machine(), results)

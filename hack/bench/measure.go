@@ -136,10 +136,18 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 	}
 	cpuIdle0, _ := op.cpu()
 	markIdle0 := cp.mark()
+	// A CPU profile of the idle window explains where an idle reconcile's CPU goes.
+	profiled := make(chan error, 1)
+	go func() {
+		profiled <- op.profileCPU(o.idle, filepath.Join(o.out, fmt.Sprintf("idle-cpu-%s-n%d.pprof", variant, n)))
+	}()
 	select {
 	case <-ctx.Done():
 		return r, ctx.Err()
 	case <-time.After(o.idle):
+	}
+	if err := <-profiled; err != nil {
+		return r, err
 	}
 	idle1, err := op.scrape()
 	if err != nil {

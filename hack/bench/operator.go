@@ -19,6 +19,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -43,6 +44,7 @@ const helmController = "memcached-controller"
 type operatorProcess struct {
 	cmd     *exec.Cmd
 	metrics string
+	pprof   string // base URL of /debug/pprof, or "" (the stock helm-operator has none)
 }
 
 func startOperator(o options, cp *controlPlane, variant string) (*operatorProcess, error) {
@@ -62,11 +64,18 @@ func startOperator(o options, cp *controlPlane, variant string) (*operatorProces
 		"--watches-file=" + filepath.Join(o.repo, "watches.yaml"),
 	}
 	var cmd *exec.Cmd
+	var pprof string
 	switch variant {
 	case "stock":
 		cmd = exec.Command(filepath.Join(o.binDir, "helm-operator"), append([]string{"run"}, common...)...)
 	case "this":
-		cmd = exec.Command(filepath.Join(o.binDir, "manager"), append(common, "--metrics-secure=false")...)
+		pprofPort, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		pprof = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pprofPort)
+		cmd = exec.Command(filepath.Join(o.binDir, "manager"), append(common, "--metrics-secure=false",
+			fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))...)
 	default:
 		return nil, fmt.Errorf("unknown operator %q", variant)
 	}
@@ -80,7 +89,7 @@ func startOperator(o options, cp *controlPlane, variant string) (*operatorProces
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
-	p := &operatorProcess{cmd: cmd, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
+	p := &operatorProcess{cmd: cmd, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), pprof: pprof}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if _, err := p.scrape(); err == nil {
@@ -104,6 +113,28 @@ func (p *operatorProcess) stop() {
 		_ = p.cmd.Process.Kill()
 		<-done
 	}
+}
+
+// profileCPU writes a CPU profile of the next d to path (when the operator serves pprof).
+func (p *operatorProcess) profileCPU(d time.Duration, path string) error {
+	if p.pprof == "" {
+		return nil
+	}
+	resp, err := http.Get(fmt.Sprintf("%s/profile?seconds=%d", p.pprof, int(d.Seconds())))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("CPU profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
 }
 
 func freePort() (int, error) {
