@@ -95,7 +95,7 @@ func NewHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) (*re
 		// No rollback on a failed upgrade: the library's forced rollback recreates objects whose
 		// immutable fields changed, and a rollback of an upgrade that keeps failing loops. The
 		// wrapper backs off instead and keeps the failed release for inspection.
-		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, direct, recorder, helmclient.WithFailureRollbacks(false))),
+		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, actionclient.Clients{Live: direct, Cached: mgr.GetClient()}, recorder, helmclient.WithFailureRollbacks(false))),
 		reconciler.WithChart(*w.Chart),
 		reconciler.WithGroupVersionKind(w.GroupVersionKind),
 		reconciler.WithOverrideValues(w.OverrideValues),

@@ -41,11 +41,12 @@ package actionclient
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -58,6 +59,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/cli-runtime/pkg/resource"
@@ -65,11 +67,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// Clients are the Kubernetes clients of the wrapper.
+type Clients struct {
+	// Live reads and deletes what upgrades replace. Uncached: ReplicaSets are not otherwise
+	// watched.
+	Live client.Client
+	// Cached reads a release's objects for the in-sync check: the manager's cache, which the
+	// Helm reconciler's watches of those objects keep current.
+	Cached client.Reader
+}
+
 // NewGetter returns an ActionClientGetter whose clients add the behaviour this package describes,
-// recording an Event on the CR for each case. cl reads and deletes what upgrades replace (it
-// should be uncached: ReplicaSets are not otherwise watched). opts are the library's own client
-// options.
-func NewGetter(configs helmclient.ActionConfigGetter, cl client.Client, recorder record.EventRecorder, opts ...helmclient.ActionClientGetterOption) helmclient.ActionClientGetter {
+// recording an Event on the CR for each case. opts are the library's own client options.
+func NewGetter(configs helmclient.ActionConfigGetter, clients Clients, recorder record.EventRecorder, opts ...helmclient.ActionClientGetterOption) helmclient.ActionClientGetter {
 	return helmclient.ActionClientGetterFunc(func(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
 		conf, err := configs.ActionConfigFor(ctx, obj)
 		if err != nil {
@@ -84,7 +94,7 @@ func NewGetter(configs helmclient.ActionConfigGetter, cl client.Client, recorder
 		if err != nil {
 			return nil, err
 		}
-		return &actionClient{ActionInterface: ac, conf: conf, client: cl, owner: obj, recorder: recorder}, nil
+		return &actionClient{ActionInterface: ac, conf: conf, client: clients.Live, cached: clients.Cached, owner: obj, recorder: recorder}, nil
 	})
 }
 
@@ -96,11 +106,12 @@ func (f fixedConfig) ActionConfigFor(context.Context, client.Object) (*action.Co
 
 type actionClient struct {
 	helmclient.ActionInterface
-	conf     *action.Configuration
-	client   client.Client
+	conf   *action.Configuration
+	client client.Client
+	cached client.Reader
 	// current is the release Get last returned: the reconcile's next step (a dry-run upgrade)
 	// compares against it.
-	current *release.Release
+	current  *release.Release
 	owner    client.Object // the CR of the release
 	recorder record.EventRecorder
 }
@@ -258,7 +269,7 @@ func sameInputs(rel *release.Release, chrt *chart.Chart, vals map[string]any) bo
 
 // Reconcile repairs drift of the release's objects, and does nothing when there is none.
 func (c *actionClient) Reconcile(rel *release.Release) error {
-	inSync, err := InSync(c.conf.KubeClient, rel.Manifest)
+	inSync, err := InSync(context.Background(), c.cached, c.conf.KubeClient, rel.Manifest)
 	if err != nil {
 		return err
 	}
@@ -268,36 +279,56 @@ func (c *actionClient) Reconcile(rel *release.Release) error {
 	return c.ActionInterface.Reconcile(rel)
 }
 
-var errDrift = errors.New("drift")
-
 // InSync reports whether every object of a manifest exists and already holds every field the
-// manifest sets for it.
-func InSync(kc kube.Interface, manifest string) (bool, error) {
-	infos, err := kc.Build(bytes.NewBufferString(manifest), false)
+// manifest sets for it, reading the objects from reader.
+func InSync(ctx context.Context, reader client.Reader, kc kube.Interface, manifest string) (bool, error) {
+	infos, err := parsed(kc, manifest)
 	if err != nil {
-		return false, fmt.Errorf("build release objects: %w", err)
+		return false, err
 	}
-	err = infos.Visit(func(expected *resource.Info, err error) error {
-		if err != nil {
-			return err
-		}
-		existing, err := resource.NewHelper(expected.Client, expected.Mapping).Get(expected.Namespace, expected.Name)
-		if err != nil {
-			return errDrift // missing, or unreadable: the library's reconcile handles and reports it
+	for _, expected := range infos {
+		existing := &unstructured.Unstructured{}
+		existing.SetGroupVersionKind(expected.Mapping.GroupVersionKind)
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: expected.Namespace, Name: expected.Name}, existing); err != nil {
+			return false, nil // missing, or unreadable: the library's reconcile handles and reports it
 		}
 		same, err := holds(existing, expected)
-		if err != nil {
-			return err
+		if err != nil || !same {
+			return false, err
 		}
-		if !same {
-			return errDrift
-		}
-		return nil
-	})
-	if errors.Is(err, errDrift) {
-		return false, nil
 	}
-	return err == nil, err
+	return true, nil
+}
+
+// manifests memoizes the objects of release manifests: a release's manifest does not change, and
+// parsing it (YAML, REST mapping) was a good part of an idle reconcile.
+var manifests = struct {
+	sync.Mutex
+	byHash map[[sha256.Size]byte]kube.ResourceList
+}{byHash: map[[sha256.Size]byte]kube.ResourceList{}}
+
+// maxManifests bounds the memo; past it, it starts again (a release per CR, a few kB each).
+const maxManifests = 4096
+
+func parsed(kc kube.Interface, manifest string) (kube.ResourceList, error) {
+	key := sha256.Sum256([]byte(manifest))
+	manifests.Lock()
+	infos, ok := manifests.byHash[key]
+	manifests.Unlock()
+	if ok {
+		return infos, nil
+	}
+	infos, err := kc.Build(bytes.NewBufferString(manifest), false)
+	if err != nil {
+		return nil, fmt.Errorf("build release objects: %w", err)
+	}
+	manifests.Lock()
+	if len(manifests.byHash) >= maxManifests {
+		clear(manifests.byHash)
+	}
+	manifests.byHash[key] = infos
+	manifests.Unlock()
+	return infos, nil
 }
 
 // holds reports whether applying expected to existing, with the patch semantics the library
