@@ -81,6 +81,8 @@ var _ = Describe("Idle reconciles", Serial, func() {
 			"the Memcached is read from the cache")
 		Expect(writes.requestsSince(mark)).NotTo(ContainElement(MatchRegexp(`^GET /(api|apis/[^/]+)/v1/namespaces/[^/]+/(deployments|services|serviceaccounts|poddisruptionbudgets)/`)),
 			"the release's objects are compared from the cache")
+		Expect(writes.requestsSince(mark)).NotTo(ContainElement(MatchRegexp(`^GET /api/v1/namespaces/[^/]+/secrets`)),
+			"the release records are read from the cache")
 		Expect(releaseSecrets(ctx, ns, mcKey.Name)).To(ConsistOf("sh.helm.release.v1.idle-memcached.v1"),
 			"an unchanged Memcached must not be upgraded")
 	})

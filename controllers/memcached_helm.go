@@ -79,7 +79,9 @@ func NewHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) (*re
 		workers = *w.MaxConcurrentReconciles
 	}
 
-	configs, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper())
+	// Release records are read from the manager's cache (see actionclient.ReleaseStore).
+	store := actionclient.NewReleaseStore(mgr.GetClient())
+	configs, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), helmclient.StorageDriverMapper(store.DriverFor))
 	if err != nil {
 		return nil, fmt.Errorf("Helm action configuration: %w", err)
 	}

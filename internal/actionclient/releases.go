@@ -1,0 +1,280 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package actionclient
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ReleaseStore serves Helm's release records from the manager's cache of release Secrets (label
+// owner=helm, which the Helm reconciler watches anyway), decoding each record once per
+// resourceVersion. Helm's own Secrets driver LISTs the release's Secrets from the API server
+// and decodes every revision (base64, gunzip, JSON) on every read, which is most of what a
+// periodic reconcile costs once rendering is skipped.
+//
+// Writes go to the API server. Until the cache shows a record as this operator last wrote it,
+// reads of that release go to the API server too: a reconcile never sees its release older than
+// the previous reconcile left it.
+type ReleaseStore struct {
+	cache client.Reader
+
+	mu      sync.Mutex
+	decoded map[types.UID]decodedRelease
+	// written holds, per record Secret, the resourceVersion this operator last wrote ("" for
+	// deleted) until the cache shows it.
+	written map[types.NamespacedName]string
+	secrets kubernetes.Interface
+}
+
+// maxDecoded bounds the memo of decoded records (a few kB each).
+const maxDecoded = 16384
+
+type decodedRelease struct {
+	resourceVersion string
+	rel             *release.Release
+}
+
+// NewReleaseStore reads release Secrets through cache (the manager's client).
+func NewReleaseStore(cache client.Reader) *ReleaseStore {
+	return &ReleaseStore{cache: cache, decoded: map[types.UID]decodedRelease{}, written: map[types.NamespacedName]string{}}
+}
+
+// DriverFor is a helmclient.ObjectToStorageDriverMapper: the storage of one CR's release, whose
+// records it owns (as the library's default Secrets driver sets them).
+func (s *ReleaseStore) DriverFor(_ context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
+	s.mu.Lock()
+	if s.secrets == nil {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("create secrets client for storage: %w", err)
+		}
+		s.secrets = cs
+	}
+	cs := s.secrets
+	s.mu.Unlock()
+	ns := obj.GetNamespace()
+	owner := metav1.NewControllerRef(obj, obj.GetObjectKind().GroupVersionKind())
+	live := helmclient.NewOwnerRefSecretClient(cs.CoreV1().Secrets(ns), []metav1.OwnerReference{*owner}, helmclient.MatchAllSecrets)
+	recorded := recordingSecrets{SecretInterface: live, store: s, namespace: ns}
+	return &storeDriver{Secrets: driver.NewSecrets(recorded), store: s, namespace: ns}, nil
+}
+
+// storeDriver is Helm's Secrets driver with its reads served by the store.
+type storeDriver struct {
+	*driver.Secrets // writes, and reads while the cache lags
+	store           *ReleaseStore
+	namespace       string
+}
+
+const recordPrefix = "sh.helm.release.v1."
+
+// releaseOf is the release name of a record key (sh.helm.release.v1.<name>.v<revision>).
+func releaseOf(key string) string {
+	name := strings.TrimPrefix(key, recordPrefix)
+	if i := strings.LastIndex(name, ".v"); i >= 0 {
+		return name[:i]
+	}
+	return name
+}
+
+func (d *storeDriver) Get(key string) (*release.Release, error) {
+	list, err := d.cached(map[string]string{"owner": "helm", "name": releaseOf(key)})
+	if err != nil || list == nil {
+		return d.Secrets.Get(key)
+	}
+	for i := range list {
+		if list[i].Name == key {
+			return d.store.decode(&list[i])
+		}
+	}
+	return nil, driver.ErrReleaseNotFound
+}
+
+func (d *storeDriver) Query(labels map[string]string) ([]*release.Release, error) {
+	list, err := d.cached(labels)
+	if err != nil || list == nil {
+		return d.Secrets.Query(labels)
+	}
+	if len(list) == 0 {
+		return nil, driver.ErrReleaseNotFound
+	}
+	var out []*release.Release
+	for i := range list {
+		rel, err := d.store.decode(&list[i])
+		if err != nil {
+			continue // as Helm's driver: an undecodable record is skipped
+		}
+		out = append(out, rel)
+	}
+	return out, nil
+}
+
+// cached lists the records with these labels from the cache, or returns nil when the cache has
+// not caught up with this operator's writes of that release (or the labels name no release).
+func (d *storeDriver) cached(labels map[string]string) ([]corev1.Secret, error) {
+	name := labels["name"]
+	if name == "" || labels["owner"] != "helm" {
+		return nil, nil
+	}
+	list := &corev1.SecretList{}
+	if err := d.store.cache.List(context.Background(), list, client.InNamespace(d.namespace), client.MatchingLabels(labels)); err != nil {
+		return nil, err
+	}
+	if !d.store.caughtUp(d.namespace, name, list.Items) {
+		return nil, nil
+	}
+	if list.Items == nil {
+		list.Items = []corev1.Secret{}
+	}
+	return list.Items, nil
+}
+
+// caughtUp reports whether the cached records of a release show every write this operator made
+// to them, and forgets the writes the cache shows.
+func (s *ReleaseStore) caughtUp(namespace, name string, cached []corev1.Secret) bool {
+	prefix := recordPrefix + name + ".v"
+	have := map[string]string{}
+	for _, sec := range cached {
+		have[sec.Name] = sec.ResourceVersion
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok := true
+	for key, rv := range s.written {
+		if key.Namespace != namespace || !strings.HasPrefix(key.Name, prefix) {
+			continue
+		}
+		got, present := have[key.Name]
+		if (rv == "" && !present) || (rv != "" && got == rv) {
+			delete(s.written, key)
+			continue
+		}
+		ok = false
+	}
+	return ok
+}
+
+func (s *ReleaseStore) wrote(namespace, name, resourceVersion string) {
+	s.mu.Lock()
+	s.written[types.NamespacedName{Namespace: namespace, Name: name}] = resourceVersion
+	s.mu.Unlock()
+}
+
+// decode returns the release of a record, decoded once per resourceVersion. Callers get their own
+// Release and Info (Helm changes a release's status in place before writing it back); the chart,
+// values and manifest are shared and never changed.
+func (s *ReleaseStore) decode(sec *corev1.Secret) (*release.Release, error) {
+	s.mu.Lock()
+	d, ok := s.decoded[sec.UID]
+	s.mu.Unlock()
+	if !ok || d.resourceVersion != sec.ResourceVersion {
+		rel, err := decodeRecord(sec.Data["release"])
+		if err != nil {
+			return nil, fmt.Errorf("decode release record %s: %w", sec.Name, err)
+		}
+		d = decodedRelease{resourceVersion: sec.ResourceVersion, rel: rel}
+		s.mu.Lock()
+		if len(s.decoded) >= maxDecoded { // records of deleted releases: start again
+			clear(s.decoded)
+		}
+		s.decoded[sec.UID] = d
+		s.mu.Unlock()
+	}
+	rel := *d.rel
+	if d.rel.Info != nil {
+		info := *d.rel.Info
+		rel.Info = &info
+	}
+	rel.Labels = make(map[string]string, len(sec.Labels))
+	for k, v := range sec.Labels {
+		rel.Labels[k] = v
+	}
+	return &rel, nil
+}
+
+// decodeRecord decodes a release record as Helm's Secrets driver stores it: base64 of (usually
+// gzipped) JSON.
+func decodeRecord(data []byte) (*release.Release, error) {
+	b, err := base64.StdEncoding.DecodeString(string(data))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > 3 && bytes.Equal(b[0:3], []byte{0x1f, 0x8b, 0x08}) {
+		r, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		if b, err = io.ReadAll(r); err != nil {
+			return nil, err
+		}
+	}
+	var rel release.Release
+	return &rel, json.Unmarshal(b, &rel)
+}
+
+// recordingSecrets tells the store which record versions this operator wrote.
+type recordingSecrets struct {
+	corev1client.SecretInterface
+	store     *ReleaseStore
+	namespace string
+}
+
+func (r recordingSecrets) Create(ctx context.Context, s *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error) {
+	out, err := r.SecretInterface.Create(ctx, s, opts)
+	if err == nil {
+		r.store.wrote(r.namespace, out.Name, out.ResourceVersion)
+	}
+	return out, err
+}
+
+func (r recordingSecrets) Update(ctx context.Context, s *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error) {
+	out, err := r.SecretInterface.Update(ctx, s, opts)
+	if err == nil {
+		r.store.wrote(r.namespace, out.Name, out.ResourceVersion)
+	}
+	return out, err
+}
+
+func (r recordingSecrets) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	err := r.SecretInterface.Delete(ctx, name, opts)
+	if err == nil || apierrors.IsNotFound(err) {
+		r.store.wrote(r.namespace, name, "")
+	}
+	return err
+}
