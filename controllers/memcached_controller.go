@@ -123,7 +123,8 @@ func (r *MemcachedReconciler) retireOldPods(ctx context.Context, mc *cachev1.Mem
 	}
 	var old []*corev1.Pod
 	for i := range pods.Items {
-		if p := &pods.Items[i]; metav1.GetControllerOf(p) == nil && p.DeletionTimestamp == nil {
+		// The chart's pods carry part-of; a bare pod someone else labelled alike is not ours.
+		if p := &pods.Items[i]; metav1.GetControllerOf(p) == nil && p.DeletionTimestamp == nil && p.Labels[labelPartOf] == partOf {
 			old = append(old, p)
 		}
 	}

@@ -184,6 +184,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		oldPod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "memcached-sample-old", Namespace: ns, Labels: map[string]string{
 				"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": key.Name, "app.kubernetes.io/component": "cache",
+				"app.kubernetes.io/part-of": "memcached-operator",
 			}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: relatedImage}}},
 		}
