@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,39 +64,29 @@ func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts 
 	return w.SubResourceWriter.Update(ctx, u, opts...)
 }
 
-// mergeHelmStatus is the live status with the library's part replaced by what it wrote.
+// mergeHelmStatus is the live status with the library's part replaced by what it wrote: its
+// deployedRelease and its conditions, followed by the Go side's conditions as they are live (the
+// library wrote back whatever it had read of those).
 func mergeHelmStatus(existing, written map[string]any) map[string]any {
-	out := map[string]any{}
-	for k, v := range existing {
-		out[k] = v
+	out := maps.Clone(existing)
+	if out == nil {
+		out = map[string]any{}
 	}
 	if rel, ok := written["deployedRelease"]; ok {
 		out["deployedRelease"] = rel
 	} else {
 		delete(out, "deployedRelease")
 	}
-	live := map[string]any{}
-	existingConds, _ := existing["conditions"].([]any)
-	for _, c := range existingConds {
-		if t := conditionType(c); goConditions[t] {
-			live[t] = c
-		}
-	}
 	var conds []any
 	writtenConds, _ := written["conditions"].([]any)
 	for _, c := range writtenConds {
-		t := conditionType(c)
-		if goConditions[t] {
-			if l, ok := live[t]; ok {
-				conds = append(conds, l)
-				delete(live, t)
-			}
-			continue
+		if !goConditions[conditionType(c)] {
+			conds = append(conds, c)
 		}
-		conds = append(conds, c)
 	}
-	for _, c := range existingConds { // Go-side conditions the library had not seen yet
-		if _, ok := live[conditionType(c)]; ok {
+	existingConds, _ := existing["conditions"].([]any)
+	for _, c := range existingConds {
+		if goConditions[conditionType(c)] {
 			conds = append(conds, c)
 		}
 	}
