@@ -177,9 +177,13 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		})
 		return c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
 	}
-	last, err := c.conf.Releases.Last(name)
-	if err != nil {
-		return nil, fmt.Errorf("read release %s: %w", name, err)
+	// The library read the release (Get) just before upgrading it.
+	last := c.current
+	if last == nil || last.Name != name {
+		var err error
+		if last, err = c.conf.Releases.Last(name); err != nil {
+			return nil, fmt.Errorf("read release %s: %w", name, err)
+		}
 	}
 	from, to := chartVersion(last.Chart), chartVersion(chrt)
 	if newer(from, to) {
