@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -108,15 +109,6 @@ func writes(byVerb map[string]float64) float64 {
 
 var verbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 
-func has(o options, variant string) bool {
-	for _, v := range o.variants {
-		if v == variant {
-			return true
-		}
-	}
-	return false
-}
-
 func report(o options, machine string, results []result) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -150,7 +142,7 @@ func report(o options, machine string, results []result) string {
 	w("| N | operator | %s | total |\n|---|---|%s---|\n", strings.Join(verbs, " | "), strings.Repeat("---|", len(verbs)))
 	for _, n := range o.sizes {
 		for _, v := range []string{"stock", "this"} {
-			if !has(o, v) {
+			if !slices.Contains(o.variants, v) {
 				continue
 			}
 			var cells []string
@@ -168,7 +160,7 @@ func report(o options, machine string, results []result) string {
 	w("| N | operator | CPU | API requests | writes | reconciles in the window |\n|---|---|---|---|---|---|\n")
 	for _, n := range o.sizes {
 		for _, v := range []string{"stock", "this"} {
-			if !has(o, v) {
+			if !slices.Contains(o.variants, v) {
 				continue
 			}
 			w("| %d | %s | %s | %s | %s | %s |\n", n, v,

@@ -33,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -131,7 +132,7 @@ func (c *actionClient) replaceDeployment(ctx context.Context, desired *appsv1.De
 func (c *actionClient) deleteOrphaning(ctx context.Context, kind string, obj client.Object) error {
 	if obj.GetDeletionTimestamp() == nil {
 		err := c.client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationOrphan),
-			client.Preconditions{UID: ptrTo(obj.GetUID())})
+			client.Preconditions{UID: ptr.To(obj.GetUID())})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete %s %s leaving its dependents: %w", kind, obj.GetName(), err)
 		}
@@ -148,5 +149,3 @@ func (c *actionClient) deleteOrphaning(ctx context.Context, kind string, obj cli
 	}
 	return nil
 }
-
-func ptrTo[T any](v T) *T { return &v }
