@@ -23,6 +23,8 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -33,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/example/memcached-operator/internal/operand"
@@ -40,7 +43,7 @@ import (
 
 // renderChart renders the memcached chart as the operator would install it, on a cluster that
 // serves the given extra API versions.
-func renderChart(t *testing.T, values map[string]any, apiVersions ...string) []*unstructured.Unstructured {
+func renderChart(t testing.TB, values map[string]any, apiVersions ...string) []*unstructured.Unstructured {
 	t.Helper()
 	chrt, err := loader.Load(filepath.Join(repoRoot(), "helm-charts", "memcached"))
 	if err != nil {
@@ -48,7 +51,7 @@ func renderChart(t *testing.T, values map[string]any, apiVersions ...string) []*
 	}
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
-	install.ReleaseName, install.Namespace = "memcached-sample", "default"
+	install.ReleaseName, install.Namespace = "memcached-sample", chartNamespace
 	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
 	install.APIVersions = append(chartutil.VersionSet{}, apiVersions...)
 	rel, err := install.Run(chrt, values)
@@ -68,6 +71,28 @@ func renderChart(t *testing.T, values map[string]any, apiVersions ...string) []*
 	}
 	return objs
 }
+
+const chartNamespace = "default"
+
+// The operator installs releases without Helm's client-side "OpenAPI validation", which on API
+// servers with server-side field validation validates nothing (see actionclient.skipParamCheck).
+// What it would have caught, the API server's strict field validation catches here: every object
+// the chart renders, with every feature on, has no unknown or duplicate field.
+var _ = Describe("The chart's objects", func() {
+	It("pass the API server's strict field validation", func(ctx SpecContext) {
+		objs := renderChart(GinkgoTB(), map[string]any{
+			"replicaCount": 2,
+			"metrics":      map[string]any{"enabled": true},
+			"resources":    map[string]any{"limits": map[string]any{"memory": "128Mi"}},
+		})
+		Expect(objs).NotTo(BeEmpty())
+		for _, o := range objs {
+			o.SetNamespace(chartNamespace) // Helm sets it when it installs
+			// k8sClient sends fieldValidation=Strict, as kubectl does.
+			Expect(k8sClient.Create(ctx, o, client.DryRunAll)).To(Succeed(), "%s %s", o.GetKind(), o.GetName())
+		}
+	})
+})
 
 // Every kind the chart renders, with every feature on, is covered by the operator's ClusterRole
 // with the verbs Helm needs; and the role has no wildcard.

@@ -168,14 +168,7 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 			cur.Info.Status == release.StatusDeployed && sameInputs(cur, chrt, vals) {
 			return cur, nil
 		}
-		// The library renders the chart this way on every reconcile. Client-side OpenAPI
-		// validation fetches and parses the API server's OpenAPI documents each time (most of
-		// an idle reconcile's CPU); a dry run creates nothing, and real upgrades still validate.
-		opts = append(opts, func(u *action.Upgrade) error {
-			u.DisableOpenAPIValidation = true
-			return nil
-		})
-		return c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+		return c.ActionInterface.Upgrade(name, namespace, chrt, vals, append(opts, skipParamCheck)...)
 	}
 	// The library read the release (Get) just before upgrading it.
 	last := c.current
@@ -198,7 +191,7 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "UpgradeFailed", "Upgrade of release %s to chart %s: %v", name, to, err)
 		return nil, err
 	}
-	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, append(opts, skipParamCheck)...)
 	if err != nil {
 		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "UpgradeFailed",
 			"Upgrade of release %s to chart %s failed; the release is left failed, not rolled back, and the same upgrade is retried after %s or at once when the resource changes: %v",
@@ -209,6 +202,26 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		c.recorder.Eventf(c.owner, corev1.EventTypeNormal, "ChartUpgraded", "Release %s moved from chart %s to %s (revision %d)", name, from, to, rel.Version)
 	}
 	return rel, nil
+}
+
+// Install installs a release (see skipParamCheck).
+func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]any, opts ...helmclient.InstallOption) (*release.Release, error) {
+	return c.ActionInterface.Install(name, namespace, chrt, vals, append(opts, func(i *action.Install) error {
+		i.DisableOpenAPIValidation = true
+		return nil
+	})...)
+}
+
+// skipParamCheck turns off what Helm calls OpenAPI validation. On every API server this operator
+// supports (1.27+ serves the fieldValidation parameter) that validation validates nothing: kubectl's
+// validator asks the server's OpenAPI v3 document whether it supports fieldValidation and, since it
+// does, leaves validation to the server, to which Helm does not send the parameter. The question
+// alone costs a fetch and parse of the OpenAPI document per install, upgrade and render, most of an
+// install's CPU. The API server still rejects invalid objects, and the chart's rendered objects
+// are checked with strict field validation in the tests.
+func skipParamCheck(u *action.Upgrade) error {
+	u.DisableOpenAPIValidation = true
+	return nil
 }
 
 func isDryRun(conf *action.Configuration, opts []helmclient.UpgradeOption) bool {
