@@ -21,6 +21,7 @@ import (
 	"maps"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -51,17 +52,20 @@ func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts 
 	if !ok {
 		return w.SubResourceWriter.Update(ctx, obj, opts...)
 	}
-	current := &unstructured.Unstructured{}
-	current.SetGroupVersionKind(u.GroupVersionKind())
-	if err := w.live.Get(ctx, client.ObjectKeyFromObject(u), current); err != nil {
-		return err
-	}
 	written, _ := u.Object["status"].(map[string]any)
-	existing, _ := current.Object["status"].(map[string]any)
-	u.Object["status"] = mergeHelmStatus(existing, written)
-	// The library read u before its reconcile; the status it merges into is the current one.
-	u.SetResourceVersion(current.GetResourceVersion())
-	return w.SubResourceWriter.Update(ctx, u, opts...)
+	// The library read u before its reconcile; the status it merges into is the current one. The
+	// Go side may write in between: merge again into what it wrote.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current := &unstructured.Unstructured{}
+		current.SetGroupVersionKind(u.GroupVersionKind())
+		if err := w.live.Get(ctx, client.ObjectKeyFromObject(u), current); err != nil {
+			return err
+		}
+		existing, _ := current.Object["status"].(map[string]any)
+		u.Object["status"] = mergeHelmStatus(existing, written)
+		u.SetResourceVersion(current.GetResourceVersion())
+		return w.SubResourceWriter.Update(ctx, u, opts...)
+	})
 }
 
 // mergeHelmStatus is the live status with the library's part replaced by what it wrote: its

@@ -30,6 +30,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -71,6 +72,10 @@ type MemcachedReconciler struct {
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 
+// helmFinalizer is the finalizer the Helm reconciler puts on each CR it has taken on (the
+// library's, unexported).
+const helmFinalizer = "uninstall-helm-release"
+
 // Reconcile migrates the spec if needed, retires old pods, then writes the status only when it changed.
 func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1.Memcached{}
@@ -91,6 +96,11 @@ func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	deploy, err := r.deploymentOf(ctx, mc)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if deploy == nil && !controllerutil.ContainsFinalizer(mc, helmFinalizer) {
+		// A new CR: the Helm side first adds its finalizer with an update that a status write
+		// now would make conflict. The Deployment it installs brings us back.
+		return ctrl.Result{}, nil
 	}
 	retiring, requeue, err := r.retireOldPods(ctx, mc, deploy)
 	if err != nil {

@@ -18,14 +18,15 @@ package controllers
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/annotation"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	"github.com/operator-framework/helm-operator-plugins/pkg/values"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"github.com/operator-framework/operator-lib/proxy"
+	"helm.sh/helm/v3/pkg/chartutil"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,13 +58,14 @@ type HelmOptions struct {
 	MaxReleaseHistory int
 }
 
-// NewHelmReconciler builds the reconciler of one watch with the options of the Operator SDK hybrid
-// tutorial (override values, reconcile period, concurrency, install/upgrade/uninstall annotations,
-// dependent watches) plus this operator's values translation.
-func NewHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) (*reconciler.Reconciler, error) {
+// SetupHelmReconciler builds the reconciler of one watch with the options of the Operator SDK
+// hybrid tutorial (override values, reconcile period, concurrency, install/upgrade/uninstall
+// annotations, dependent watches) plus this operator's values translation, and registers it with
+// the manager (see setupHelmController).
+func SetupHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) error {
 	img, overridden, err := operand.DefaultImage(w.Chart)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var defaultImage *operand.Image
 	if overridden {
@@ -83,14 +85,14 @@ func NewHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) (*re
 	store := actionclient.NewReleaseStore(mgr.GetClient())
 	configs, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), helmclient.StorageDriverMapper(store.DriverFor))
 	if err != nil {
-		return nil, fmt.Errorf("Helm action configuration: %w", err)
+		return fmt.Errorf("Helm action configuration: %w", err)
 	}
 
-	recorder := mgr.GetEventRecorderFor(strings.ToLower(w.Kind) + "-controller")
+	recorder := mgr.GetEventRecorderFor(helmControllerName(w.GroupVersionKind))
 	// Uncached: upgrades read the ReplicaSets they replace, which nothing else watches.
 	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ropts := []reconciler.Option{
 		reconciler.WithClient(sharedStatusClient{Client: mgr.GetClient(), live: mgr.GetAPIReader()}),
@@ -98,28 +100,44 @@ func NewHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) (*re
 		// immutable fields changed, and a rollback of an upgrade that keeps failing loops. The
 		// wrapper backs off instead and keeps the failed release for inspection.
 		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, actionclient.Clients{Live: direct, Cached: mgr.GetClient()}, recorder, helmclient.WithFailureRollbacks(false))),
+		reconciler.WithEventRecorder(recorder),
 		reconciler.WithChart(*w.Chart),
 		reconciler.WithGroupVersionKind(w.GroupVersionKind),
 		reconciler.WithOverrideValues(w.OverrideValues),
 		reconciler.WithValueTranslator(ValuesTranslator(defaultImage, ProxyValues(proxy.ReadProxyVarsFromEnv()), recorder)),
-		reconciler.SkipDependentWatches(w.WatchDependentResources != nil && !*w.WatchDependentResources),
+		reconciler.WithValueMapper(values.MapperFunc(func(v chartutil.Values) chartutil.Values { return v })),
+		// setupHelmController watches the release's objects itself (dependentWatches).
+		reconciler.SkipDependentWatches(true),
 		// The typed api/v1 Memcached is in the scheme for the Go side; the Helm side works on
 		// unstructured objects of the same kind.
 		reconciler.SkipPrimaryGVKSchemeRegistration(true),
 		reconciler.WithMaxConcurrentReconciles(workers),
 		reconciler.WithReconcilePeriod(period),
 		reconciler.WithMaxReleaseHistory(opts.MaxReleaseHistory),
+		reconciler.WithWaitForDeletionTimeout(waitForDeletionTimeout),
 		reconciler.WithInstallAnnotations(annotation.DefaultInstallAnnotations...),
 		reconciler.WithUpgradeAnnotations(annotation.DefaultUpgradeAnnotations...),
 		reconciler.WithUninstallAnnotations(annotation.DefaultUninstallAnnotations...),
 		reconciler.WithLog(ctrl.Log.WithName("controllers").WithName(w.Kind)),
+	}
+	var dependents *dependentWatches
+	if w.WatchDependentResources == nil || *w.WatchDependentResources {
+		dependents = &dependentWatches{}
+		ropts = append(ropts, reconciler.WithPostHook(dependents))
 	}
 	if w.Selector != nil {
 		ropts = append(ropts, reconciler.WithSelector(*w.Selector))
 	}
 	r, err := reconciler.New(ropts...)
 	if err != nil {
-		return nil, fmt.Errorf("build Helm reconciler for %s: %w", w.GroupVersionKind, err)
+		return fmt.Errorf("build Helm reconciler for %s: %w", w.GroupVersionKind, err)
 	}
-	return r, nil
+	if err := setupHelmController(mgr, r, w.GroupVersionKind, workers, w.Selector, dependents); err != nil {
+		return fmt.Errorf("set up Helm reconciler for %s: %w", w.GroupVersionKind, err)
+	}
+	return nil
 }
+
+// waitForDeletionTimeout is how long an uninstall waits for the CR to be gone (the library's
+// default, which its own set-up would apply).
+const waitForDeletionTimeout = 30 * time.Second

@@ -54,12 +54,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	var memcachedWatch *watches.Watch
 	for i, w := range ws {
-		r, err := NewHelmReconciler(mgr, w, cfg.Helm)
-		if err != nil {
+		if err := SetupHelmReconciler(mgr, w, cfg.Helm); err != nil {
 			return err
-		}
-		if err := r.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("set up Helm reconciler for %s: %w", w.GroupVersionKind, err)
 		}
 		if w.GroupVersionKind == cachev1.GroupVersion.WithKind("Memcached") {
 			memcachedWatch = &ws[i]

@@ -1,0 +1,190 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	sdkhandler "github.com/operator-framework/operator-lib/handler"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	"sigs.k8s.io/yaml"
+)
+
+// setupHelmController registers a Helm reconciler with the manager. It does what the library's
+// Reconciler.SetupWithManager does, except that every watch has a predicate, so a reconcile is
+// caused by a change someone else made and never by the operator's own writes (the library's
+// watches take no predicates; an upstream option for them would remove this file):
+//   - the CR: a change of its spec (generation), labels or annotations, or its deletion; not the
+//     finalizer and status that reconciles write;
+//   - the release records (Secrets the CR owns): their deletion; the operator writes them;
+//   - the release's objects (see dependentWatches): not their creation, their status, or what
+//     Kubernetes controllers record in them.
+//
+// The periodic reconcile (RequeueAfter) re-checks everything else.
+func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, gvk schema.GroupVersionKind, workers int, selector *metav1.LabelSelector, dependents *dependentWatches) error {
+	c, err := controller.New(helmControllerName(gvk), mgr, controller.Options{Reconciler: r, MaxConcurrentReconciles: workers})
+	if err != nil {
+		return err
+	}
+	primary := &unstructured.Unstructured{}
+	primary.SetGroupVersionKind(gvk)
+
+	var selected []predicate.Predicate
+	if selector != nil {
+		p, err := predicate.LabelSelectorPredicate(*selector)
+		if err != nil {
+			return fmt.Errorf("watch selector: %w", err)
+		}
+		selected = append(selected, p)
+	}
+	changedByUser := predicate.Or[client.Object](
+		predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+		}})
+	if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(primary),
+		&sdkhandler.InstrumentedEnqueueRequestForObject[client.Object]{},
+		append(selected, changedByUser)...)); err != nil {
+		return err
+	}
+
+	deletedOnly := predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(&corev1.Secret{}),
+		handler.TypedEnqueueRequestForOwner[client.Object](mgr.GetScheme(), mgr.GetRESTMapper(), primary, handler.OnlyControllerOwner()),
+		append(selected, deletedOnly)...)); err != nil {
+		return err
+	}
+
+	if dependents != nil {
+		dependents.start(c, mgr, primary)
+	}
+	ctrl.Log.WithName("setup").Info("watching resource", "group", gvk.Group, "version", gvk.Version, "kind", gvk.Kind)
+	return nil
+}
+
+// helmControllerName is the library's name for the controller of a kind, which its metrics carry.
+func helmControllerName(gvk schema.GroupVersionKind) string {
+	return strings.ToLower(gvk.Kind) + "-controller"
+}
+
+// dependentWatches is a post-release hook that watches every kind a release contains, as the
+// library's own hook does, and reconciles the release's CR when one of its objects is deleted or
+// changed by someone other than the Kubernetes controllers that run it.
+type dependentWatches struct {
+	mu       sync.Mutex
+	ctrl     controller.Controller
+	mgr      ctrl.Manager
+	owner    *unstructured.Unstructured
+	watching map[schema.GroupVersionKind]bool
+}
+
+func (d *dependentWatches) start(c controller.Controller, mgr ctrl.Manager, owner *unstructured.Unstructured) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ctrl, d.mgr, d.owner, d.watching = c, mgr, owner, map[schema.GroupVersionKind]bool{}
+}
+
+// Exec starts a watch for each kind of the release not yet watched. An object whose controller
+// owner is the CR (the library's post-renderer sets that where Kubernetes allows it) is mapped
+// back by its owner reference, any other by the annotations the post-renderer sets instead.
+func (d *dependentWatches) Exec(owner *unstructured.Unstructured, rel release.Release, log logr.Logger) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, manifest := range releaseutil.SplitManifests(rel.Manifest) {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
+			return err
+		}
+		gvk := obj.GroupVersionKind()
+		if gvk.Empty() || d.watching[gvk] {
+			continue
+		}
+		var h handler.TypedEventHandler[client.Object, ctrl.Request] = &sdkhandler.EnqueueRequestForAnnotation[client.Object]{Type: owner.GroupVersionKind().GroupKind()}
+		if ref := metav1.GetControllerOf(obj); ref != nil && ref.UID == owner.GetUID() {
+			h = handler.TypedEnqueueRequestForOwner[client.Object](d.mgr.GetScheme(), d.mgr.GetRESTMapper(), d.owner, handler.OnlyControllerOwner())
+		}
+		watched := &unstructured.Unstructured{}
+		watched.SetGroupVersionKind(gvk)
+		if err := d.ctrl.Watch(source.Kind(d.mgr.GetCache(), client.Object(watched), h, changedByOthers)); err != nil {
+			return err
+		}
+		d.watching[gvk] = true
+		log.V(1).Info("watching dependent resource", "apiVersion", gvk.GroupVersion(), "kind", gvk.Kind)
+	}
+	return nil
+}
+
+// controllerAnnotations are annotations that Kubernetes controllers write into objects they run.
+var controllerAnnotations = []string{"deployment.kubernetes.io/revision"}
+
+// changedByOthers passes a release object's deletion and any update other than to its status,
+// its bookkeeping metadata and controllerAnnotations. Its creation is the release's own doing.
+var changedByOthers = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, ok1 := e.ObjectOld.(*unstructured.Unstructured)
+		updated, ok2 := e.ObjectNew.(*unstructured.Unstructured)
+		return !ok1 || !ok2 || !reflect.DeepEqual(specified(old), specified(updated))
+	},
+}
+
+// specified is an object without what others than its author write into it (a shallow copy).
+func specified(u *unstructured.Unstructured) map[string]any {
+	out := maps.Clone(u.Object)
+	delete(out, "status")
+	if md, ok := out["metadata"].(map[string]any); ok {
+		md = maps.Clone(md)
+		delete(md, "resourceVersion")
+		delete(md, "managedFields")
+		delete(md, "generation") // a Deployment's also counts annotation changes: the spec is compared itself
+		if annotations, ok := md["annotations"].(map[string]any); ok {
+			annotations = maps.Clone(annotations)
+			for _, a := range controllerAnnotations {
+				delete(annotations, a)
+			}
+			md["annotations"] = annotations
+			if len(annotations) == 0 {
+				delete(md, "annotations")
+			}
+		}
+		out["metadata"] = md
+	}
+	return out
+}
