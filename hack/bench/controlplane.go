@@ -69,7 +69,9 @@ func startControlPlane(o options) (*controlPlane, error) {
 	cp.env.ControlPlane.GetAPIServer().Configure().
 		Set("audit-log-path", cp.audit).
 		Set("audit-policy-file", policy).
-		Set("audit-log-maxsize", "0")
+		Set("audit-log-maxsize", "0").
+		// Every release has a Service: envtest's default /24 runs out of addresses below N=300.
+		Set("service-cluster-ip-range", "10.0.0.0/16")
 	if cp.admin, err = cp.env.Start(); err != nil {
 		return nil, fmt.Errorf("start etcd and kube-apiserver: %w", err)
 	}

@@ -48,7 +48,7 @@ type options struct {
 	kubeVersion                      string
 	sizes                            []int
 	reps, workers                    int
-	idle                             time.Duration
+	idle, convergeProfile            time.Duration
 	variants                         []string
 }
 
@@ -66,6 +66,7 @@ func main() {
 	flag.IntVar(&o.reps, "reps", 3, "repetitions of each measurement")
 	flag.IntVar(&o.workers, "workers", 8, "reconcile workers of both operators")
 	flag.DurationVar(&o.idle, "idle", 75*time.Second, "idle window (longer than the 1m reconcile period)")
+	flag.DurationVar(&o.convergeProfile, "converge-profile", 10*time.Second, "CPU profile window from the first create (shorter than the idle settling of 12s)")
 	flag.StringVar(&variants, "variants", "raw,stock,this", "what to measure: raw (create limit), stock (helm-operator), this (this operator)")
 	flag.Parse()
 	for _, s := range strings.Split(sizes, ",") {

@@ -96,6 +96,11 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 		return r, err
 	}
 	mark0 := cp.mark()
+	// A CPU profile of the start of convergence explains where an install's CPU goes.
+	convergeProfiled := make(chan error, 1)
+	go func() {
+		convergeProfiled <- op.profileCPU(o.convergeProfile, filepath.Join(o.out, fmt.Sprintf("converge-cpu-%s-n%d.pprof", variant, n)))
+	}()
 	start := time.Now()
 	err = parallel(n, func(i int) error {
 		cr := &unstructured.Unstructured{Object: map[string]any{
@@ -130,6 +135,9 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 
 	// Idle: nothing changes; every CR is reconciled once per reconcile period.
 	time.Sleep(10 * time.Second) // let follow-up reconciles of the convergence finish
+	if err := <-convergeProfiled; err != nil {
+		return r, err
+	}
 	idle0, err := op.scrape()
 	if err != nil {
 		return r, err
