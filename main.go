@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -67,7 +68,7 @@ func main() {
 	flag.StringVar(&o.lockName, "leader-election-id", "memcached-operator-lock", "Name of the leader lock ConfigMap in the operator's namespace.")
 	flag.StringVar(&o.controllers.WatchesFile, "watches-file", "watches.yaml", "Path of the Helm watches file.")
 	flag.DurationVar(&o.controllers.Helm.ReconcilePeriod, "reconcile-period", time.Minute, "How often each Helm release is re-checked for drift.")
-	flag.IntVar(&o.controllers.Helm.MaxConcurrentReconciles, "max-concurrent-reconciles", runtime.NumCPU(), "Workers per Helm-driven kind.")
+	flag.IntVar(&o.controllers.Helm.MaxConcurrentReconciles, "max-concurrent-reconciles", runtime.NumCPU(), "Workers per controller: each Helm-driven kind, the Go side of Memcached, MemcachedBackup.")
 	flag.IntVar(&o.controllers.Helm.MaxReleaseHistory, "max-release-history", 10, "Helm release revisions kept per Memcached.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -113,6 +114,8 @@ func run(ctx context.Context, o options) error {
 		PprofBindAddress:       o.pprofAddr,
 		Cache:                  controllers.CacheOptions(os.Getenv(watchNamespaceEnv)),
 		Client:                 controllers.ClientOptions(),
+		// The Go side of Memcached writes the status of as many CRs as the Helm side installs.
+		Controller: config.Controller{MaxConcurrentReconciles: o.controllers.Helm.MaxConcurrentReconciles},
 		// Leader for life (operator-lib) is used instead of controller-runtime's lease election.
 		LeaderElection: false,
 	})
