@@ -23,7 +23,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -136,16 +139,16 @@ func (cp *controlPlane) mark() auditMark {
 }
 
 // requests counts the operator's requests by verb between two marks.
-func (cp *controlPlane) requests(from, to auditMark) (map[string]int, error) {
+func (cp *controlPlane) requests(from, to auditMark) (byVerb, byEndpoint map[string]int, err error) {
 	f, err := os.Open(cp.audit)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	if _, err := f.Seek(int64(from), 0); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	counts := map[string]int{}
+	byVerb, byEndpoint = map[string]int{}, map[string]int{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	read := int64(from)
@@ -158,11 +161,47 @@ func (cp *controlPlane) requests(from, to auditMark) (map[string]int, error) {
 			User  struct {
 				Username string `json:"username"`
 			} `json:"user"`
+			ObjectRef struct {
+				Resource    string `json:"resource"`
+				Subresource string `json:"subresource"`
+			} `json:"objectRef"`
 		}
 		if json.Unmarshal(line, &ev) != nil || ev.User.Username != operatorUser || ev.Stage != "ResponseComplete" {
 			continue
 		}
-		counts[ev.Verb]++
+		byVerb[ev.Verb]++
+		byEndpoint[strings.TrimSuffix(ev.Verb+" "+ev.ObjectRef.Resource+"/"+ev.ObjectRef.Subresource, "/")]++
 	}
-	return counts, sc.Err()
+	return byVerb, byEndpoint, sc.Err()
+}
+
+// cpu is the CPU time etcd, kube-apiserver and kube-controller-manager have used (one control
+// plane runs at a time).
+func (cp *controlPlane) cpu(o options) (time.Duration, error) {
+	binaries := map[string]bool{}
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		abs, err := filepath.Abs(filepath.Join(o.kubeBin, b))
+		if err != nil {
+			return 0, err
+		}
+		binaries[abs] = true
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || !binaries[exe] {
+			continue
+		}
+		if c, err := processCPU(pid); err == nil {
+			total += c
+		}
+	}
+	return total, nil
 }

@@ -114,8 +114,11 @@ type result struct {
 	idleRequests     map[string]float64
 	idleReconciles   float64
 	convergeCPU      time.Duration
-	idleCPUPerRecon  time.Duration
-	rss, peakRSS     int64 // bytes, at idle
+	// controlPlaneCPU is what etcd, kube-apiserver and kube-controller-manager used while
+	// converging: the work the operator's requests cost the API server.
+	controlPlaneCPU time.Duration
+	idleCPUPerRecon time.Duration
+	rss, peakRSS    int64 // bytes, at idle
 }
 
 func run(ctx context.Context, o options) ([]result, error) {

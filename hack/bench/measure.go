@@ -72,7 +72,15 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 		return r, err
 	}
 	if variant == "raw" {
-		r.converge, err = rawCreate(ctx, o, cp.admin, n)
+		cp0, err := cp.cpu(o)
+		if err != nil {
+			return r, err
+		}
+		if r.converge, err = rawCreate(ctx, o, cp.admin, n); err != nil {
+			return r, err
+		}
+		cp1, err := cp.cpu(o)
+		r.controlPlaneCPU = cp1 - cp0
 		return r, err
 	}
 
@@ -92,6 +100,10 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 		return r, err
 	}
 	cpu0, err := op.cpu()
+	if err != nil {
+		return r, err
+	}
+	cp0, err := cp.cpu(o)
 	if err != nil {
 		return r, err
 	}
@@ -127,13 +139,25 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 		return r, err
 	}
 	r.convergeCPU = cpu1 - cpu0
-	r.p50, r.p99 = quantile(0.5, before, after), quantile(0.99, before, after)
-	time.Sleep(2 * time.Second) // requests in flight reach the audit log
-	if r.convergeRequests, err = cp.requests(mark0, cp.mark()); err != nil {
+	cp1, err := cp.cpu(o)
+	if err != nil {
 		return r, err
 	}
+	r.controlPlaneCPU = cp1 - cp0
+	r.p50, r.p99 = quantile(0.5, before, after), quantile(0.99, before, after)
+	time.Sleep(2 * time.Second) // requests in flight reach the audit log
+	var convergeEndpoints map[string]int
+	if r.convergeRequests, convergeEndpoints, err = cp.requests(mark0, cp.mark()); err != nil {
+		return r, err
+	}
+	progress("  requests while converging: %v", convergeEndpoints)
 
-	// Idle: nothing changes; every CR is reconciled once per reconcile period.
+	// Idle: nothing changes; every CR is reconciled once per reconcile period. Until
+	// kube-controller-manager (20 requests/s by default) has created every Deployment's
+	// ReplicaSet and pod, the Deployments' status changes, and the operator rightly reports that.
+	if err := waitRolledOut(ctx, kc, n); err != nil {
+		return r, err
+	}
 	time.Sleep(10 * time.Second) // let follow-up reconciles of the convergence finish
 	if err := <-convergeProfiled; err != nil {
 		return r, err
@@ -162,10 +186,11 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 		return r, err
 	}
 	cpuIdle1, _ := op.cpu()
-	idleRequests, err := cp.requests(markIdle0, cp.mark())
+	idleRequests, idleEndpoints, err := cp.requests(markIdle0, cp.mark())
 	if err != nil {
 		return r, err
 	}
+	progress("  requests while idle: %v", idleEndpoints)
 	r.idleReconciles = idle1.reconciles - idle0.reconciles
 	if r.idleReconciles > 0 {
 		r.idleCPUPerRecon = time.Duration(float64(cpuIdle1-cpuIdle0) / r.idleReconciles)
@@ -174,8 +199,38 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 			r.idleRequests[verb] = float64(c) / r.idleReconciles
 		}
 	}
+	if err := op.profileHeap(filepath.Join(o.out, fmt.Sprintf("idle-heap-%s-n%d.pprof", variant, n))); err != nil {
+		return r, err
+	}
 	r.rss, r.peakRSS, err = op.memory()
 	return r, err
+}
+
+// waitRolledOut waits until kube-controller-manager has taken n Deployments as far as it can
+// without a kubelet: the current generation observed and every pod created.
+func waitRolledOut(ctx context.Context, kc kubernetes.Interface, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, convergeTimeout)
+	defer cancel()
+	for {
+		list, err := kc.AppsV1().Deployments(benchNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		done := 0
+		for _, d := range list.Items {
+			if d.Status.ObservedGeneration >= d.Generation && d.Spec.Replicas != nil && d.Status.Replicas == *d.Spec.Replicas {
+				done++
+			}
+		}
+		if done >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d Deployments rolled out: %w", done, n, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // parallel runs f(0..n-1) on `creators` goroutines and returns the first error.

@@ -120,13 +120,17 @@ func (p *operatorProcess) profileCPU(d time.Duration, path string) error {
 	if p.pprof == "" {
 		return nil
 	}
-	resp, err := http.Get(fmt.Sprintf("%s/profile?seconds=%d", p.pprof, int(d.Seconds())))
+	return download(fmt.Sprintf("%s/profile?seconds=%d", p.pprof, int(d.Seconds())), path)
+}
+
+func download(url, path string) error {
+	resp, err := http.Get(url)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("CPU profile: %s", resp.Status)
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -147,8 +151,11 @@ func freePort() (int, error) {
 }
 
 // cpu is the process's user+system CPU time.
-func (p *operatorProcess) cpu() (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+func (p *operatorProcess) cpu() (time.Duration, error) { return processCPU(p.cmd.Process.Pid) }
+
+// processCPU is the CPU time (user and system) a process has used.
+func processCPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -158,6 +165,14 @@ func (p *operatorProcess) cpu() (time.Duration, error) {
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	const ticksPerSecond = 100 // USER_HZ on Linux
 	return time.Duration(utime+stime) * time.Second / ticksPerSecond, nil
+}
+
+// profileHeap writes a heap profile to path (when the operator serves pprof).
+func (p *operatorProcess) profileHeap(path string) error {
+	if p.pprof == "" {
+		return nil
+	}
+	return download(p.pprof+"/heap?gc=1", path)
 }
 
 // memory is the process's resident set size and its peak, in bytes.

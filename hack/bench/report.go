@@ -86,7 +86,9 @@ func ratio(results []result, a, b string, n int, f func(result) float64) []float
 	return xs
 }
 
-func seconds(r result) float64 { return r.converge.Seconds() }
+func seconds(r result) float64         { return r.converge.Seconds() }
+func operatorCPU(r result) float64     { return r.convergeCPU.Seconds() }
+func controlPlaneCPU(r result) float64 { return r.controlPlaneCPU.Seconds() }
 func idleCPUms(r result) float64 {
 	return float64(r.idleCPUPerRecon) / float64(time.Millisecond)
 }
@@ -104,7 +106,21 @@ func idleRequestsTotal(r result) float64 {
 }
 
 func writes(byVerb map[string]float64) float64 {
-	return byVerb["create"] + byVerb["update"] + byVerb["patch"] + byVerb["delete"] + byVerb["deletecollection"]
+	var n float64
+	for verb, c := range byVerb {
+		if isWrite(verb) {
+			n += c
+		}
+	}
+	return n
+}
+
+func isWrite(verb string) bool {
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
 }
 
 var verbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
@@ -136,6 +152,16 @@ func report(o options, machine string, results []result) string {
 		w("| %d | %s | %s | %s | %s |\n", n,
 			summarize(pick(results, "stock", n, p50ms)).format(" ms", 0), summarize(pick(results, "stock", n, p99ms)).format(" ms", 0),
 			summarize(pick(results, "this", n, p50ms)).format(" ms", 0), summarize(pick(results, "this", n, p99ms)).format(" ms", 0))
+	}
+
+	w("\n## CPU while converging\n\n")
+	w("The control plane is etcd, kube-apiserver and kube-controller-manager; the raw-create limit's client is not counted. All share the same cores.\n\n")
+	w("| N | raw: control plane | stock: operator | stock: control plane | this: operator | this: control plane |\n|---|---|---|---|---|---|\n")
+	for _, n := range o.sizes {
+		w("| %d | %s | %s | %s | %s | %s |\n", n,
+			summarize(pick(results, "raw", n, controlPlaneCPU)).format(" s", 1),
+			summarize(pick(results, "stock", n, operatorCPU)).format(" s", 1), summarize(pick(results, "stock", n, controlPlaneCPU)).format(" s", 1),
+			summarize(pick(results, "this", n, operatorCPU)).format(" s", 1), summarize(pick(results, "this", n, controlPlaneCPU)).format(" s", 1))
 	}
 
 	w("\n## The operator's API requests while converging, per CR (median)\n\n")
