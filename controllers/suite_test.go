@@ -32,6 +32,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,6 +49,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
+	"github.com/example/memcached-operator/internal/actionclient"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -99,6 +101,7 @@ var _ = BeforeSuite(func() {
 
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(cachev1.AddToScheme(scheme)).To(Succeed())
+	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme, FieldValidation: "Strict"})
 	Expect(err).NotTo(HaveOccurred())
 
@@ -122,6 +125,7 @@ var _ = BeforeSuite(func() {
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())
 	controllers.RetireDelay = 2 * time.Second
+	actionclient.CapabilitiesTTL = 5 * time.Second // the capabilities test waits for a refresh
 	Expect(controllers.Setup(ctx, mgr, controllers.Config{
 		WatchesFile: "watches.yaml",
 		Helm:        controllers.HelmOptions{ReconcilePeriod: reconcilePeriod, MaxConcurrentReconciles: 2, MaxReleaseHistory: 10},

@@ -27,6 +27,9 @@ limitations under the License.
 //     failure off (WithFailureRollbacks(false)): a forced rollback recreates objects whose
 //     immutable fields changed, and rollbacks of a failing upgrade loop;
 //   - a release made by a newer chart than the operator's is left alone (no downgrade);
+//   - the cluster's capabilities are read once per CapabilitiesTTL for all releases, not for each
+//     action, and a render is skipped only when the release was rendered under the current ones
+//     (capabilities.go);
 //   - each case records an Event on the CR.
 //
 // The library reconciles a release by patching each of its objects with a strategic merge patch
@@ -61,6 +64,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/tools/record"
@@ -80,10 +84,19 @@ type Clients struct {
 // NewGetter returns an ActionClientGetter whose clients add the behaviour this package describes,
 // recording an Event on the CR for each case. opts are the library's own client options.
 func NewGetter(configs helmclient.ActionConfigGetter, clients Clients, recorder record.EventRecorder, opts ...helmclient.ActionClientGetterOption) helmclient.ActionClientGetter {
+	caps := newCapabilities()
 	return helmclient.ActionClientGetterFunc(func(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
 		conf, err := configs.ActionConfigFor(ctx, obj)
 		if err != nil {
 			return nil, err
+		}
+		capsNow, generation, err := caps.get(conf.RESTClientGetter)
+		if err != nil {
+			return nil, err
+		}
+		conf.Capabilities = capsNow
+		if kc, ok := conf.KubeClient.(*kube.Client); ok {
+			conf.KubeClient = reachableClient{Client: kc, caps: caps}
 		}
 		// One action configuration serves both the library's client and the in-sync check.
 		getter, err := helmclient.NewActionClientGetter(fixedConfig{conf}, opts...)
@@ -94,7 +107,8 @@ func NewGetter(configs helmclient.ActionConfigGetter, clients Clients, recorder 
 		if err != nil {
 			return nil, err
 		}
-		return &actionClient{ActionInterface: ac, conf: conf, client: clients.Live, cached: clients.Cached, owner: obj, recorder: recorder}, nil
+		return &actionClient{ActionInterface: ac, conf: conf, caps: caps, generation: generation,
+			client: clients.Live, cached: clients.Cached, owner: obj, recorder: recorder}, nil
 	})
 }
 
@@ -106,9 +120,12 @@ func (f fixedConfig) ActionConfigFor(context.Context, client.Object) (*action.Co
 
 type actionClient struct {
 	helmclient.ActionInterface
-	conf   *action.Configuration
-	client client.Client
-	cached client.Reader
+	conf *action.Configuration
+	// caps are the capabilities the action renders with, of this generation.
+	caps       *capabilities
+	generation int
+	client     client.Client
+	cached     client.Reader
 	// current is the release Get last returned: the reconcile's next step (a dry-run upgrade)
 	// compares against it.
 	current  *release.Release
@@ -160,15 +177,22 @@ var (
 // Upgrade upgrades a release: dry runs (the library renders the chart this way on every
 // reconcile) pass through; a real upgrade is checked, prepared and reported first.
 func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals map[string]any, opts ...helmclient.UpgradeOption) (*release.Release, error) {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
 	if isDryRun(c.conf, opts) {
 		// Nothing to render when the deployed release was made from this chart version and
-		// these values: its manifest is what the chart renders for them. This is every
-		// periodic reconcile of an unchanged CR.
+		// these values, and the chart was rendered for it under the current capabilities: its
+		// manifest is what the chart renders. This is every periodic reconcile of an unchanged
+		// CR in an unchanged cluster.
 		if cur := c.current; cur != nil && cur.Name == name && cur.Info != nil &&
-			cur.Info.Status == release.StatusDeployed && sameInputs(cur, chrt, vals) {
+			cur.Info.Status == release.StatusDeployed && sameInputs(cur, chrt, vals) &&
+			c.caps.renderedAt(key) == c.generation {
 			return cur, nil
 		}
-		return c.ActionInterface.Upgrade(name, namespace, chrt, vals, append(opts, skipParamCheck)...)
+		rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, append(opts, skipParamCheck)...)
+		if err == nil {
+			c.caps.renderedUnder(key, c.generation) // the library upgrades next if it differs
+		}
+		return rel, err
 	}
 	// The library read the release (Get) just before upgrading it.
 	last := c.current
@@ -198,6 +222,7 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 			name, to, FailedRetryBase, err)
 		return nil, err
 	}
+	c.caps.renderedUnder(key, c.generation)
 	if from != to {
 		c.recorder.Eventf(c.owner, corev1.EventTypeNormal, "ChartUpgraded", "Release %s moved from chart %s to %s (revision %d)", name, from, to, rel.Version)
 	}
@@ -206,10 +231,23 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 
 // Install installs a release (see skipParamCheck).
 func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]any, opts ...helmclient.InstallOption) (*release.Release, error) {
-	return c.ActionInterface.Install(name, namespace, chrt, vals, append(opts, func(i *action.Install) error {
+	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, append(opts, func(i *action.Install) error {
 		i.DisableOpenAPIValidation = true
 		return nil
 	})...)
+	if err == nil {
+		c.caps.renderedUnder(types.NamespacedName{Namespace: namespace, Name: name}, c.generation)
+	}
+	return rel, err
+}
+
+// Uninstall uninstalls a release and forgets when it was rendered.
+func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption) (*release.UninstallReleaseResponse, error) {
+	resp, err := c.ActionInterface.Uninstall(name, opts...)
+	if err == nil {
+		c.caps.renderedUnder(types.NamespacedName{Namespace: c.owner.GetNamespace(), Name: name}, 0)
+	}
+	return resp, err
 }
 
 // skipParamCheck turns off what Helm calls OpenAPI validation. On every API server this operator
