@@ -132,11 +132,14 @@ func CacheOptions(watchNamespaces string) cache.Options {
 	if err != nil {
 		panic(err) // constant arguments
 	}
-	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.NewSelector().Add(*memcachedPods)},
-		// The Helm reconcilers watch the release records they own; no other Secret is needed.
-		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{"owner": "helm"})},
-	}}
+	opts := cache.Options{
+		// Nothing reads managedFields from the cache; they are a good part of each object.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*memcachedPods)},
+			// The Helm reconcilers watch the release records they own; no other Secret is needed.
+			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{"owner": "helm"})},
+		}}
 	for _, ns := range strings.Split(watchNamespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			if opts.DefaultNamespaces == nil {
