@@ -19,6 +19,7 @@ package actionclient
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -28,6 +29,7 @@ import (
 	"sync"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +56,9 @@ type ReleaseStore struct {
 
 	mu      sync.Mutex
 	decoded map[types.UID]decodedRelease
+	// charts holds one copy of each chart the decoded records carry: every record holds a whole
+	// copy of its chart (templates, values, schema), the same for all releases of a chart version.
+	charts map[[sha256.Size]byte]*chart.Chart
 	// written holds, per record Secret, the resourceVersion this operator last wrote ("" for
 	// deleted) until the cache shows it.
 	written map[types.NamespacedName]string
@@ -70,7 +75,8 @@ type decodedRelease struct {
 
 // NewReleaseStore reads release Secrets through cache (the manager's client).
 func NewReleaseStore(cache client.Reader) *ReleaseStore {
-	return &ReleaseStore{cache: cache, decoded: map[types.UID]decodedRelease{}, written: map[types.NamespacedName]string{}}
+	return &ReleaseStore{cache: cache, decoded: map[types.UID]decodedRelease{}, written: map[types.NamespacedName]string{},
+		charts: map[[sha256.Size]byte]*chart.Chart{}}
 }
 
 // DriverFor is a helmclient.ObjectToStorageDriverMapper: the storage of one CR's release, whose
@@ -196,8 +202,9 @@ func (s *ReleaseStore) wrote(namespace, name, resourceVersion string) {
 }
 
 // decode returns the release of a record, decoded once per resourceVersion. Callers get their own
-// Release and Info (Helm changes a release's status in place before writing it back); the chart,
-// values and manifest are shared and never changed.
+// Release and Info (Helm changes a release's status in place before writing it back); the chart
+// (one copy for all releases of a chart version), values and manifest are shared and never
+// changed.
 func (s *ReleaseStore) decode(sec *corev1.Secret) (*release.Release, error) {
 	s.mu.Lock()
 	d, ok := s.decoded[sec.UID]
@@ -207,10 +214,22 @@ func (s *ReleaseStore) decode(sec *corev1.Secret) (*release.Release, error) {
 		if err != nil {
 			return nil, fmt.Errorf("decode release record %s: %w", sec.Name, err)
 		}
+		chartKey, err := hashChart(rel.Chart)
+		if err != nil {
+			return nil, fmt.Errorf("decode release record %s: %w", sec.Name, err)
+		}
 		d = decodedRelease{resourceVersion: sec.ResourceVersion, rel: rel}
 		s.mu.Lock()
 		if len(s.decoded) >= maxDecoded { // records of deleted releases: start again
 			clear(s.decoded)
+		}
+		if shared, ok := s.charts[chartKey]; ok {
+			rel.Chart = shared
+		} else if rel.Chart != nil {
+			if len(s.charts) >= maxCharts {
+				clear(s.charts)
+			}
+			s.charts[chartKey] = rel.Chart
 		}
 		s.decoded[sec.UID] = d
 		s.mu.Unlock()
@@ -225,6 +244,18 @@ func (s *ReleaseStore) decode(sec *corev1.Secret) (*release.Release, error) {
 		rel.Labels[k] = v
 	}
 	return &rel, nil
+}
+
+// maxCharts bounds the shared charts (one per chart version the releases were made with).
+const maxCharts = 64
+
+// hashChart identifies a chart by its content.
+func hashChart(c *chart.Chart) ([sha256.Size]byte, error) {
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(raw), nil
 }
 
 // decodeRecord decodes a release record as Helm's Secrets driver stores it: base64 of (usually

@@ -21,11 +21,14 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func cachedRecord(name, rv string) corev1.Secret {
@@ -67,18 +70,51 @@ func TestCaughtUp(t *testing.T) {
 	}
 }
 
-// Each caller gets its own Release and Info: Helm changes a release's status in place.
-func TestDecodeReturnsCopies(t *testing.T) {
-	raw, _ := json.Marshal(&release.Release{Name: "foo", Version: 1, Info: &release.Info{Status: release.StatusDeployed}})
+// recordSecret is a release record Secret as Helm's Secrets driver writes it.
+func recordSecret(t *testing.T, rel *release.Release, uid types.UID) corev1.Secret {
+	t.Helper()
+	raw, err := json.Marshal(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var gz bytes.Buffer
 	w := gzip.NewWriter(&gz)
 	_, _ = w.Write(raw)
 	_ = w.Close()
-	sec := cachedRecord("sh.helm.release.v1.foo.v1", "3")
-	sec.UID = "uid"
+	sec := cachedRecord(fmt.Sprintf("sh.helm.release.v1.%s.v%d", rel.Name, rel.Version), "3")
+	sec.UID = uid
 	sec.Data = map[string][]byte{"release": []byte(base64.StdEncoding.EncodeToString(gz.Bytes()))}
 	sec.Labels = map[string]string{"owner": "helm", "status": "deployed"}
+	return sec
+}
 
+// Releases of the same chart share one decoded copy of it; another chart is its own.
+func TestDecodeSharesCharts(t *testing.T) {
+	chartOf := func(version string) *chart.Chart {
+		return &chart.Chart{Metadata: &chart.Metadata{Name: "memcached", Version: version},
+			Templates: []*chart.File{{Name: "templates/deployment.yaml", Data: []byte("kind: Deployment")}}}
+	}
+	s := NewReleaseStore(nil)
+	var decoded []*release.Release
+	for i, c := range []*chart.Chart{chartOf("0.1.0"), chartOf("0.1.0"), chartOf("0.2.0")} {
+		sec := recordSecret(t, &release.Release{Name: fmt.Sprintf("r%d", i), Version: 1, Chart: c}, types.UID(fmt.Sprint(i)))
+		rel, err := s.decode(&sec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoded = append(decoded, rel)
+	}
+	if decoded[0].Chart != decoded[1].Chart {
+		t.Error("two releases of one chart hold two copies of it")
+	}
+	if decoded[2].Chart == decoded[0].Chart || decoded[2].Chart.Metadata.Version != "0.2.0" {
+		t.Errorf("a release of another chart got %+v", decoded[2].Chart.Metadata)
+	}
+}
+
+// Each caller gets its own Release and Info: Helm changes a release's status in place.
+func TestDecodeReturnsCopies(t *testing.T) {
+	sec := recordSecret(t, &release.Release{Name: "foo", Version: 1, Info: &release.Info{Status: release.StatusDeployed}}, "uid")
 	s := NewReleaseStore(nil)
 	a, err := s.decode(&sec)
 	if err != nil {
