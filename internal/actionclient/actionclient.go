@@ -64,9 +64,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -337,14 +337,14 @@ func (c *actionClient) Reconcile(rel *release.Release) error {
 // InSync reports whether every object of a manifest exists and already holds every field the
 // manifest sets for it, reading the objects from reader.
 func InSync(ctx context.Context, reader client.Reader, kc kube.Interface, manifest string) (bool, error) {
-	infos, err := parsed(kc, manifest)
+	objs, err := parsed(kc, manifest)
 	if err != nil {
 		return false, err
 	}
-	for _, expected := range infos {
+	for _, expected := range objs {
 		existing := &unstructured.Unstructured{}
-		existing.SetGroupVersionKind(expected.Mapping.GroupVersionKind)
-		if err := reader.Get(ctx, client.ObjectKey{Namespace: expected.Namespace, Name: expected.Name}, existing); err != nil {
+		existing.SetGroupVersionKind(expected.gvk)
+		if err := reader.Get(ctx, expected.key, existing); err != nil {
 			return false, nil // missing, or unreadable: the library's reconcile handles and reports it
 		}
 		same, err := holds(existing, expected)
@@ -355,59 +355,76 @@ func InSync(ctx context.Context, reader client.Reader, kc kube.Interface, manife
 	return true, nil
 }
 
+// expectedObject is an object of a release manifest, as the in-sync check needs it.
+type expectedObject struct {
+	gvk  schema.GroupVersionKind
+	key  client.ObjectKey
+	json []byte
+	// patchType is a zero object of the kind's Go type, whose field tags say how the library
+	// patches it (strategic merge), or nil for kinds patched with a JSON merge patch.
+	patchType runtime.Object
+}
+
 // manifests memoizes the objects of release manifests: a release's manifest does not change, and
 // parsing it (YAML, REST mapping) was a good part of an idle reconcile.
 var manifests = struct {
 	sync.Mutex
-	byHash map[[sha256.Size]byte]kube.ResourceList
-}{byHash: map[[sha256.Size]byte]kube.ResourceList{}}
+	byHash map[[sha256.Size]byte][]expectedObject
+}{byHash: map[[sha256.Size]byte][]expectedObject{}}
 
 // maxManifests bounds the memo; past it, it starts again (a release per CR, a few kB each).
 const maxManifests = 4096
 
-func parsed(kc kube.Interface, manifest string) (kube.ResourceList, error) {
+func parsed(kc kube.Interface, manifest string) ([]expectedObject, error) {
 	key := sha256.Sum256([]byte(manifest))
 	manifests.Lock()
-	infos, ok := manifests.byHash[key]
+	objs, ok := manifests.byHash[key]
 	manifests.Unlock()
 	if ok {
-		return infos, nil
+		return objs, nil
 	}
 	infos, err := kc.Build(bytes.NewBufferString(manifest), false)
 	if err != nil {
 		return nil, fmt.Errorf("build release objects: %w", err)
 	}
+	for _, info := range infos {
+		raw, err := json.Marshal(info.Object)
+		if err != nil {
+			return nil, err
+		}
+		obj := expectedObject{gvk: info.Mapping.GroupVersionKind, key: client.ObjectKey{Namespace: info.Namespace, Name: info.Name}, json: raw}
+		versioned := kube.AsVersioned(info)
+		_, isUnstructured := versioned.(runtime.Unstructured)
+		_, isCRD := versioned.(*apiextensionsv1.CustomResourceDefinition)
+		if !isUnstructured && !isCRD {
+			obj.patchType = reflect.New(reflect.TypeOf(versioned).Elem()).Interface().(runtime.Object)
+		}
+		objs = append(objs, obj)
+	}
 	manifests.Lock()
 	if len(manifests.byHash) >= maxManifests {
 		clear(manifests.byHash)
 	}
-	manifests.byHash[key] = infos
+	manifests.byHash[key] = objs
 	manifests.Unlock()
-	return infos, nil
+	return objs, nil
 }
 
 // holds reports whether applying expected to existing, with the patch semantics the library
 // uses for its kind, leaves existing unchanged.
-func holds(existing runtime.Object, expected *resource.Info) (bool, error) {
+func holds(existing runtime.Object, expected expectedObject) (bool, error) {
 	existingJSON, err := json.Marshal(existing)
 	if err != nil {
 		return false, err
 	}
-	expectedJSON, err := json.Marshal(expected.Object)
-	if err != nil {
-		return false, err
-	}
 	var merged []byte
-	versioned := kube.AsVersioned(expected)
-	_, unstructured := versioned.(runtime.Unstructured)
-	_, crd := versioned.(*apiextensionsv1.CustomResourceDefinition)
-	if unstructured || crd {
-		merged, err = jsonpatch.MergePatch(existingJSON, expectedJSON)
+	if expected.patchType == nil {
+		merged, err = jsonpatch.MergePatch(existingJSON, expected.json)
 	} else {
-		merged, err = strategicpatch.StrategicMergePatch(existingJSON, expectedJSON, versioned)
+		merged, err = strategicpatch.StrategicMergePatch(existingJSON, expected.json, expected.patchType)
 	}
 	if err != nil {
-		return false, fmt.Errorf("merge %s %s: %w", expected.Mapping.GroupVersionKind.Kind, expected.Name, err)
+		return false, fmt.Errorf("merge %s %s: %w", expected.gvk.Kind, expected.key.Name, err)
 	}
 	var before, after any
 	if err := json.Unmarshal(existingJSON, &before); err != nil {
