@@ -36,12 +36,14 @@ import (
 // kube-controller-manager, so Deployments get ReplicaSets and the garbage collector runs. No
 // kubelet: pods stay Pending, which the measured work does not need.
 type controlPlane struct {
-	env      *envtest.Environment
-	dir      string
-	admin    *rest.Config // the bench's own client
-	operator string       // kubeconfig file of the operator's user
-	audit    string
-	kcm      *exec.Cmd
+	env       *envtest.Environment
+	dir       string
+	admin     *rest.Config // the bench's own client
+	operator  string       // kubeconfig file of the operator's user
+	audit     string
+	kcm       *exec.Cmd
+	kcmLog    *os.File
+	kcmConfig string // kubeconfig file of kube-controller-manager's user
 }
 
 // operatorUser is the user the operator runs as: the audit log tells its requests apart.
@@ -82,24 +84,44 @@ func startControlPlane(o options) (*controlPlane, error) {
 		cp.stop()
 		return nil, err
 	}
-	kcmConfig, err := cp.kubeconfig("bench-controller-manager")
-	if err != nil {
+	if cp.kcmConfig, err = cp.kubeconfig("bench-controller-manager"); err != nil {
 		cp.stop()
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(dir, "kube-controller-manager.log"))
-	if err != nil {
+	if err := cp.startKCM(o, 0); err != nil {
 		cp.stop()
 		return nil, err
-	}
-	cp.kcm = exec.Command(filepath.Join(o.kubeBin, "kube-controller-manager"),
-		"--kubeconfig="+kcmConfig, "--leader-elect=false", "--secure-port=0", "--controllers=*")
-	cp.kcm.Stdout, cp.kcm.Stderr = logFile, logFile
-	if err := cp.kcm.Start(); err != nil {
-		cp.stop()
-		return nil, fmt.Errorf("start kube-controller-manager: %w", err)
 	}
 	return cp, nil
+}
+
+// startKCM (re)starts kube-controller-manager, with its default client rate limit (20 requests/s)
+// or with qps.
+func (cp *controlPlane) startKCM(o options, qps int) error {
+	cp.stopKCM()
+	logFile, err := os.OpenFile(filepath.Join(cp.dir, "kube-controller-manager.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	args := []string{"--kubeconfig=" + cp.kcmConfig, "--leader-elect=false", "--secure-port=0", "--controllers=*"}
+	if qps > 0 {
+		args = append(args, fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", 2*qps))
+	}
+	cp.kcm, cp.kcmLog = exec.Command(filepath.Join(o.kubeBin, "kube-controller-manager"), args...), logFile
+	cp.kcm.Stdout, cp.kcm.Stderr = logFile, logFile
+	if err := cp.kcm.Start(); err != nil {
+		return fmt.Errorf("start kube-controller-manager: %w", err)
+	}
+	return nil
+}
+
+func (cp *controlPlane) stopKCM() {
+	if cp.kcm != nil && cp.kcm.Process != nil {
+		_ = cp.kcm.Process.Signal(syscall.SIGTERM)
+		_ = cp.kcm.Wait()
+		_ = cp.kcmLog.Close()
+	}
+	cp.kcm = nil
 }
 
 // kubeconfig writes a kubeconfig of a user with every permission and returns its path.
@@ -117,10 +139,7 @@ func (cp *controlPlane) kubeconfig(user string) (string, error) {
 }
 
 func (cp *controlPlane) stop() {
-	if cp.kcm != nil && cp.kcm.Process != nil {
-		_ = cp.kcm.Process.Signal(syscall.SIGTERM)
-		_ = cp.kcm.Wait()
-	}
+	cp.stopKCM()
 	if cp.env != nil {
 		_ = cp.env.Stop()
 	}
@@ -176,32 +195,35 @@ func (cp *controlPlane) requests(from, to auditMark) (byVerb, byEndpoint map[str
 }
 
 // cpu is the CPU time etcd, kube-apiserver and kube-controller-manager have used (one control
-// plane runs at a time).
-func (cp *controlPlane) cpu(o options) (time.Duration, error) {
+// plane runs at a time), in total and of kube-controller-manager alone (its processes so far).
+func (cp *controlPlane) cpu(o options) (total, kcm time.Duration, err error) {
 	binaries := map[string]bool{}
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
 		abs, err := filepath.Abs(filepath.Join(o.kubeBin, b))
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		binaries[abs] = true
 	}
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var total time.Duration
 	for _, p := range procs {
 		pid, err := strconv.Atoi(p.Name())
 		if err != nil {
 			continue
 		}
-		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || !binaries[exe] {
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil || !binaries[exe] {
 			continue
 		}
 		if c, err := processCPU(pid); err == nil {
 			total += c
+			if filepath.Base(exe) == "kube-controller-manager" {
+				kcm += c
+			}
 		}
 	}
-	return total, nil
+	return total, kcm, nil
 }

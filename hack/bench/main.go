@@ -117,6 +117,7 @@ type result struct {
 	// controlPlaneCPU is what etcd, kube-apiserver and kube-controller-manager used while
 	// converging: the work the operator's requests cost the API server.
 	controlPlaneCPU time.Duration
+	kcmCPU          time.Duration // of it, kube-controller-manager's
 	idleCPUPerRecon time.Duration
 	rss, peakRSS    int64 // bytes, at idle
 }
