@@ -19,8 +19,8 @@ package actionclient
 import (
 	"bytes"
 	"compress/gzip"
-	"crypto/sha256"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
