@@ -78,7 +78,7 @@ type Clients struct {
 	Live client.Client
 	// Cached reads a release's objects for the in-sync check: the manager's cache, which the
 	// Helm reconciler's watches of those objects keep current.
-	Cached client.Reader
+	Cached client.Client
 }
 
 // NewGetter returns an ActionClientGetter whose clients add the behaviour this package describes,
@@ -125,7 +125,7 @@ type actionClient struct {
 	caps       *capabilities
 	generation int
 	client     client.Client
-	cached     client.Reader
+	cached     client.Client
 	// current is the release Get last returned: the reconcile's next step (a dry-run upgrade)
 	// compares against it.
 	current  *release.Release
@@ -335,18 +335,24 @@ func (c *actionClient) Reconcile(rel *release.Release) error {
 }
 
 // InSync reports whether every object of a manifest exists and already holds every field the
-// manifest sets for it, reading the objects from reader.
-func InSync(ctx context.Context, reader client.Reader, kc kube.Interface, manifest string) (bool, error) {
+// manifest sets for it, reading the objects from c: typed where its scheme knows the kind, as
+// the Helm controller watches them.
+func InSync(ctx context.Context, c client.Client, kc kube.Interface, manifest string) (bool, error) {
 	objs, err := parsed(kc, manifest)
 	if err != nil {
 		return false, err
 	}
 	for _, expected := range objs {
-		existing := &unstructured.Unstructured{}
-		existing.SetGroupVersionKind(expected.gvk)
-		if err := reader.Get(ctx, expected.key, existing); err != nil {
+		var existing client.Object = &unstructured.Unstructured{}
+		if typed, err := c.Scheme().New(expected.gvk); err == nil {
+			if obj, ok := typed.(client.Object); ok {
+				existing = obj
+			}
+		}
+		if err := c.Get(ctx, expected.key, existing); err != nil {
 			return false, nil // missing, or unreadable: the library's reconcile handles and reports it
 		}
+		existing.GetObjectKind().SetGroupVersionKind(expected.gvk) // as in the manifest
 		same, err := holds(existing, expected)
 		if err != nil || !same {
 			return false, err
