@@ -34,6 +34,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/actionclient"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -51,6 +52,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	ws, err := watches.Load(cfg.WatchesFile)
 	if err != nil {
 		return fmt.Errorf("load watches file %s: %w", cfg.WatchesFile, err)
+	}
+	if err := actionclient.IndexReleaseRecords(ctx, mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("index Helm release records: %w", err)
 	}
 	var memcachedWatch *watches.Watch
 	for i, w := range ws {
