@@ -17,6 +17,7 @@ limitations under the License.
 package controllers
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"maps"
 	"reflect"
@@ -113,20 +114,31 @@ type dependentWatches struct {
 	mgr      ctrl.Manager
 	owner    *unstructured.Unstructured
 	watching map[schema.GroupVersionKind]bool
+	// seen are the manifests whose kinds are all watched: the hook runs after every reconcile,
+	// and parsing the manifest each time was a good part of an idle reconcile.
+	seen map[[sha256.Size]byte]bool
 }
+
+// maxSeen bounds the memo of manifests (one per release, 32 bytes each); past it, it starts again.
+const maxSeen = 16384
 
 func (d *dependentWatches) start(c controller.Controller, mgr ctrl.Manager, owner *unstructured.Unstructured) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.ctrl, d.mgr, d.owner, d.watching = c, mgr, owner, map[schema.GroupVersionKind]bool{}
+	d.ctrl, d.mgr, d.owner = c, mgr, owner
+	d.watching, d.seen = map[schema.GroupVersionKind]bool{}, map[[sha256.Size]byte]bool{}
 }
 
 // Exec starts a watch for each kind of the release not yet watched. An object whose controller
 // owner is the CR (the library's post-renderer sets that where Kubernetes allows it) is mapped
 // back by its owner reference, any other by the annotations the post-renderer sets instead.
 func (d *dependentWatches) Exec(owner *unstructured.Unstructured, rel release.Release, log logr.Logger) error {
+	key := sha256.Sum256([]byte(rel.Manifest))
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.seen[key] {
+		return nil
+	}
 	for _, manifest := range releaseutil.SplitManifests(rel.Manifest) {
 		obj := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
@@ -146,6 +158,10 @@ func (d *dependentWatches) Exec(owner *unstructured.Unstructured, rel release.Re
 		d.watching[gvk] = true
 		log.V(1).Info("watching dependent resource", "apiVersion", gvk.GroupVersion(), "kind", gvk.Kind)
 	}
+	if len(d.seen) >= maxSeen {
+		clear(d.seen)
+	}
+	d.seen[key] = true
 	return nil
 }
 
