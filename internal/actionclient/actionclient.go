@@ -183,14 +183,16 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		// these values, and the chart was rendered for it under the current capabilities: its
 		// manifest is what the chart renders. This is every periodic reconcile of an unchanged
 		// CR in an unchanged cluster.
-		if cur := c.current; cur != nil && cur.Name == name && cur.Info != nil &&
-			cur.Info.Status == release.StatusDeployed && sameInputs(cur, chrt, vals) &&
-			c.caps.renderedAt(key) == c.generation {
+		cur := c.current
+		if cur != nil && cur.Name == name && cur.Info != nil && cur.Info.Status == release.StatusDeployed &&
+			sameInputs(cur, chrt, vals) && c.caps.renderedAt(key) == c.generation {
 			return cur, nil
 		}
 		rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, append(opts, skipParamCheck)...)
-		if err == nil {
-			c.caps.renderedUnder(key, c.generation) // the library upgrades next if it differs
+		if err == nil && cur != nil && rel.Manifest == cur.Manifest {
+			// Up to date under these capabilities; a different render is upgraded next, and
+			// only that upgrade's success marks it.
+			c.caps.renderedUnder(key, c.generation)
 		}
 		return rel, err
 	}
