@@ -106,12 +106,6 @@ func SetupHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) er
 		reconciler.WithOverrideValues(w.OverrideValues),
 		reconciler.WithValueTranslator(ValuesTranslator(defaultImage, ProxyValues(proxy.ReadProxyVarsFromEnv()), recorder)),
 		reconciler.WithValueMapper(values.MapperFunc(func(v chartutil.Values) chartutil.Values { return v })),
-		// setupHelmController watches the release's objects itself (dependentWatches).
-		reconciler.SkipDependentWatches(true),
-		// The typed api/v1 Memcached is in the scheme for the Go side; the Helm side works on
-		// unstructured objects of the same kind.
-		reconciler.SkipPrimaryGVKSchemeRegistration(true),
-		reconciler.WithMaxConcurrentReconciles(workers),
 		reconciler.WithReconcilePeriod(period),
 		reconciler.WithMaxReleaseHistory(opts.MaxReleaseHistory),
 		reconciler.WithWaitForDeletionTimeout(waitForDeletionTimeout),
@@ -120,13 +114,12 @@ func SetupHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) er
 		reconciler.WithUninstallAnnotations(annotation.DefaultUninstallAnnotations...),
 		reconciler.WithLog(ctrl.Log.WithName("controllers").WithName(w.Kind)),
 	}
+	// The library's SetupWithManager is not used (see setupHelmController): the workers, the
+	// selector and the dependent watches are set up there, not with the library's options.
 	var dependents *dependentWatches
 	if w.WatchDependentResources == nil || *w.WatchDependentResources {
 		dependents = &dependentWatches{}
 		ropts = append(ropts, reconciler.WithPostHook(dependents))
-	}
-	if w.Selector != nil {
-		ropts = append(ropts, reconciler.WithSelector(*w.Selector))
 	}
 	r, err := reconciler.New(ropts...)
 	if err != nil {
