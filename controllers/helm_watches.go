@@ -42,6 +42,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/yaml"
+
+	"github.com/example/memcached-operator/internal/actionclient"
 )
 
 // setupHelmController registers a Helm reconciler with the manager. It does what the library's
@@ -152,7 +154,7 @@ func (d *dependentWatches) Exec(owner *unstructured.Unstructured, rel release.Re
 		if ref := metav1.GetControllerOf(obj); ref != nil && ref.UID == owner.GetUID() {
 			h = handler.TypedEnqueueRequestForOwner[client.Object](d.mgr.GetScheme(), d.mgr.GetRESTMapper(), d.owner, handler.OnlyControllerOwner())
 		}
-		if err := d.ctrl.Watch(source.Kind(d.mgr.GetCache(), newObject(d.mgr.GetScheme(), gvk), h, changedByOthers)); err != nil {
+		if err := d.ctrl.Watch(source.Kind(d.mgr.GetCache(), actionclient.NewObject(d.mgr.GetScheme(), gvk), h, changedByOthers)); err != nil {
 			return err
 		}
 		d.watching[gvk] = true
@@ -163,20 +165,6 @@ func (d *dependentWatches) Exec(owner *unstructured.Unstructured, rel release.Re
 	}
 	d.seen[key] = true
 	return nil
-}
-
-// newObject is an empty object of a kind: typed when the scheme knows the kind, so the release's
-// objects share the manager's typed caches (the Go side watches the Deployments too) and take a
-// fraction of the memory of unstructured copies.
-func newObject(scheme *runtime.Scheme, gvk schema.GroupVersionKind) client.Object {
-	if typed, err := scheme.New(gvk); err == nil {
-		if obj, ok := typed.(client.Object); ok {
-			return obj
-		}
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	return u
 }
 
 // controllerAnnotations are annotations that Kubernetes controllers write into objects they run.

@@ -345,12 +345,7 @@ func InSync(ctx context.Context, c client.Client, kc kube.Interface, manifest st
 		return false, err
 	}
 	for _, expected := range objs {
-		var existing client.Object = &unstructured.Unstructured{}
-		if typed, err := c.Scheme().New(expected.gvk); err == nil {
-			if obj, ok := typed.(client.Object); ok {
-				existing = obj
-			}
-		}
+		existing := NewObject(c.Scheme(), expected.gvk)
 		if err := c.Get(ctx, expected.key, existing); err != nil {
 			return false, nil // missing, or unreadable: the library's reconcile handles and reports it
 		}
@@ -361,6 +356,20 @@ func InSync(ctx context.Context, c client.Client, kc kube.Interface, manifest st
 		}
 	}
 	return true, nil
+}
+
+// NewObject is an empty object of a kind: typed when the scheme knows the kind, so a release's
+// objects are read from and watched in the manager's typed caches (the Go side watches the
+// Deployments too), which take a fraction of the memory of unstructured copies.
+func NewObject(scheme *runtime.Scheme, gvk schema.GroupVersionKind) client.Object {
+	if typed, err := scheme.New(gvk); err == nil {
+		if obj, ok := typed.(client.Object); ok {
+			return obj
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
 }
 
 // expectedObject is an object of a release manifest, as the in-sync check needs it.
