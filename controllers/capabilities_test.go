@@ -44,12 +44,9 @@ var _ = Describe("Cluster capabilities", Serial, func() {
 
 		By("counting the discovery requests of periodic reconciles")
 		for _, name := range []string{"memcached-a", "memcached-b", "memcached-c"} {
-			Expect(k8sClient.Create(ctx, &cachev1.Memcached{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-				Spec:       cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](1)},
-			})).To(Succeed())
-			Eventually(deployedCondition(ctx, types.NamespacedName{Namespace: ns, Name: name}), timeout, interval).
-				Should(HaveField("Status", metav1.ConditionTrue))
+			other := types.NamespacedName{Namespace: ns, Name: name}
+			createMemcached(ctx, other, "  replicaCount: 1")
+			Eventually(deployedCondition(ctx, other), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 		}
 		mark, start := writes.mark(), time.Now()
 		before := reconciles("memcached-controller")
@@ -65,13 +62,7 @@ var _ = Describe("Cluster capabilities", Serial, func() {
 			"%d reads of the server version for %v reconciles in %s", reads, reconciles("memcached-controller")-before, time.Since(start))
 
 		By("asking for a ServiceMonitor before the cluster serves the API")
-		Expect(k8sClient.Create(ctx, &cachev1.Memcached{
-			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns},
-			Spec: cachev1.MemcachedSpec{
-				ReplicaCount: ptr.To[int32](1),
-				Metrics:      &cachev1.MetricsSpec{Enabled: ptr.To(true), ServiceMonitor: &cachev1.ServiceMonitorSpec{Enabled: ptr.To(true)}},
-			},
-		})).To(Succeed())
+		createMemcached(ctx, key, "  replicaCount: 1\n  metrics: {enabled: true, serviceMonitor: {enabled: true}}")
 		Eventually(memcachedCondition(ctx, key, "ReleaseFailed"), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring("needs the Prometheus Operator"))))
 

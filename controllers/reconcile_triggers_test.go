@@ -30,8 +30,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-
-	cachev1 "github.com/example/memcached-operator/api/v1"
 )
 
 // A reconcile is caused by a change someone else made, never by the operator's own writes: one
@@ -43,10 +41,7 @@ var _ = Describe("Helm reconciles", Serial, func() {
 		ns := newNamespace(ctx)
 		key := types.NamespacedName{Namespace: ns, Name: "memcached-once"} // the chart names its objects after a release named so
 		mark := writes.mark()
-		Expect(k8sClient.Create(ctx, &cachev1.Memcached{
-			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns},
-			Spec:       cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](1)},
-		})).To(Succeed())
+		createMemcached(ctx, key, "  replicaCount: 1")
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 		Expect(writes.requestsSince(mark)).NotTo(ContainElement(ContainSubstring("/openapi/")),
 			"an install fetches no OpenAPI document (Helm's client-side validation is off)")
@@ -56,13 +51,9 @@ var _ = Describe("Helm reconciles", Serial, func() {
 		Expect(k8sClient.Get(ctx, key, deploy)).To(Succeed())
 		metav1.SetMetaDataAnnotation(&deploy.ObjectMeta, "deployment.kubernetes.io/revision", "1")
 		Expect(k8sClient.Update(ctx, deploy)).To(Succeed())
-		deploy.Status = appsv1.DeploymentStatus{ObservedGeneration: deploy.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
-		Expect(k8sClient.Status().Update(ctx, deploy)).To(Succeed())
-		Eventually(func(g Gomega) int32 {
-			mc := &cachev1.Memcached{}
-			g.Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
-			return mc.Status.ReadyReplicas
-		}, timeout, interval).Should(BeEquivalentTo(1), "the Go side reports the Deployment in the CR's status")
+		setRollout(ctx, key, 1, 1, 1)
+		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("ReadyReplicas", BeEquivalentTo(1)),
+			"the Go side reports the Deployment in the CR's status")
 
 		By("seeing the next reconcile come a reconcile period after the one before")
 		seen := len(helmReconciles.of(key))
