@@ -98,7 +98,7 @@ test: verify-generated vet lint-chart envtest ## Unit and envtest tests, chart l
 	cd hack/cluster && go test ./...
 
 .PHONY: test-e2e
-test-e2e: cluster-binaries cluster-tool olm-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) ## End-to-end suites on the local cluster with OLM (root); always tears the cluster down.
+test-e2e: cluster-binaries cluster-tool olm-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) ## End-to-end suites on the local cluster with OLM (root); always tears the cluster down. E2E_ARGS='-ginkgo.focus=...' picks specs.
 	status=0; \
 	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && \
 	  $(MAKE) --no-print-directory olm-install e2e-olm-images e2e-release-images && \
@@ -108,7 +108,7 @@ test-e2e: cluster-binaries cluster-tool olm-binaries $(OPM) $(OPERATOR_SDK) $(SC
 	    E2E_BUNDLE_IMG=$(E2E_BUNDLE_IMG) E2E_CATALOG_IMG=$(E2E_CATALOG_IMG) \
 	    E2E_VERSION=$(VERSION) E2E_PREVIOUS_VERSION=$(PREVIOUS_VERSION) E2E_PREVIOUS_BUNDLE_IMG=$(E2E_IMAGE_TAG_BASE)-bundle:v$(PREVIOUS_VERSION) \
 	    E2E_INDEX_IMG=localhost:5000/opm:$(OPM_VERSION) E2E_BUSYBOX_IMG=localhost:5000/busybox:stable \
-	    go test -tags e2e ./tests/e2e/... -count=1 -timeout 60m -v -ginkgo.v || status=$$?; \
+	    go test -tags e2e ./tests/e2e/... -count=1 -timeout 60m -v -ginkgo.v $(E2E_ARGS) || status=$$?; \
 	  $(CLUSTER_TOOL) down $(CLUSTER_FLAGS) || status=1; \
 	  exit $$status
 

@@ -72,6 +72,13 @@ func releaseSecrets(ctx context.Context, ns, release string) []string {
 	return names
 }
 
+// releaseStore reads and writes the Helm release records of a namespace directly, as Helm does.
+func releaseStore(ns string) *storage.Storage {
+	clientset, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return storage.Init(driver.NewSecrets(clientset.CoreV1().Secrets(ns)))
+}
+
 var _ = Describe("Memcached (Helm API)", func() {
 	var (
 		ctx context.Context
@@ -181,9 +188,7 @@ var _ = Describe("Memcached (Helm API)", func() {
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 
 		By("leaving the release pending-upgrade, as a killed operator pod does")
-		clientset, err := kubernetes.NewForConfig(cfg)
-		Expect(err).NotTo(HaveOccurred())
-		releases := storage.Init(driver.NewSecrets(clientset.CoreV1().Secrets(ns)))
+		releases := releaseStore(ns)
 		rel, err := releases.Last(key.Name)
 		Expect(err).NotTo(HaveOccurred())
 		rel.Info.Status = release.StatusPendingUpgrade

@@ -30,6 +30,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/release"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -216,6 +217,49 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		}, timeout, interval).Should(And(HaveField("MaxMemoryMB", BeEquivalentTo(96)), HaveField("MemoryLimitMB", BeZero())))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(
 			ContainElements("SelectorMigrated", "ChartUpgraded", "SpecMigrated", "PodRetiring"))
+	})
+
+	It("finishes an upgrade to a new chart cut off by a killed operator at once, and reports the chart it moved from", func() {
+		earlier, err := loader.Load(filepath.Join("helm-charts", "memcached"))
+		Expect(err).NotTo(HaveOccurred())
+		earlier.Metadata.Version = "0.1.9"
+		installRelease(ctx, ns, key.Name, earlier, map[string]any{"replicaCount": 1})
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
+
+		By("leaving the upgrade as an operator killed in its middle does: revision 2 pending, revision 1 deployed")
+		releases := releaseStore(ns)
+		cut, err := releases.Get(key.Name, 2)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cut.Chart.Metadata.Version).NotTo(Equal("0.1.9"))
+		cut.Info.Status = release.StatusPendingUpgrade
+		Expect(releases.Update(cut)).To(Succeed())
+		first, err := releases.Get(key.Name, 1)
+		Expect(err).NotTo(HaveOccurred())
+		first.Info.Status = release.StatusDeployed
+		Expect(releases.Update(first)).To(Succeed())
+
+		By("starting a reconcile, as the next operator does")
+		Expect(k8sClient.Patch(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}},
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"test.memcached/poke":"1"}}}`)))).To(Succeed())
+		// Well within FailedRetryBase: the cut-off revision did not fail, so it has no back-off.
+		Eventually(func(g Gomega) []string {
+			var msgs []string
+			events := &corev1.EventList{}
+			g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+			for _, e := range events.Items {
+				if e.Reason == "ChartUpgraded" {
+					msgs = append(msgs, e.Message)
+				}
+			}
+			return msgs
+		}, 10*time.Second, interval).Should(ContainElement(ContainSubstring("from chart 0.1.9 to %s (revision 3)", cut.Chart.Metadata.Version)))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("ReleaseRecovered"))
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
+		recovered, err := releases.Get(key.Name, 2)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(recovered.Info.Status).To(Equal(release.StatusFailed))
+		Expect(recovered.Info.Description).To(ContainSubstring("interrupted"))
 	})
 
 	It("reports the version the pods run and the progress of a rollout, next to the Helm conditions", func() {

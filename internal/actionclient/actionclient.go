@@ -49,6 +49,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -159,13 +160,21 @@ func (c *actionClient) recoverPending(rel *release.Release) (*release.Release, e
 			"Release %s was left %s by an interrupted install; its record is removed and it is installed again", rel.Name, was)
 		return nil, driver.ErrReleaseNotFound
 	}
-	rel.SetStatus(release.StatusFailed, fmt.Sprintf("left %s by an interrupted operation; marked failed by the operator", was))
+	rel.SetStatus(release.StatusFailed, fmt.Sprintf("left %s by an interrupted operation; %s", was, interruptedMark))
 	if err := c.conf.Releases.Update(rel); err != nil {
 		return nil, fmt.Errorf("mark release %s revision %d (left %s) failed: %w", rel.Name, rel.Version, was, err)
 	}
 	c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "ReleaseRecovered",
 		"Release %s revision %d was left %s by an interrupted operation; it is marked failed and upgraded again", rel.Name, rel.Version, was)
 	return rel, nil
+}
+
+// interruptedMark ends the description of a revision recoverPending marked failed. The operation
+// was cut off, it did not fail: it is retried at once, without back-off.
+const interruptedMark = "marked failed by the operator"
+
+func interrupted(rel *release.Release) bool {
+	return rel.Info != nil && rel.Info.Status == release.StatusFailed && strings.HasSuffix(rel.Info.Description, interruptedMark)
 }
 
 // Back-off of a failed upgrade retried with the same chart and values.
@@ -204,11 +213,15 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 			return nil, fmt.Errorf("read release %s: %w", name, err)
 		}
 	}
-	from, to := chartVersion(last.Chart), chartVersion(chrt)
-	if newer(from, to) {
+	from, to := c.runningChart(last), chartVersion(chrt)
+	newest := chartVersion(last.Chart) // a failed or cut-off upgrade to a newer chart counts too
+	if newer(from, newest) {
+		newest = from
+	}
+	if newer(newest, to) {
 		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "DowngradeRefused",
-			"Release %s was made by chart %s, newer than this operator's chart %s: it is left as it is", name, from, to)
-		return nil, fmt.Errorf("release %s was made by chart %s, newer than this operator's chart %s: downgrades are not supported, run the newer operator", name, from, to)
+			"Release %s was made by chart %s, newer than this operator's chart %s: it is left as it is", name, newest, to)
+		return nil, fmt.Errorf("release %s was made by chart %s, newer than this operator's chart %s: downgrades are not supported, run the newer operator", name, newest, to)
 	}
 	if err := c.backOff(last, chrt, vals); err != nil {
 		return nil, err
@@ -272,6 +285,19 @@ func isDryRun(conf *action.Configuration, opts []helmclient.UpgradeOption) bool 
 	return u.DryRun || (u.DryRunOption != "" && u.DryRunOption != "none" && u.DryRunOption != "false")
 }
 
+// runningChart is the chart version of the release's last deployed revision: a later revision
+// that failed or was cut off did not move the release to its chart. It is the last revision's
+// when none was deployed.
+func (c *actionClient) runningChart(last *release.Release) string {
+	if last.Info != nil && last.Info.Status == release.StatusDeployed {
+		return chartVersion(last.Chart)
+	}
+	if deployed, err := c.conf.Releases.Deployed(last.Name); err == nil {
+		return chartVersion(deployed.Chart)
+	}
+	return chartVersion(last.Chart)
+}
+
 func chartVersion(c *chart.Chart) string {
 	if c == nil || c.Metadata == nil {
 		return ""
@@ -290,7 +316,7 @@ func newer(a, b string) bool {
 // back-off has passed: FailedRetryBase after the last attempt, doubling with each consecutive
 // failure of the same upgrade, up to FailedRetryMax.
 func (c *actionClient) backOff(last *release.Release, chrt *chart.Chart, vals map[string]any) error {
-	if last.Info == nil || last.Info.Status != release.StatusFailed || !sameInputs(last, chrt, vals) {
+	if last.Info == nil || last.Info.Status != release.StatusFailed || interrupted(last) || !sameInputs(last, chrt, vals) {
 		return nil
 	}
 	history, err := c.conf.Releases.History(last.Name)
@@ -300,7 +326,7 @@ func (c *actionClient) backOff(last *release.Release, chrt *chart.Chart, vals ma
 	sort.Slice(history, func(i, j int) bool { return history[i].Version > history[j].Version })
 	delay := FailedRetryBase
 	for _, r := range history[1:] {
-		if r.Info == nil || r.Info.Status != release.StatusFailed || !sameInputs(r, chrt, vals) || delay >= FailedRetryMax {
+		if r.Info == nil || r.Info.Status != release.StatusFailed || interrupted(r) || !sameInputs(r, chrt, vals) || delay >= FailedRetryMax {
 			break
 		}
 		delay *= 2
