@@ -260,7 +260,7 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption) (*release.UninstallReleaseResponse, error) {
 	resp, err := c.ActionInterface.Uninstall(name, opts...)
 	if err == nil {
-		c.caps.renderedUnder(types.NamespacedName{Namespace: c.owner.GetNamespace(), Name: name}, 0)
+		c.caps.forget(types.NamespacedName{Namespace: c.owner.GetNamespace(), Name: name})
 	}
 	return resp, err
 }

@@ -114,15 +114,18 @@ func (c *capabilities) reachable() bool {
 }
 
 // renderedUnder records that a release's chart was rendered under a generation of the
-// capabilities (or, with generation 0, that the release is gone).
+// capabilities.
 func (c *capabilities) renderedUnder(release types.NamespacedName, generation int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if generation == 0 {
-		delete(c.rendered, release)
-		return
-	}
 	c.rendered[release] = generation
+}
+
+// forget drops what is recorded of a release that is gone.
+func (c *capabilities) forget(release types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.rendered, release)
 }
 
 // renderedAt is the generation under which a release's chart was last rendered (0: never).
