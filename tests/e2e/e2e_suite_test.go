@@ -92,12 +92,24 @@ var _ = ReportAfterEach(func(report SpecReport) {
 	if !report.Failed() {
 		return
 	}
-	for _, args := range [][]string{
+	commands := [][]string{
 		{"get", "pods,deployments,memcached,memcachedbackup,configmaps", "-A", "-o", "wide"},
 		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
-		{"-n", operatorNamespace, "logs", "-l", "control-plane=controller-manager", "--tail=200", "--all-containers", "--prefix"},
 		{"describe", "pods", "-n", e2eNamespace},
-	} {
+	}
+	// The operator's logs wherever it runs (the OLM specs install it in namespaces of their own),
+	// and those its containers wrote before their last restart.
+	namespaces, _ := kubectlOut("get", "pods", "-A", "-l", "control-plane=controller-manager",
+		"-o", `jsonpath={range .items[*]}{.metadata.namespace}{"\n"}{end}`)
+	seen := map[string]bool{}
+	for _, ns := range strings.Fields(namespaces) {
+		if !seen[ns] {
+			seen[ns] = true
+			logs := []string{"-n", ns, "logs", "-l", "control-plane=controller-manager", "--tail=200", "--all-containers", "--prefix"}
+			commands = append(commands, logs, append(logs, "--previous"))
+		}
+	}
+	for _, args := range commands {
 		out, _ := kubectlOut(args...)
 		fmt.Fprintf(GinkgoWriter, "\n$ kubectl %s\n%s\n", strings.Join(args, " "), out)
 	}
