@@ -74,6 +74,14 @@ func chartOfRelease(version string) *chart.Chart {
 	return nil
 }
 
+// chartAsVersion is this tree's memcached chart under another version number.
+func chartAsVersion(version string) *chart.Chart {
+	chrt, err := loader.Load(filepath.Join("helm-charts", "memcached"))
+	Expect(err).NotTo(HaveOccurred())
+	chrt.Metadata.Version = version
+	return chrt
+}
+
 // installRelease installs a chart with Helm itself, as an earlier operator version did.
 func installRelease(ctx context.Context, ns, name string, chrt *chart.Chart, vals map[string]any) {
 	httpClient, err := rest.HTTPClientFor(cfg)
@@ -220,10 +228,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 	})
 
 	It("finishes an upgrade to a new chart cut off by a killed operator at once, and reports the chart it moved from", func() {
-		earlier, err := loader.Load(filepath.Join("helm-charts", "memcached"))
-		Expect(err).NotTo(HaveOccurred())
-		earlier.Metadata.Version = "0.1.9"
-		installRelease(ctx, ns, key.Name, earlier, map[string]any{"replicaCount": 1})
+		installRelease(ctx, ns, key.Name, chartAsVersion("0.1.9"), map[string]any{"replicaCount": 1})
 		createMemcached(ctx, key, "  replicaCount: 1\n")
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
 
@@ -334,10 +339,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 	})
 
 	It("leaves alone a release made by a newer chart than its own", func() {
-		current, err := loader.Load(filepath.Join("helm-charts", "memcached"))
-		Expect(err).NotTo(HaveOccurred())
-		current.Metadata.Version = "99.0.0"
-		installRelease(ctx, ns, key.Name, current, map[string]any{"replicaCount": 1})
+		installRelease(ctx, ns, key.Name, chartAsVersion("99.0.0"), map[string]any{"replicaCount": 1})
 		createMemcached(ctx, key, "  replicaCount: 2\n")
 		Eventually(memcachedCondition(ctx, key, "ReleaseFailed"), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring("newer than this operator's chart"))))
