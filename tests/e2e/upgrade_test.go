@@ -205,6 +205,149 @@ func expectMigrated(ns string, uids map[string]types.UID, events bool) {
 	}
 }
 
+func crUIDs(ns string) map[string]types.UID {
+	mc := &cachev1.Memcached{}
+	Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: "memcached-sample"}, mc)).To(Succeed())
+	backup := &cachev1.MemcachedBackup{}
+	Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: "memcachedbackup-sample"}, backup)).To(Succeed())
+	return map[string]types.UID{"memcached": mc.UID, "backup": backup.UID}
+}
+
+var _ = Describe("Upgrades from the previous release", Ordered, func() {
+	BeforeAll(upgradeEnv)
+	AfterAll(func() {
+		_, _ = kubectlOut("delete", "crd", "memcacheds.cache.my.domain", "memcachedbackups.cache.my.domain", "--ignore-not-found", "--timeout=2m")
+	})
+
+	It("upgrades through the catalog with a Manual approval, without a failed request, though the operator is killed during the operand upgrade", func() {
+		ns := "memcached-upgrade"
+		kubectl("create", "namespace", ns)
+		DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
+		subscribe(ns, subscription{targetNamespaces: []string{ns}, approval: "Manual", startingCSV: csvOf(previousVersion)})
+
+		By("installing " + previousVersion + " with an approved InstallPlan")
+		approveInstallPlan(ns, previousVersion)
+		Eventually(csvPhase(ns, csvOf(previousVersion)), timeout, poll).Should(Equal("Succeeded"))
+		createPreviousCRs(ns)
+		uids := crUIDs(ns)
+		p := startProbe(ns, "memcached-sample:11211")
+
+		By("approving the upgrade to " + currentVersion)
+		approveInstallPlan(ns, currentVersion)
+
+		// Watched from the approval on, not from the new CSV's Succeeded phase, which OLM may
+		// report after the rollout. Only the new operator writes Progressing (0.1.0 has none).
+		By("killing the operator while the memcached pods roll")
+		Eventually(func(g Gomega) {
+			mc := &cachev1.Memcached{}
+			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: "memcached-sample"}, mc)).To(Succeed())
+			g.Expect(mc.Status.Conditions).To(ContainElement(And(HaveField("Type", "Progressing"), HaveField("Status", metav1.ConditionTrue))))
+		}, timeout, 200*time.Millisecond).Should(Succeed())
+		restarts := crashManager(ns)
+		Eventually(func(g Gomega) int32 { return managerRestarts(g, ns) }, timeout, poll).Should(BeNumerically(">", restarts),
+			"the kubelet restarts the killed manager in its pod")
+
+		expectMigrated(ns, uids, false)
+		Expect(p.stop().Failures).To(BeZero(), "no client request fails during the upgrade")
+	})
+
+	It("upgrades with operator-sdk run bundle-upgrade, then memcached through the CR, and reports a failing operand upgrade without rolling back", func() {
+		ns := "memcached-bundle-upgrade"
+		kubectl("create", "namespace", ns)
+		DeferCleanup(func() {
+			_, _ = kubectlOut("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "reject-"+ns, "--ignore-not-found")
+			_, _ = kubectlOut("delete", "namespace", ns, "--wait=false")
+		})
+		sdk("run", "bundle", previousBundleImage, "-n", ns, "--index-image", indexImage, "--decompression-image", busyboxImage,
+			"--install-mode", "OwnNamespace", "--timeout", "5m")
+		createPreviousCRs(ns)
+		uids := crUIDs(ns)
+		p := startProbe(ns, "memcached-sample:11211")
+
+		sdk("run", "bundle-upgrade", bundleImage, "-n", ns, "--timeout", "5m")
+		expectMigrated(ns, uids, true)
+
+		By("changing the memcached version through the CR")
+		kubectl("-n", ns, "patch", "memcached", "memcached-sample", "--type=merge", "-p", `{"spec":{"image":{"tag":"1.6.38"}}}`)
+		Eventually(func(g Gomega) {
+			mc := &cachev1.Memcached{}
+			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: "memcached-sample"}, mc)).To(Succeed())
+			g.Expect(mc.Status.Version).To(Equal("1.6.38"))
+			g.Expect(mc.Status.Conditions).To(ContainElement(And(HaveField("Type", "Progressing"), HaveField("Reason", "Complete"))))
+		}, timeout, poll).Should(Succeed())
+
+		By("injecting a failing operand upgrade: an admission policy rejects the new pod template")
+		rejectAnnotated(ns)
+		key := types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
+		kubectl("-n", ns, "patch", "memcached", "memcached-sample", "--type=merge", "-p", `{"spec":{"podAnnotations":{"e2e.memcached/reject":"yes"}}}`)
+		Eventually(func(g Gomega) {
+			mc := &cachev1.Memcached{}
+			g.Expect(k8s.Get(ctx(), key, mc)).To(Succeed())
+			g.Expect(mc.Status.Conditions).To(ContainElement(And(HaveField("Type", "ReleaseFailed"), HaveField("Status", metav1.ConditionTrue),
+				HaveField("Message", ContainSubstring("rejected by the e2e policy")))))
+		}, timeout, poll).Should(Succeed())
+		revisions := func() []string {
+			return strings.Fields(kubectl("-n", ns, "get", "secret", "-l", "owner=helm,name=memcached-sample", "-o", "jsonpath={.items[*].metadata.labels.status}"))
+		}
+		failed := revisions()
+		Consistently(revisions, 20*time.Second, 2*time.Second).Should(Equal(failed), "no rollback, no new revision while the same upgrade backs off")
+		Expect(failed).To(ContainElement("failed"))
+		Expect(strings.Fields(kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name=memcached-sample",
+			"-o", "jsonpath={.items[*].reason}"))).To(ContainElement("UpgradeFailed"))
+
+		By("reverting the change, which the operator applies at once")
+		kubectl("-n", ns, "patch", "memcached", "memcached-sample", "--type=merge", "-p", `{"spec":{"podAnnotations":null}}`)
+		kubectl("-n", ns, "wait", "memcached/memcached-sample", "--for=condition=ReleaseFailed=False", "--timeout=2m")
+		Expect(p.stop().Failures).To(BeZero(), "no client request fails during the upgrade and the failed operand upgrade")
+		sdk("cleanup", "memcached-operator", "-n", ns, "--timeout", "3m")
+	})
+})
+
+// rejectAnnotated makes admission refuse, in ns, Deployments whose pods carry the annotation
+// e2e.memcached/reject.
+func rejectAnnotated(ns string) {
+	manifest := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: reject-%[1]s}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
+  validations:
+  - expression: "!has(object.spec.template.metadata.annotations) || !('e2e.memcached/reject' in object.spec.template.metadata.annotations)"
+    message: rejected by the e2e policy
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: reject-%[1]s}
+spec:
+  policyName: reject-%[1]s
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels: {kubernetes.io/metadata.name: %[1]s}
+`, ns)
+	f := filepath.Join(GinkgoT().TempDir(), "policy.yaml")
+	Expect(os.WriteFile(f, []byte(manifest), 0o644)).To(Succeed())
+	kubectl("apply", "-f", f)
+	// The API server loads policies asynchronously: wait until a dry run is refused.
+	probe := filepath.Join(GinkgoT().TempDir(), "probe.yaml")
+	Expect(os.WriteFile(probe, []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: policy-probe}
+spec:
+  selector: {matchLabels: {a: b}}
+  template:
+    metadata: {labels: {a: b}, annotations: {e2e.memcached/reject: "yes"}}
+    spec: {containers: [{name: c, image: c:1}]}
+`), 0o644)).To(Succeed())
+	Eventually(func() string {
+		out, _ := kubectlOut("-n", ns, "apply", "--dry-run=server", "-f", probe)
+		return out
+	}, timeout, poll).Should(ContainSubstring("rejected by the e2e policy"))
+}
+
 // crashManager kills the manager's process with SIGKILL, as the kernel's OOM killer ends it, and
 // returns the restart count its container had. The pod stays, so the kubelet restarts the
 // container in it and the new process keeps the leader lock the pod holds (leader for life).
