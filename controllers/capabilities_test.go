@@ -22,14 +22,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/actionclient"
 )
 
@@ -70,10 +67,7 @@ var _ = Describe("Cluster capabilities", Serial, func() {
 		crd := serviceMonitorCRD()
 		Expect(k8sClient.Create(ctx, crd)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) {
-			mc := &cachev1.Memcached{}
-			mc.Name, mc.Namespace = key.Name, key.Namespace
-			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, mc))).To(Succeed())
-			Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key, mc)) }, timeout, interval).Should(BeTrue())
+			deleteMemcached(ctx, key)
 			Expect(k8sClient.Delete(ctx, crd)).To(Succeed())
 		})
 		Eventually(deployedCondition(ctx, key), 2*timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))

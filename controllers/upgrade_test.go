@@ -110,6 +110,14 @@ func createMemcached(ctx context.Context, key types.NamespacedName, spec string)
 	Expect(k8sClient.Create(ctx, obj)).To(Succeed())
 }
 
+// deleteMemcached deletes a Memcached, if there is one, and waits until its uninstall is done and
+// it is gone.
+func deleteMemcached(ctx context.Context, key types.NamespacedName) {
+	mc := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
+	Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, mc))).To(Succeed())
+	Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key, mc)) }, timeout, interval).Should(BeTrue())
+}
+
 // setRollout writes a Deployment's status as its controller would (envtest runs none).
 func setRollout(ctx context.Context, key types.NamespacedName, replicas, updated, available int32) {
 	Eventually(func(g Gomega) {
@@ -147,13 +155,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		ns = newNamespace(ctx)
 		key = types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
 		// A CR left failing would keep being retried (and recording Events) during later specs.
-		DeferCleanup(func() {
-			mc := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}}
-			Expect(client.IgnoreNotFound(k8sClient.Delete(context.Background(), mc))).To(Succeed())
-			Eventually(func() bool {
-				return apierrors.IsNotFound(k8sClient.Get(context.Background(), key, mc))
-			}, timeout, interval).Should(BeTrue())
-		})
+		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
 	})
 
 	It("takes over a release of the 0.1.0 chart: replaces the Deployment whose selector changed and moves the renamed value", func() {
