@@ -98,7 +98,7 @@ test: verify-generated vet lint-chart envtest ## Unit and envtest tests, chart l
 	cd hack/cluster && go test ./...
 
 .PHONY: test-e2e
-test-e2e: cluster-binaries cluster-tool olm-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) ## End-to-end suites on the local cluster with OLM (root); always tears the cluster down. E2E_ARGS='-ginkgo.focus=...' picks specs.
+test-e2e: host-packages cluster-binaries cluster-tool olm-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) ## End-to-end suites on the local cluster with OLM (root); always tears the cluster down. E2E_ARGS='-ginkgo.focus=...' picks specs.
 	status=0; \
 	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && \
 	  $(MAKE) --no-print-directory olm-install e2e-olm-images e2e-release-images && \
@@ -240,20 +240,29 @@ E2E_IMG ?= localhost:5000/memcached-operator:dev
 E2E_PROBE_IMG ?= localhost:5000/memcache-probe:dev
 
 .PHONY: demo
-demo: cluster-binaries cluster-tool ## Run the product: deploy it and both samples on the current context, else on the local cluster.
-	$(CLUSTER_TOOL) demo $(CLUSTER_FLAGS) --repo=$(CURDIR) --img=$(if $(filter command line environment,$(origin IMG)),$(IMG)) --local-img=$(E2E_IMG)
+demo: host-packages cluster-tool ## Run the product: deploy it and both samples on the current context, else on the local cluster (root).
+	@$(CLUSTER_TOOL) demo $(CLUSTER_FLAGS) --repo=$(CURDIR) --img=$(if $(filter command line environment,$(origin IMG)),$(IMG)) --local-img=$(E2E_IMG)
 
+# With nothing up these say so in one line, without building anything.
 .PHONY: demo-down
-demo-down: cluster-tool ## Undo make demo (samples, operator, and the local cluster if it runs).
-	$(CLUSTER_TOOL) demo-down $(CLUSTER_FLAGS) --repo=$(CURDIR)
+demo-down: ## Undo make demo (samples, operator, and the local cluster if it runs).
+	@if [ -d $(CLUSTER_STATE) ] || [ -x $(KUBE_BIN)/kubectl ]; then \
+	  $(MAKE) --no-print-directory -s cluster-tool && $(CLUSTER_TOOL) demo-down $(CLUSTER_FLAGS) --repo=$(CURDIR); \
+	else echo "demo-down: nothing to remove: no local cluster runs and kubectl was never built"; fi
 
 .PHONY: cluster-up
-cluster-up: cluster-binaries cluster-tool ## Bring up the local cluster (idempotent).
+cluster-up: host-packages cluster-binaries cluster-tool ## Bring up the local cluster (idempotent; root).
 	$(CLUSTER_TOOL) up $(CLUSTER_FLAGS)
 
 .PHONY: cluster-down
-cluster-down: cluster-tool ## Stop the local cluster and undo its changes to the machine.
-	$(CLUSTER_TOOL) down $(CLUSTER_FLAGS)
+cluster-down: ## Stop the local cluster and undo its changes to the machine.
+	@if [ -d $(CLUSTER_STATE) ]; then \
+	  $(MAKE) --no-print-directory -s cluster-tool && $(CLUSTER_TOOL) down $(CLUSTER_FLAGS); \
+	else echo "cluster-down: nothing to do: no local cluster state in $(CLUSTER_STATE)"; fi
+
+.PHONY: host-packages
+host-packages: ## Install the Debian packages of hack/packages.txt that are missing (root), or say which.
+	@hack/host-packages.sh
 
 .PHONY: cluster-status
 cluster-status: cluster-tool ## Say what of the local cluster runs.

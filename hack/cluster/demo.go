@@ -39,7 +39,35 @@ type demo struct {
 
 const demoNamespace = "default" // the tutorial applies the samples there
 
+// phases prints the steps of a long command with the time each took, so a person can follow it.
+type phases struct {
+	start, phase time.Time
+	n, total     int
+}
+
+func (p *phases) next(title string) {
+	now := time.Now()
+	if p.start.IsZero() {
+		p.start = now
+	} else {
+		p.done()
+	}
+	p.n++
+	p.phase = now
+	fmt.Printf("\n==> [%d/%d] %s\n", p.n, p.total, title)
+}
+
+func (p *phases) done() {
+	now := time.Now()
+	fmt.Printf("    done in %s (%s in all)\n", now.Sub(p.phase).Round(time.Second), now.Sub(p.start).Round(time.Second))
+}
+
 func (d *demo) run() error {
+	p := &phases{total: 6}
+	p.next("kubectl (built from Go modules the first time: about 2 minutes)")
+	if err := d.make(d.c.bin("kubectl")); err != nil {
+		return err
+	}
 	local, err := d.chooseCluster()
 	if err != nil {
 		return err
@@ -48,9 +76,15 @@ func (d *demo) run() error {
 	if local {
 		d.img = d.localImg
 		d.env = append(d.env, "KUBECONFIG="+d.c.Kubeconfig(), "KUBECACHEDIR="+d.c.path("kubectl-cache"))
+		p.next("Kubernetes binaries of the local cluster (the first time: about 8 minutes)")
+		if err := d.make("cluster-binaries"); err != nil {
+			return err
+		}
+		p.next("local cluster: etcd, control plane, containerd, kubelet, kube-proxy, CoreDNS, registry")
 		if err := d.c.up(d.self); err != nil {
 			return err
 		}
+		p.next("images: the operator, memcached and a memcached client, pushed to the local registry")
 		if err := d.make("e2e-images", "E2E_IMG="+d.img); err != nil {
 			return err
 		}
@@ -61,8 +95,35 @@ func (d *demo) run() error {
 		memcachedImg = strings.TrimSpace(string(b))
 	} else if d.img == "" {
 		return fmt.Errorf("the current kube context is reachable, so the demo runs there: set IMG to an operator image that cluster can pull (and MEMCACHED_IMG to mirror memcached), or unset KUBECONFIG to use the local cluster")
+	} else {
+		p.total = 3
 	}
 
+	p.next("operator: make deploy IMG=" + d.img)
+	if err := d.deploy(memcachedImg); err != nil {
+		return err
+	}
+	p.next("samples: 3 memcached pods (Memcached) and 2 backup pods (MemcachedBackup)")
+	if err := d.applySamples(); err != nil {
+		return err
+	}
+	if local {
+		// A client in the cluster stores keys through the Service and reads them back.
+		if err := d.kubectlShow("-n", demoNamespace, "run", "memcached-demo-client", "--rm", "-i", "--restart=Never",
+			"--image="+probeImage, "--", "-addr", "memcached-sample:11211", "-keys", "10"); err != nil {
+			return err
+		}
+	}
+	p.done()
+	d.summary(local)
+	return nil
+}
+
+// probeImage is the memcached client that `make e2e-images` pushes (tests/e2e/memcache-probe).
+var probeImage = RegistryHost + "/memcache-probe:dev"
+
+// deploy runs make deploy and waits for the operator.
+func (d *demo) deploy(memcachedImg string) error {
 	// make deploy records the image in config/manager/kustomization.yaml; keep the tree clean.
 	kustomization := filepath.Join(d.repo, "config", "manager", "kustomization.yaml")
 	before, err := os.ReadFile(kustomization)
@@ -80,8 +141,12 @@ func (d *demo) run() error {
 	if err != nil {
 		return err
 	}
+	return d.kubectlShow("-n", "memcached-operator-system", "rollout", "status", "deployment/memcached-operator-controller-manager", "--timeout=3m")
+}
+
+// applySamples applies both samples and waits for their pods to be Running and Ready.
+func (d *demo) applySamples() error {
 	steps := [][]string{
-		{"-n", "memcached-operator-system", "rollout", "status", "deployment/memcached-operator-controller-manager", "--timeout=3m"},
 		{"-n", demoNamespace, "apply", "-f", "config/samples/cache_v1_memcached.yaml", "-f", "config/samples/cache_v1_memcachedbackup.yaml"},
 		{"-n", demoNamespace, "wait", "memcached/memcached-sample", "--for=condition=Deployed", "--timeout=3m"},
 	}
@@ -110,22 +175,29 @@ func (d *demo) run() error {
 			return err
 		}
 	}
-	if err := d.kubectlShow("-n", demoNamespace, "wait", "memcachedbackup/memcachedbackup-sample", "--for=condition=Available", "--timeout=3m"); err != nil {
-		return err
-	}
+	return d.kubectlShow("-n", demoNamespace, "wait", "memcachedbackup/memcachedbackup-sample", "--for=condition=Available", "--timeout=3m")
+}
+
+// summary shows what runs and what to try next.
+func (d *demo) summary(local bool) {
+	fmt.Println("\nWhat runs now:")
 	for _, s := range [][]string{
-		{"-n", demoNamespace, "get", "pods", "-o", "wide"},
 		{"-n", demoNamespace, "get", "memcached,memcachedbackup"},
-		{"-n", demoNamespace, "get", "memcachedbackup", "memcachedbackup-sample", "-o", "jsonpath={.status.nodes}{\"\\n\"}"},
+		{"-n", demoNamespace, "get", "pods", "-o", "wide"},
 	} {
-		if err := d.kubectlShow(s...); err != nil {
-			return err
-		}
+		_ = d.kubectlShow(s...)
 	}
+	fmt.Println("\nTry next:")
 	if local {
-		fmt.Printf("\nThe demo runs on the local cluster. Use it with:\n  export KUBECONFIG=%s PATH=%s:$PATH\nand stop it with: make demo-down\n", d.c.Kubeconfig(), d.c.BinDir)
+		fmt.Printf("  export KUBECONFIG=%s PATH=%s:$PATH\n", d.c.Kubeconfig(), d.c.BinDir)
 	}
-	return nil
+	fmt.Println("  kubectl get memcached memcached-sample -o yaml           # conditions, version, replicas")
+	fmt.Println("  kubectl patch memcached memcached-sample --type=merge -p '{\"spec\":{\"replicaCount\":5}}'")
+	fmt.Println("  kubectl get memcachedbackup memcachedbackup-sample -o jsonpath='{.status.nodes}'")
+	if local {
+		fmt.Printf("  kubectl run mc --rm -i --restart=Never --image=%s -- -addr memcached-sample:11211 -keys 100\n", probeImage)
+	}
+	fmt.Println("  make demo-down                                            # remove it all")
 }
 
 // chooseCluster says whether the demo runs on the local cluster (true) or the current context.
@@ -133,36 +205,51 @@ func (d *demo) chooseCluster() (bool, error) {
 	if _, ok := d.c.pid("kube-apiserver"); ok {
 		return true, nil // a local cluster is up already
 	}
-	if os.Getenv("KUBECONFIG") != "" || fileExists(filepath.Join(os.Getenv("HOME"), ".kube", "config")) {
-		if _, err := exec.Command(d.c.bin("kubectl"), "version", "--request-timeout=5s").CombinedOutput(); err == nil {
-			logf("the current kube context is reachable: the demo runs there")
-			return false, nil
-		}
-		logf("the current kube context is not reachable: the demo brings up the local cluster")
+	if d.contextReachable() {
+		logf("the current kube context is reachable: the demo runs there")
+		return false, nil
 	}
 	if os.Geteuid() != 0 {
 		return false, fmt.Errorf("no reachable kube context, and the local cluster needs root: run `sudo make demo`, or point KUBECONFIG at a cluster and set IMG")
 	}
-	logf("bringing up the local cluster (this needs root: it runs containerd, the kubelet, CNI and kube-proxy)")
+	logf("no reachable kube context: the demo brings up the local cluster (as root: containerd, the kubelet, CNI and kube-proxy)")
 	return true, nil
 }
 
-// down undoes the demo: the samples, the operator, and the local cluster if it runs.
-func (d *demo) down() error {
-	local := false
-	if _, ok := d.c.pid("kube-apiserver"); ok {
-		local = true
-		d.env = append(d.env, "KUBECONFIG="+d.c.Kubeconfig(), "KUBECACHEDIR="+d.c.path("kubectl-cache"))
+// contextReachable says whether a kube context is configured and answers.
+func (d *demo) contextReachable() bool {
+	if os.Getenv("KUBECONFIG") == "" && !fileExists(filepath.Join(os.Getenv("HOME"), ".kube", "config")) {
+		return false
 	}
+	_, err := exec.Command(d.c.bin("kubectl"), "version", "--request-timeout=5s").CombinedOutput()
+	return err == nil
+}
+
+// down undoes the demo: the samples, the operator, and the local cluster if it runs or is half
+// up. With nothing up it says so and succeeds.
+func (d *demo) down() error {
+	if d.c.anyRunning() || fileExists(d.c.StateDir) {
+		if _, ok := d.c.pid("kube-apiserver"); ok {
+			d.env = append(d.env, "KUBECONFIG="+d.c.Kubeconfig(), "KUBECACHEDIR="+d.c.path("kubectl-cache"))
+			d.removeDemo()
+		}
+		return d.c.down()
+	}
+	if fileExists(d.c.bin("kubectl")) && d.contextReachable() {
+		d.removeDemo()
+		return nil
+	}
+	fmt.Println("demo-down: nothing to remove: no local cluster runs and no kube context is reachable")
+	return nil
+}
+
+// removeDemo deletes the samples and the operator from the cluster the demo runs on.
+func (d *demo) removeDemo() {
 	_ = d.kubectlShow("-n", demoNamespace, "delete", "--ignore-not-found", "--timeout=2m",
 		"-f", "config/samples/cache_v1_memcached.yaml", "-f", "config/samples/cache_v1_memcachedbackup.yaml")
 	if err := d.make("undeploy", "ignore-not-found=true"); err != nil {
-		return err
+		logf("%v", err)
 	}
-	if local {
-		return d.c.down()
-	}
-	return nil
 }
 
 func (d *demo) environ() []string {

@@ -118,12 +118,12 @@ func (c *Cluster) componentNames() []string {
 
 // down stops everything up started, by PID, and undoes its changes to the host.
 func (c *Cluster) down() error {
+	if _, err := os.Stat(c.StateDir); os.IsNotExist(err) {
+		fmt.Printf("cluster-down: nothing to do: no local cluster state in %s\n", c.StateDir)
+		return nil
+	}
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("tearing the local cluster down needs root")
-	}
-	if _, err := os.Stat(c.StateDir); os.IsNotExist(err) {
-		logf("no cluster state in %s: nothing to do", c.StateDir)
-		return nil
 	}
 	// No new pods: stop the controllers and the scheduler, then remove every pod so the kubelet
 	// tears down its containers and CNI releases its network.
@@ -161,6 +161,16 @@ func (c *Cluster) down() error {
 		logf("cluster is down; the state folder %s is removed", c.StateDir)
 	}
 	return err
+}
+
+// anyRunning says whether a process of the cluster still runs.
+func (c *Cluster) anyRunning() bool {
+	for _, name := range c.componentNames() {
+		if _, ok := c.pid(name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // noPodsLeft is nil once containerd runs no pod sandbox any more.
