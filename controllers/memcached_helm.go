@@ -25,7 +25,6 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
 	"github.com/operator-framework/helm-operator-plugins/pkg/values"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
-	"github.com/operator-framework/operator-lib/proxy"
 	"helm.sh/helm/v3/pkg/chartutil"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,7 +103,7 @@ func SetupHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) er
 		reconciler.WithChart(*w.Chart),
 		reconciler.WithGroupVersionKind(w.GroupVersionKind),
 		reconciler.WithOverrideValues(w.OverrideValues),
-		reconciler.WithValueTranslator(ValuesTranslator(defaultImage, ProxyValues(proxy.ReadProxyVarsFromEnv()), recorder)),
+		reconciler.WithValueTranslator(ValuesTranslator(defaultImage, recorder)),
 		reconciler.WithValueMapper(values.MapperFunc(func(v chartutil.Values) chartutil.Values { return v })),
 		reconciler.WithReconcilePeriod(period),
 		reconciler.WithMaxReleaseHistory(opts.MaxReleaseHistory),

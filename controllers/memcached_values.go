@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 
+	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -35,13 +36,17 @@ import (
 // the operator's configuration (computed on every reconcile, never written back into the CR):
 //   - image fields the CR leaves unset come from the operator's default image
 //     (RELATED_IMAGE_MEMCACHED), when that differs from the chart's own default;
-//   - proxy settings come from the operator's environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY);
 //   - a memcached version the operator does not run is refused: the release keeps what it runs,
 //     the CR's Irreconcilable condition says why and a Warning Event UnsupportedVersion is
-//     recorded.
-func ValuesTranslator(defaultImage *operand.Image, proxy map[string]string, recorder record.EventRecorder) values.Translator {
+//     recorded;
+//   - a CR whose name cannot be a release's (made before admission checked names) is refused the
+//     same way; deleting it is never held up (see actionclient's Uninstall).
+//
+// The operator's proxy settings do not reach the pods: memcached and its exporter make no
+// outbound calls.
+func ValuesTranslator(defaultImage *operand.Image, recorder record.EventRecorder) values.Translator {
 	return values.TranslatorFunc(func(_ context.Context, obj *unstructured.Unstructured) (chartutil.Values, error) {
-		vals, err := TranslateValues(obj, defaultImage, proxy)
+		vals, err := TranslateValues(obj, defaultImage)
 		var unsupported *operand.ErrUnsupportedVersion
 		if errors.As(err, &unsupported) {
 			recorder.Eventf(obj, corev1.EventTypeWarning, "UnsupportedVersion", "%v; the pods keep the version they run", err)
@@ -51,7 +56,10 @@ func ValuesTranslator(defaultImage *operand.Image, proxy map[string]string, reco
 }
 
 // TranslateValues is ValuesTranslator's work, exported for table tests.
-func TranslateValues(obj *unstructured.Unstructured, defaultImage *operand.Image, proxy map[string]string) (chartutil.Values, error) {
+func TranslateValues(obj *unstructured.Unstructured, defaultImage *operand.Image) (chartutil.Values, error) {
+	if err := cachev1.ValidName(obj.GetKind(), obj.GetName()); err != nil {
+		return nil, fmt.Errorf("%w; this Memcached was made before the name was checked and cannot be reconciled: create it again under a valid name, and delete this one", err)
+	}
 	spec, _, err := unstructured.NestedMap(obj.Object, "spec")
 	if err != nil {
 		return nil, fmt.Errorf("read spec of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
@@ -86,26 +94,5 @@ func TranslateValues(obj *unstructured.Unstructured, defaultImage *operand.Image
 			return nil, fmt.Errorf("spec.image: %w", err)
 		}
 	}
-
-	if len(proxy) > 0 {
-		p := map[string]any{}
-		for k, v := range proxy {
-			p[k] = v
-		}
-		vals["proxy"] = p
-	}
 	return vals, nil
-}
-
-// ProxyValues maps the proxy variables of the operator (operator-lib proxy.ReadProxyVarsFromEnv)
-// to the chart's proxy values.
-func ProxyValues(env []corev1.EnvVar) map[string]string {
-	keys := map[string]string{"HTTP_PROXY": "httpProxy", "HTTPS_PROXY": "httpsProxy", "NO_PROXY": "noProxy"}
-	out := map[string]string{}
-	for _, e := range env {
-		if key, ok := keys[e.Name]; ok && e.Value != "" {
-			out[key] = e.Value
-		}
-	}
-	return out
 }

@@ -22,7 +22,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/example/memcached-operator/controllers"
@@ -36,7 +35,6 @@ func TestTranslateValues(t *testing.T) {
 		name  string
 		spec  map[string]any
 		image *operand.Image
-		proxy map[string]string
 		want  map[string]any
 	}{
 		{name: "no spec, no operator settings: the chart's defaults apply",
@@ -60,18 +58,17 @@ func TestTranslateValues(t *testing.T) {
 		{name: "the operator's digest comes with its tag",
 			spec: map[string]any{}, image: pinned,
 			want: map[string]any{"image": map[string]any{"repository": "mirror.local/memcached", "tag": "1.6.38", "digest": pinned.Digest}}},
-		{name: "proxy settings are added",
-			spec: map[string]any{}, proxy: map[string]string{"httpProxy": "http://p:3128"},
-			want: map[string]any{"proxy": map[string]any{"httpProxy": "http://p:3128"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := &unstructured.Unstructured{Object: map[string]any{}}
+			obj.SetKind("Memcached")
+			obj.SetName("memcached-sample")
 			if tt.spec != nil {
 				obj.Object["spec"] = tt.spec
 			}
 			before := obj.DeepCopy()
-			got, err := controllers.TranslateValues(obj, tt.image, tt.proxy)
+			got, err := controllers.TranslateValues(obj, tt.image)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,8 +84,9 @@ func TestTranslateValues(t *testing.T) {
 
 func TestTranslateValuesRefusesUnsupportedVersions(t *testing.T) {
 	for _, tag := range []string{"1.5.22", "2.0.0", "latest"} {
-		obj := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"image": map[string]any{"tag": tag}}}}
-		_, err := controllers.TranslateValues(obj, nil, nil)
+		obj := &unstructured.Unstructured{Object: map[string]any{"kind": "Memcached", "metadata": map[string]any{"name": "m"},
+			"spec": map[string]any{"image": map[string]any{"tag": tag}}}}
+		_, err := controllers.TranslateValues(obj, nil)
 		var unsupported *operand.ErrUnsupportedVersion
 		if !errors.As(err, &unsupported) || !strings.Contains(err.Error(), tag) {
 			t.Errorf("tag %s: got %v, want an ErrUnsupportedVersion naming the tag", tag, err)
@@ -96,14 +94,13 @@ func TestTranslateValuesRefusesUnsupportedVersions(t *testing.T) {
 	}
 }
 
-func TestProxyValues(t *testing.T) {
-	got := controllers.ProxyValues([]corev1.EnvVar{
-		{Name: "HTTP_PROXY", Value: "http://p:3128"}, {Name: "http_proxy", Value: "http://p:3128"},
-		{Name: "NO_PROXY", Value: ".svc"}, {Name: "HTTPS_PROXY", Value: ""},
-	})
-	want := map[string]string{"httpProxy": "http://p:3128", "noProxy": ".svc"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("ProxyValues = %v, want %v", got, want)
+// A Memcached made before admission checked names is refused with the reason, not installed.
+func TestTranslateValuesRefusesNamesHelmCannotUse(t *testing.T) {
+	for _, name := range []string{strings.Repeat("m", 54), "memcached.sample", "1memcached"} {
+		obj := &unstructured.Unstructured{Object: map[string]any{"kind": "Memcached", "metadata": map[string]any{"name": name}}}
+		if _, err := controllers.TranslateValues(obj, nil); err == nil || !strings.Contains(err.Error(), "cannot be reconciled") {
+			t.Errorf("name %q: got %v, want a refusal that says why", name, err)
+		}
 	}
 }
 

@@ -28,21 +28,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// OperatorValues are the values the operator adds to a CR's spec before it renders the chart.
-// They are not part of the CRD (users do not set them on a Memcached) but the chart accepts them.
-var OperatorValues = map[string]any{
-	"proxy": map[string]any{
-		"type":                 "object",
-		"description":          "proxy settings for the containers; the operator sets them from its own environment.",
-		"additionalProperties": false,
-		"properties": map[string]any{
-			"httpProxy":  map[string]any{"type": "string", "description": "HTTP_PROXY of the containers."},
-			"httpsProxy": map[string]any{"type": "string", "description": "HTTPS_PROXY of the containers."},
-			"noProxy":    map[string]any{"type": "string", "description": "NO_PROXY of the containers."},
-		},
-	},
-}
-
 // SpecSchema returns the OpenAPI schema of spec in the served version of a CRD.
 func SpecSchema(crdYAML []byte, version string) (*apiextensionsv1.JSONSchemaProps, error) {
 	var crd apiextensionsv1.CustomResourceDefinition
@@ -70,13 +55,6 @@ func ValuesSchema(spec *apiextensionsv1.JSONSchemaProps, title string) ([]byte, 
 	root := convert(spec)
 	root["$schema"] = "http://json-schema.org/draft-07/schema#"
 	root["title"] = title
-	props := root["properties"].(map[string]any)
-	for k, v := range OperatorValues {
-		if _, clash := props[k]; clash {
-			return nil, fmt.Errorf("operator value %q clashes with a CRD field", k)
-		}
-		props[k] = v
-	}
 	out, err := json.MarshalIndent(root, "", "  ")
 	if err != nil {
 		return nil, err
@@ -103,6 +81,9 @@ func convert(s *apiextensionsv1.JSONSchemaProps) map[string]any {
 		if !s.XIntOrString {
 			out["anyOf"] = append(asSlice(out["anyOf"]), convert(&a))
 		}
+	}
+	for _, a := range s.AllOf {
+		out["allOf"] = append(asSlice(out["allOf"]), convert(&a))
 	}
 	if s.Pattern != "" {
 		out["pattern"] = s.Pattern

@@ -21,17 +21,17 @@ components of a release never fall under these selectors. A Deployment's selecto
 the operator moves releases of older charts over without downtime (see README, Upgrades).
 */}}
 {{- define "memcached.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "memcached.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "memcached.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/component: cache
 {{- end }}
 
 {{/* Labels of every object. */}}
 {{- define "memcached.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
 {{ include "memcached.selectorLabels" . }}
 app.kubernetes.io/part-of: memcached-operator
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 {{- end }}
 
 {{/* An image reference from {repository, tag, digest}: a digest wins over a tag. */}}
@@ -71,26 +71,14 @@ seccompProfile:
   type: RuntimeDefault
 {{- end }}
 
-{{/* Proxy variables for the containers, from .Values.proxy, upper and lower case as tools differ. */}}
-{{- define "memcached.proxyEnv" -}}
-{{- with .Values.proxy }}
-{{- if .httpProxy }}
-- name: HTTP_PROXY
-  value: {{ .httpProxy | quote }}
-- name: http_proxy
-  value: {{ .httpProxy | quote }}
-{{- end }}
-{{- if .httpsProxy }}
-- name: HTTPS_PROXY
-  value: {{ .httpsProxy | quote }}
-- name: https_proxy
-  value: {{ .httpsProxy | quote }}
-{{- end }}
-{{- if .noProxy }}
-- name: NO_PROXY
-  value: {{ .noProxy | quote }}
-- name: no_proxy
-  value: {{ .noProxy | quote }}
-{{- end }}
+{{/*
+A map of strings as YAML, every key and value quoted: whatever they hold, each stays one string in
+its place (toYaml drops the whole map on a character it cannot write). Keys are explicit ("? "):
+YAML allows implicit keys of at most 1024 characters.
+*/}}
+{{- define "memcached.quotedMap" -}}
+{{- range $k, $v := . }}
+? {{ $k | quote }}
+: {{ $v | quote }}
 {{- end }}
 {{- end }}

@@ -1,0 +1,355 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// The chart is the trust boundary between a tenant's CR and what the operator creates with its
+// own rights. Admission refuses bad values, but the chart must not depend on it: whatever a value
+// holds, it lands as data in the one place the chart means, and never adds an object, a field or
+// a flag. This property test renders the chart with admission's checks off (values.schema.json
+// skipped), adversarial strings in every string field of the schema and random numbers in every
+// number field, and checks the rendered objects field by field.
+
+// adversarial are strings that change YAML or templates when they reach a template unquoted.
+func adversarial() []string {
+	return []string{
+		"1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: injected\n  namespace: kube-system\n",
+		"x\n      hostNetwork: true\n      hostPID: true",
+		"x\n  - --privileged",
+		"{{ .Release.Name }}", `{{ fail "templated" }}`,
+		`"double" 'single' ` + "`back`", "key: value", ": colon", "- dash", "#comment", "&anchor *alias", "!!binary AAAA",
+		"true", "null", "~", "0x10", "1e3", "yes", "", " ", "\t",
+		"ünïcødé ✓ 日本語 \u2028 \u0085", "nul\x00byte", "back\\slash\\n",
+		strings.Repeat("long-", 20*1024), // 100 KB
+		strings.Repeat("a\n", 1024),
+	}
+}
+
+// valuesFor makes chart values from a values.schema.json node: an adversarial string for every
+// string (int-or-string too), a random number for every integer, every object property and a few
+// map entries and list items. Booleans are on, so that every template renders.
+func valuesFor(node map[string]any, rnd *rand.Rand, strs []string) any {
+	pick := func() string { return strs[rnd.IntN(len(strs))] }
+	if anyOf, ok := node["anyOf"].([]any); ok && len(anyOf) > 0 {
+		return pick() // int-or-string: the string is the dangerous half
+	}
+	switch node["type"] {
+	case "string":
+		return pick()
+	case "integer":
+		return rnd.Int64N(2_000_000_000) - 1_000_000_000
+	case "boolean":
+		return true
+	case "array":
+		items, _ := node["items"].(map[string]any)
+		var out []any
+		for range 1 + rnd.IntN(3) {
+			out = append(out, valuesFor(items, rnd, strs))
+		}
+		return out
+	case "object":
+		out := map[string]any{}
+		props, _ := node["properties"].(map[string]any)
+		for _, name := range slices.Sorted(maps.Keys(props)) {
+			out[name] = valuesFor(props[name].(map[string]any), rnd, strs)
+		}
+		if extra, ok := node["additionalProperties"].(map[string]any); ok {
+			for range 1 + rnd.IntN(3) {
+				out[pick()+fmt.Sprint(rnd.IntN(1000))] = valuesFor(extra, rnd, strs)
+			}
+		}
+		return out
+	}
+	panic(fmt.Sprintf("schema node of unknown type: %v", node))
+}
+
+func TestChartCannotBeSteeredByValues(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), "helm-charts", "memcached", "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	chrt, err := loader.Load(filepath.Join(repoRoot(), "helm-charts", "memcached"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The attacks as reported, alone: a second object in another namespace, host fields in the pod.
+	for _, attack := range []map[string]any{
+		{"podDisruptionBudget": map[string]any{"maxUnavailable": "1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system"}},
+		{"priorityClassName": "x\n      hostNetwork: true\n      hostPID: true"},
+	} {
+		vals := valuesFor(schema, rand.New(rand.NewPCG(0, 0)), []string{"x"}).(map[string]any)
+		maps.Copy(vals, attack)
+		manifest, err := renderUnchecked(chrt, vals)
+		if err != nil {
+			t.Fatalf("attack %v: the chart does not render it: %v", attack, err)
+		}
+		for _, problem := range checkRendered(manifest, vals) {
+			t.Errorf("attack %v: %s", attack, problem)
+		}
+	}
+
+	strs := adversarial()
+	const runs = 60
+	for seed := range uint64(runs) {
+		rnd := rand.New(rand.NewPCG(seed, 2026))
+		vals := valuesFor(schema, rnd, strs).(map[string]any)
+		manifest, err := renderUnchecked(chrt, vals)
+		if err != nil {
+			t.Fatalf("seed %d: the chart does not render these values (a value broke a template): %v", seed, err)
+		}
+		for _, problem := range checkRendered(manifest, vals) {
+			t.Errorf("seed %d: %s", seed, problem)
+		}
+		if t.Failed() {
+			dump, _ := json.MarshalIndent(vals, "", "  ")
+			t.Logf("seed %d values (strings shortened):\n%.4000s", seed, dump)
+			return
+		}
+	}
+}
+
+// renderUnchecked renders like renderChart, but without values.schema.json, on a cluster with
+// the ServiceMonitor API.
+func renderUnchecked(chrt *chart.Chart, vals map[string]any) (string, error) {
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun, install.ClientOnly, install.Replace = true, true, true
+	install.SkipSchemaValidation = true
+	install.ReleaseName, install.Namespace = releaseName, chartNamespace
+	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
+	install.APIVersions = chartutil.VersionSet{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor"}
+	rel, err := install.Run(chrt, vals)
+	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
+
+const releaseName = "memcached-sample"
+
+// podSpecFields and containerFields are what the chart means to set in a pod; anything else in a
+// rendered pod came from a value.
+var (
+	podSpecFields   = []string{"affinity", "automountServiceAccountToken", "containers", "nodeSelector", "priorityClassName", "securityContext", "serviceAccountName", "tolerations"}
+	containerFields = []string{"args", "image", "imagePullPolicy", "lifecycle", "livenessProbe", "name", "ports", "readinessProbe", "resources", "securityContext"}
+)
+
+// checkRendered lists how the rendered manifest differs from what the chart means to render for
+// vals: exactly its five objects, named after the release and in its namespace, each value as
+// data in its place.
+func checkRendered(manifest string, vals map[string]any) []string {
+	var problems []string
+	objs := map[string]map[string]any{}
+	for _, doc := range releaseutil.SplitManifests(manifest) {
+		var obj map[string]any
+		if err := sigsyaml.Unmarshal([]byte(doc), &obj); err != nil {
+			problems = append(problems, fmt.Sprintf("a rendered document is not YAML: %v", err))
+			continue
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		kind, _ := obj["kind"].(string)
+		md, _ := obj["metadata"].(map[string]any)
+		if ns, ok := md["namespace"]; ok {
+			problems = append(problems, fmt.Sprintf("%s %v sets namespace %q: every object belongs in the release's namespace", kind, md["name"], ns))
+		}
+		if md["name"] != releaseName {
+			problems = append(problems, fmt.Sprintf("%s is named %q, not after the release", kind, md["name"]))
+		}
+		if _, dup := objs[kind]; dup {
+			problems = append(problems, "a second "+kind+" was rendered")
+		}
+		objs[kind] = obj
+	}
+	want := []string{"Deployment", "PodDisruptionBudget", "Service", "ServiceAccount", "ServiceMonitor"}
+	if got := slices.Sorted(maps.Keys(objs)); !slices.Equal(got, want) {
+		problems = append(problems, fmt.Sprintf("rendered kinds %v, want exactly %v", got, want))
+	}
+	if d, ok := objs["Deployment"]; ok {
+		problems = append(problems, checkDeployment(d, vals)...)
+	}
+	if pdb, ok := objs["PodDisruptionBudget"]; ok {
+		var typed policyv1.PodDisruptionBudget
+		if err := strictDecode(pdb, &typed); err != nil {
+			problems = append(problems, "PodDisruptionBudget: "+err.Error())
+		} else if got, want := typed.Spec.MaxUnavailable.String(), fmt.Sprint(dig(vals, "podDisruptionBudget", "maxUnavailable")); got != want {
+			problems = append(problems, fmt.Sprintf("PodDisruptionBudget maxUnavailable %.80q, want the value %.80q", got, want))
+		}
+	}
+	if svc, ok := objs["Service"]; ok {
+		var typed corev1.Service
+		if err := strictDecode(svc, &typed); err != nil {
+			problems = append(problems, "Service: "+err.Error())
+		} else if len(typed.Spec.Ports) != 2 {
+			problems = append(problems, fmt.Sprintf("Service has %d ports, want memcache and metrics", len(typed.Spec.Ports)))
+		}
+	}
+	if sm, ok := objs["ServiceMonitor"]; ok {
+		endpoints, _ := dig(sm, "spec", "endpoints").([]any)
+		if len(endpoints) != 1 || dig(endpoints[0], "interval") != dig(vals, "metrics", "serviceMonitor", "interval") {
+			problems = append(problems, fmt.Sprintf("ServiceMonitor endpoints %.200v, want one with the interval value", endpoints))
+		}
+	}
+	return problems
+}
+
+func checkDeployment(obj map[string]any, vals map[string]any) []string {
+	var problems []string
+	pod, _ := dig(obj, "spec", "template", "spec").(map[string]any)
+	if extra := extraKeys(pod, podSpecFields); len(extra) > 0 {
+		problems = append(problems, fmt.Sprintf("the pod spec has fields the chart does not set: %v", extra))
+	}
+	containers, _ := pod["containers"].([]any)
+	for _, c := range containers {
+		if extra := extraKeys(c.(map[string]any), containerFields); len(extra) > 0 {
+			problems = append(problems, fmt.Sprintf("container %v has fields the chart does not set: %v", dig(c, "name"), extra))
+		}
+	}
+	// resources are the value as it is, whatever its quantities hold (the API server checks
+	// those); taken out before the typed decode, which would parse them.
+	if len(containers) > 0 {
+		memcached := containers[0].(map[string]any)
+		want := map[string]any{} // its limits and requests: the chart sets no resource claims
+		for _, k := range []string{"limits", "requests"} {
+			if v, ok := dig(vals, "resources", k).(map[string]any); ok && len(v) > 0 {
+				want[k] = v
+			}
+		}
+		if !reflect.DeepEqual(memcached["resources"], want) {
+			problems = append(problems, fmt.Sprintf("memcached resources %.200v, want the value", memcached["resources"]))
+		}
+		delete(memcached, "resources")
+	}
+	var d appsv1.Deployment
+	if err := strictDecode(obj, &d); err != nil {
+		return append(problems, "Deployment: "+err.Error())
+	}
+	spec := d.Spec.Template.Spec
+	if got := len(spec.Containers); got != 2 {
+		return append(problems, fmt.Sprintf("%d containers, want memcached and exporter", got))
+	}
+	if spec.PriorityClassName != vals["priorityClassName"] {
+		problems = append(problems, fmt.Sprintf("priorityClassName %.80q, want the value %.80q", spec.PriorityClassName, vals["priorityClassName"]))
+	}
+	if !sameStrings(spec.NodeSelector, vals["nodeSelector"]) {
+		problems = append(problems, fmt.Sprintf("nodeSelector %.200v, want the value", spec.NodeSelector))
+	}
+	if !sameStrings(d.Spec.Template.Annotations, vals["podAnnotations"]) {
+		problems = append(problems, fmt.Sprintf("pod annotations %.200v, want the value", d.Spec.Template.Annotations))
+	}
+	for k, v := range vals["podLabels"].(map[string]any) {
+		if d.Spec.Template.Labels[k] != v {
+			problems = append(problems, fmt.Sprintf("pod label %.80q is %.80q, want %.80q", k, d.Spec.Template.Labels[k], v))
+		}
+	}
+	if tol, _ := vals["tolerations"].([]any); len(spec.Tolerations) != len(tol) {
+		problems = append(problems, fmt.Sprintf("%d tolerations, want the %d of the value", len(spec.Tolerations), len(tol)))
+	}
+	extraArgs, _ := dig(vals, "memcached", "extraArgs").([]any)
+	args := spec.Containers[0].Args
+	if len(args) != 10+len(extraArgs) {
+		problems = append(problems, fmt.Sprintf("memcached has %d args, want the chart's 10 and %d extraArgs", len(args), len(extraArgs)))
+	} else {
+		for i, a := range extraArgs {
+			if args[10+i] != a {
+				problems = append(problems, fmt.Sprintf("extra arg %d is %.80q, want %.80q", i, args[10+i], a))
+			}
+		}
+	}
+	for _, c := range spec.Containers {
+		if c.SecurityContext == nil || c.SecurityContext.Privileged != nil || c.SecurityContext.Capabilities == nil ||
+			len(c.SecurityContext.Capabilities.Add) > 0 || len(c.Ports) != 1 {
+			problems = append(problems, fmt.Sprintf("container %s: security context %+v, ports %v", c.Name, c.SecurityContext, c.Ports))
+		}
+	}
+	return problems
+}
+
+// strictDecode decodes a rendered object into its Go type, refusing unknown fields.
+func strictDecode(obj map[string]any, into any) error {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(into)
+}
+
+func extraKeys(m map[string]any, allowed []string) []string {
+	var extra []string
+	for k := range m {
+		if !slices.Contains(allowed, k) {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	return extra
+}
+
+func sameStrings(got map[string]string, want any) bool {
+	w, _ := want.(map[string]any)
+	if len(got) != len(w) {
+		return false
+	}
+	for k, v := range w {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// dig follows keys through nested maps.
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
