@@ -63,8 +63,9 @@ help: ## Display this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRDs, the RBAC role and the chart's values.schema.json.
+manifests: $(CONTROLLER_GEN) ## Generate the CRDs (with the name rules of api/v1/names.go), the RBAC role and the chart's values.schema.json.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	go run ./hack/crdnames -dir config/crd/bases
 	go run ./hack/chartschema -crd config/crd/bases/cache.my.domain_memcacheds.yaml -out helm-charts/memcached/values.schema.json
 
 .PHONY: generate

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/actionclient"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -188,7 +189,8 @@ func (r *MemcachedReconciler) migrateSpec(ctx context.Context, mc *cachev1.Memca
 }
 
 // deploymentOf finds the memcached Deployment of a release by its labels, which every chart
-// version sets (the Deployment's name depends on the release name).
+// version sets (the Deployment's name depends on the release name), among the Deployments Helm
+// made for the release: one that only looks alike is not the Memcached's.
 func (r *MemcachedReconciler) deploymentOf(ctx context.Context, mc *cachev1.Memcached) (*appsv1.Deployment, error) {
 	list := &appsv1.DeploymentList{}
 	if err := r.List(ctx, list, client.InNamespace(mc.Namespace),
@@ -196,8 +198,8 @@ func (r *MemcachedReconciler) deploymentOf(ctx context.Context, mc *cachev1.Memc
 		return nil, fmt.Errorf("list Deployments of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
 	for i := range list.Items {
-		if list.Items[i].DeletionTimestamp == nil {
-			return &list.Items[i], nil
+		if d := &list.Items[i]; d.DeletionTimestamp == nil && actionclient.OwnedByRelease(d, mc) {
+			return d, nil
 		}
 	}
 	return nil, nil

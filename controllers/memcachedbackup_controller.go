@@ -18,10 +18,10 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
-	"github.com/operator-framework/operator-lib/proxy"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -81,11 +82,24 @@ func (r *MemcachedBackupReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if backup.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
+	// A backup made before admission checked names: nothing can be made under its name.
+	if err := cachev1.ValidName("MemcachedBackup", backup.Name); err != nil {
+		return ctrl.Result{}, r.refuse(ctx, backup, "InvalidName", fmt.Sprintf("%v; create the backup again under a valid name, and delete this one", err))
+	}
 
 	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: backup.Name, Namespace: backup.Namespace}}
 	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, deploy, func() error {
+		// Never adopt or rewrite a Deployment this backup did not make.
+		if !deploy.CreationTimestamp.IsZero() && !metav1.IsControlledBy(deploy, backup) {
+			return errNotOwned
+		}
 		return r.mutateDeployment(backup, deploy)
 	})
+	if errors.Is(err, errNotOwned) {
+		return ctrl.Result{}, r.refuse(ctx, backup, "DeploymentNotOwned", fmt.Sprintf(
+			"Deployment %s exists and was not made by this MemcachedBackup (%s); the operator leaves it alone: rename the backup or remove that Deployment",
+			deploy.Name, madeBy(deploy)))
+	}
 	if err != nil {
 		r.Recorder.Eventf(backup, corev1.EventTypeWarning, "DeploymentFailed",
 			"Could not create or update Deployment %s: %v", deploy.Name, err)
@@ -113,6 +127,34 @@ func (r *MemcachedBackupReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	return ctrl.Result{}, r.updateStatus(ctx, backup, func(st *cachev1.MemcachedBackupStatus) {
 		observe(st, backup, deploy, pods.Items)
 	})
+}
+
+// errNotOwned: the backup's Deployment name is taken by a Deployment someone else made.
+var errNotOwned = errors.New("the Deployment was not made by this MemcachedBackup")
+
+// refuse reports, in status and with a Warning Event, why the backup cannot be reconciled. It
+// waits for a change of the backup (or of the Deployment in the way) rather than retrying.
+func (r *MemcachedBackupReconciler) refuse(ctx context.Context, backup *cachev1.MemcachedBackup, reason, msg string) error {
+	if c := meta.FindStatusCondition(backup.Status.Conditions, cachev1.ConditionDegraded); c == nil || c.Reason != reason || c.Message != msg {
+		r.Recorder.Eventf(backup, corev1.EventTypeWarning, reason, "%s", msg)
+	}
+	return r.updateStatus(ctx, backup, func(st *cachev1.MemcachedBackupStatus) {
+		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, reason, msg)
+		setCondition(st, backup, cachev1.ConditionAvailable, metav1.ConditionFalse, reason, "no Deployment of this backup runs")
+		setCondition(st, backup, cachev1.ConditionProgressing, metav1.ConditionFalse, reason, msg)
+		st.ObservedGeneration = backup.Generation
+	})
+}
+
+// madeBy says who made an object, as far as it tells.
+func madeBy(obj client.Object) string {
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		return fmt.Sprintf("it belongs to %s %s", ref.Kind, ref.Name)
+	}
+	if rel := obj.GetAnnotations()["meta.helm.sh/release-name"]; rel != "" {
+		return fmt.Sprintf("it belongs to Helm release %s", rel)
+	}
+	return "it has no owner"
 }
 
 // updateStatus applies change to a copy of the status and writes it only when it differs.
@@ -227,10 +269,7 @@ func mutateMemcachedContainer(c *corev1.Container, img operand.Image) {
 	c.ImagePullPolicy = corev1.PullIfNotPresent
 	c.Args = []string{"-p", "11211", "-m", "64", "-c", "1024", "-t", "4", "-I", "1m"}
 	c.Ports = []corev1.ContainerPort{{Name: "memcache", ContainerPort: 11211, Protocol: corev1.ProtocolTCP}}
-	c.Env = proxy.ReadProxyVarsFromEnv()
-	if len(c.Env) == 0 {
-		c.Env = nil
-	}
+	c.Env = nil // memcached makes no outbound calls: the operator's proxy settings stay with it
 	tcp := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("memcache")}}
 	c.LivenessProbe = &corev1.Probe{ProbeHandler: tcp, InitialDelaySeconds: 10, PeriodSeconds: 10, TimeoutSeconds: 5, SuccessThreshold: 1, FailureThreshold: 3}
 	c.ReadinessProbe = &corev1.Probe{ProbeHandler: tcp, InitialDelaySeconds: 2, PeriodSeconds: 5, TimeoutSeconds: 3, SuccessThreshold: 1, FailureThreshold: 3}
@@ -252,9 +291,19 @@ func (r *MemcachedBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 	})
+	// A Deployment in the way of a backup (not its own) going away lets the backup make its own.
+	deletedToBackup := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}}
+	})
+	deletedOnly := predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&cachev1.MemcachedBackup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
+		Watches(&appsv1.Deployment{}, deletedToBackup, builder.WithPredicates(deletedOnly)).
 		Watches(&corev1.Pod{}, podToBackup).
 		Named("memcachedbackup").
 		Complete(r)

@@ -300,22 +300,6 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 			HaveField("Conditions", hasCondition("Progressing", metav1.ConditionFalse, "Complete"))))
 	})
 
-	It("refuses a memcached version it does not run, with a condition and an Event, and leaves the pods as they are", func() {
-		createMemcached(ctx, key, "  replicaCount: 1\n")
-		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
-		Expect(k8sClient.Patch(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}},
-			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"image":{"tag":"1.5.22"}}}`)))).To(Succeed())
-		Eventually(memcachedCondition(ctx, key, "Irreconcilable"), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring(`"1.5.22" is not supported`))))
-		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("UnsupportedVersion"))
-		Consistently(func(g Gomega) string {
-			d := &appsv1.Deployment{}
-			g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
-			return d.Spec.Template.Spec.Containers[0].Image
-		}, 3*time.Second, interval).Should(Equal(relatedImage))
-		Expect(releaseSecrets(ctx, ns, key.Name)).To(ConsistOf("sh.helm.release.v1.memcached-sample.v1"))
-	})
-
 	It("leaves a failed upgrade failed: no rollback, no retry of the same upgrade before its back-off, at once on a change", func() {
 		rejectAnnotatedDeployments(ctx, ns)
 		createMemcached(ctx, key, "  replicaCount: 1\n")

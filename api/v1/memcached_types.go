@@ -18,6 +18,7 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -30,6 +31,8 @@ import (
 // every reconcile, so that an operator upgrade can move them.
 
 // MemcachedSpec configures a memcached cluster: the values of the memcached Helm chart.
+// +kubebuilder:validation:XValidation:rule=`!has(self.resources) || !has(self.resources.limits) || !has(self.resources.limits.memory) || (type(self.resources.limits.memory) == int ? double(self.resources.limits.memory) : string(self.resources.limits.memory).matches(r'[eE][-+]?[0-9]') ? double(string(self.resources.limits.memory)) : double(string(self.resources.limits.memory).find(r'^[-+]?[0-9]*\.?[0-9]*')) * {"": 1.0, 'm': 0.001, 'k': 1000.0, 'M': 1000000.0, 'G': 1e9, 'T': 1e12, 'P': 1e15, 'E': 1e18, 'Ki': 1024.0, 'Mi': 1048576.0, 'Gi': 1073741824.0, 'Ti': 1099511627776.0, 'Pi': 1125899906842624.0, 'Ei': 1152921504606846976.0}[string(self.resources.limits.memory).substring(string(self.resources.limits.memory).find(r'^[-+]?[0-9]*\.?[0-9]*').size())]) >= double((has(self.memcached) && has(self.memcached.memoryLimitMB) ? self.memcached.memoryLimitMB : has(self.memcached) && has(self.memcached.maxMemoryMB) ? self.memcached.maxMemoryMB : 64) + 32) * 1048576.0`,message="resources.limits.memory must be at least memcached.maxMemoryMB + 32Mi: memcached uses that much beyond its item memory (connections, hash table), and is killed when it reaches the limit",fieldPath=".resources.limits.memory"
+// +kubebuilder:validation:XValidation:rule=`!has(self.metrics) || !has(self.metrics.enabled) || !self.metrics.enabled || !has(self.service) || !has(self.service.port) || !has(self.metrics.port) || self.service.port != self.metrics.port`,message="metrics.port and service.port must differ: the Service serves both",fieldPath=".metrics.port"
 type MemcachedSpec struct {
 	// replicaCount is the number of memcached pods.
 	// +kubebuilder:validation:Minimum=0
@@ -41,6 +44,9 @@ type MemcachedSpec struct {
 
 	// image selects the memcached container image. Unset fields take the operator's default
 	// (the RELATED_IMAGE_MEMCACHED image of the operator, else the chart's pinned memcached image).
+	// A tag must name a memcached 1.6 version (the operator's flags and probes are memcached
+	// 1.6's); an image pinned by digest alone is accepted as it is.
+	// +kubebuilder:validation:XValidation:rule=`!has(self.tag) || self.tag.matches(r'^v?1\.6(\.[0-9]+)?([-_+][0-9A-Za-z.+_-]*)?$')`,message="this operator runs memcached 1.6: use a 1.6 version tag such as 1.6.39 (not latest), or pin a digest",fieldPath=".tag"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image"
 	Image *ImageSpec `json:"image,omitempty"`
@@ -51,10 +57,12 @@ type MemcachedSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Memcached server flags"
 	Memcached *MemcachedServer `json:"memcached,omitempty"`
 
-	// resources of the memcached container. Unset requests and limits take the chart's defaults.
+	// resources of the memcached container: cpu, memory and ephemeral-storage, each request at
+	// most its limit, and a memory limit that leaves 32Mi above maxMemoryMB for memcached's own use
+	// (connections, hash table). Unset requests and limits take the chart's defaults.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
-	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources *ResourceRequirements `json:"resources,omitempty"`
 
 	// podDisruptionBudget limits voluntary disruptions of the memcached pods.
 	// +kubebuilder:default={}
@@ -82,39 +90,138 @@ type MemcachedSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Metrics"
 	Metrics *MetricsSpec `json:"metrics,omitempty"`
 
-	// nodeSelector constrains the pods to nodes with these labels.
+	// nodeSelector constrains the pods to nodes with these labels (keys and values as Kubernetes
+	// label keys and values).
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches(r'^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253))`,message="nodeSelector keys must be label keys: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 
-	// tolerations of the pods.
+	// tolerations of the pods, as Kubernetes validates them.
+	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tolerations",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
-	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	Tolerations []Toleration `json:"tolerations,omitempty"`
 
-	// podAnnotations are added to the pods.
+	// podAnnotations are added to the pods. Annotations that set the pod's AppArmor or seccomp
+	// profile, or its OpenShift SCC, are refused: the chart sets the pod's security.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches(r'^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253))`,message="podAnnotations keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
+	// +kubebuilder:validation:XValidation:rule=`!self.exists(k, k.startsWith('container.apparmor.security.beta.kubernetes.io/') || k.startsWith('seccomp.security.alpha.kubernetes.io/') || k.startsWith('container.seccomp.security.alpha.kubernetes.io/') || k in ['openshift.io/scc', 'openshift.io/required-scc'])`,message="podAnnotations cannot set the pod's AppArmor or seccomp profile or its OpenShift SCC: the chart runs memcached under the restricted profile"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod annotations",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
-	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+	PodAnnotations map[string]AnnotationValue `json:"podAnnotations,omitempty"`
 
-	// podLabels are added to the pods.
+	// podLabels are added to the pods (keys and values as Kubernetes label keys and values). The
+	// labels the chart sets itself, which select the pods, cannot be set here.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches(r'^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253))`,message="podLabels keys must be label keys: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
+	// +kubebuilder:validation:XValidation:rule=`!self.exists(k, k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/component', 'app.kubernetes.io/part-of', 'app.kubernetes.io/version', 'app.kubernetes.io/managed-by', 'helm.sh/chart', 'pod-template-hash'])`,message="podLabels cannot set the labels the chart sets (app.kubernetes.io/name, instance, component, part-of, version, managed-by, helm.sh/chart, pod-template-hash): they select the pods"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod labels",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
-	PodLabels map[string]string `json:"podLabels,omitempty"`
+	PodLabels map[string]LabelValue `json:"podLabels,omitempty"`
 
-	// priorityClassName of the pods.
+	// priorityClassName of the pods: the name of a PriorityClass (a DNS subdomain). The system-
+	// classes are for kube-system only, and refused.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$`
+	// +kubebuilder:validation:XValidation:rule=`!self.startsWith('system-')`,message="priorityClassName: the system- priority classes are for kube-system"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Priority class",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 }
 
+// ResourceRequirements are the compute resources of the memcached container: Kubernetes'
+// ResourceRequirements for the resources memcached uses.
+// +kubebuilder:validation:XValidation:rule=`!has(self.limits) || !has(self.requests) || ((!has(self.limits.cpu) || !has(self.requests.cpu) || (type(self.requests.cpu) == int ? double(self.requests.cpu) : string(self.requests.cpu).matches(r'[eE][-+]?[0-9]') ? double(string(self.requests.cpu)) : double(string(self.requests.cpu).find(r'^[-+]?[0-9]*\.?[0-9]*')) * {"": 1.0, 'm': 0.001, 'k': 1000.0, 'M': 1000000.0, 'G': 1e9, 'T': 1e12, 'P': 1e15, 'E': 1e18, 'Ki': 1024.0, 'Mi': 1048576.0, 'Gi': 1073741824.0, 'Ti': 1099511627776.0, 'Pi': 1125899906842624.0, 'Ei': 1152921504606846976.0}[string(self.requests.cpu).substring(string(self.requests.cpu).find(r'^[-+]?[0-9]*\.?[0-9]*').size())]) <= (type(self.limits.cpu) == int ? double(self.limits.cpu) : string(self.limits.cpu).matches(r'[eE][-+]?[0-9]') ? double(string(self.limits.cpu)) : double(string(self.limits.cpu).find(r'^[-+]?[0-9]*\.?[0-9]*')) * {"": 1.0, 'm': 0.001, 'k': 1000.0, 'M': 1000000.0, 'G': 1e9, 'T': 1e12, 'P': 1e15, 'E': 1e18, 'Ki': 1024.0, 'Mi': 1048576.0, 'Gi': 1073741824.0, 'Ti': 1099511627776.0, 'Pi': 1125899906842624.0, 'Ei': 1152921504606846976.0}[string(self.limits.cpu).substring(string(self.limits.cpu).find(r'^[-+]?[0-9]*\.?[0-9]*').size())])) && (!has(self.limits.memory) || !has(self.requests.memory) || (type(self.requests.memory) == int ? double(self.requests.memory) : string(self.requests.memory).matches(r'[eE][-+]?[0-9]') ? double(string(self.requests.memory)) : double(string(self.requests.memory).find(r'^[-+]?[0-9]*\.?[0-9]*')) * {"": 1.0, 'm': 0.001, 'k': 1000.0, 'M': 1000000.0, 'G': 1e9, 'T': 1e12, 'P': 1e15, 'E': 1e18, 'Ki': 1024.0, 'Mi': 1048576.0, 'Gi': 1073741824.0, 'Ti': 1099511627776.0, 'Pi': 1125899906842624.0, 'Ei': 1152921504606846976.0}[string(self.requests.memory).substring(string(self.requests.memory).find(r'^[-+]?[0-9]*\.?[0-9]*').size())]) <= (type(self.limits.memory) == int ? double(self.limits.memory) : string(self.limits.memory).matches(r'[eE][-+]?[0-9]') ? double(string(self.limits.memory)) : double(string(self.limits.memory).find(r'^[-+]?[0-9]*\.?[0-9]*')) * {"": 1.0, 'm': 0.001, 'k': 1000.0, 'M': 1000000.0, 'G': 1e9, 'T': 1e12, 'P': 1e15, 'E': 1e18, 'Ki': 1024.0, 'Mi': 1048576.0, 'Gi': 1073741824.0, 'Ti': 1099511627776.0, 'Pi': 1125899906842624.0, 'Ei': 1152921504606846976.0}[string(self.limits.memory).substring(string(self.limits.memory).find(r'^[-+]?[0-9]*\.?[0-9]*').size())])) && (!has(self.limits.ephemeral__dash__storage) || !has(self.requests.ephemeral__dash__storage) || (type(self.requests.ephemeral__dash__storage) == int ? double(self.requests.ephemeral__dash__storage) : string(self.requests.ephemeral__dash__storage).matches(r'[eE][-+]?[0-9]') ? double(string(self.requests.ephemeral__dash__storage)) : double(string(self.requests.ephemeral__dash__storage).find(r'^[-+]?[0-9]*\.?[0-9]*')) * {"": 1.0, 'm': 0.001, 'k': 1000.0, 'M': 1000000.0, 'G': 1e9, 'T': 1e12, 'P': 1e15, 'E': 1e18, 'Ki': 1024.0, 'Mi': 1048576.0, 'Gi': 1073741824.0, 'Ti': 1099511627776.0, 'Pi': 1125899906842624.0, 'Ei': 1152921504606846976.0}[string(self.requests.ephemeral__dash__storage).substring(string(self.requests.ephemeral__dash__storage).find(r'^[-+]?[0-9]*\.?[0-9]*').size())]) <= (type(self.limits.ephemeral__dash__storage) == int ? double(self.limits.ephemeral__dash__storage) : string(self.limits.ephemeral__dash__storage).matches(r'[eE][-+]?[0-9]') ? double(string(self.limits.ephemeral__dash__storage)) : double(string(self.limits.ephemeral__dash__storage).find(r'^[-+]?[0-9]*\.?[0-9]*')) * {"": 1.0, 'm': 0.001, 'k': 1000.0, 'M': 1000000.0, 'G': 1e9, 'T': 1e12, 'P': 1e15, 'E': 1e18, 'Ki': 1024.0, 'Mi': 1048576.0, 'Gi': 1073741824.0, 'Ti': 1099511627776.0, 'Pi': 1125899906842624.0, 'Ei': 1152921504606846976.0}[string(self.limits.ephemeral__dash__storage).substring(string(self.limits.ephemeral__dash__storage).find(r'^[-+]?[0-9]*\.?[0-9]*').size())])))`,message="resources: a request cannot be above its limit"
+type ResourceRequirements struct {
+	// limits are the most the container may use.
+	// +optional
+	Limits *ResourceAmounts `json:"limits,omitempty"`
+	// requests are what the scheduler reserves for the container.
+	// +optional
+	Requests *ResourceAmounts `json:"requests,omitempty"`
+}
+
+// ResourceAmounts are amounts of cpu, memory and ephemeral storage, as Kubernetes quantities
+// (e.g. 500m, 128Mi), none negative.
+type ResourceAmounts struct {
+	// cpu, in cores (1, 0.5 or 500m).
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+	// +kubebuilder:validation:XValidation:rule="type(self) != int || self >= 0",message="quantities cannot be negative"
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+	// memory, in bytes (128Mi, 1Gi).
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+	// +kubebuilder:validation:XValidation:rule="type(self) != int || self >= 0",message="quantities cannot be negative"
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+	// ephemeralStorage is the container's local disk, in bytes; memcached writes none.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+	// +kubebuilder:validation:XValidation:rule="type(self) != int || self >= 0",message="quantities cannot be negative"
+	// +optional
+	EphemeralStorage *resource.Quantity `json:"ephemeral-storage,omitempty"`
+}
+
+// Toleration lets the pods run on nodes with a matching taint: Kubernetes' Toleration, checked as
+// Kubernetes checks it.
+// +kubebuilder:validation:XValidation:rule=`self.key != "" || self.operator == 'Exists'`,message="a toleration without key must have operator Exists"
+// +kubebuilder:validation:XValidation:rule=`self.operator != 'Exists' || self.value == ""`,message="a toleration with operator Exists takes no value"
+// +kubebuilder:validation:XValidation:rule=`!has(self.tolerationSeconds) || self.effect == 'NoExecute'`,message="tolerationSeconds needs effect NoExecute"
+type Toleration struct {
+	// key is the taint key the toleration applies to (a label key); empty with operator Exists
+	// matches every taint.
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule=`self == '' || (self.matches(r'^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!self.contains('/') || self.indexOf('/') <= 253))`,message="key must be a label key: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
+	// +kubebuilder:default=""
+	// +optional
+	Key string `json:"key"`
+	// operator is Equal (the default: the taint's value must equal value) or Exists.
+	// +kubebuilder:validation:Enum=Exists;Equal;""
+	// +kubebuilder:default=""
+	// +optional
+	Operator string `json:"operator"`
+	// value the taint's value must equal (a label value).
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	// +kubebuilder:default=""
+	// +optional
+	Value string `json:"value"`
+	// effect of the taints to tolerate: NoSchedule, PreferNoSchedule or NoExecute; empty for all.
+	// +kubebuilder:validation:Enum=NoSchedule;PreferNoSchedule;NoExecute;""
+	// +kubebuilder:default=""
+	// +optional
+	Effect string `json:"effect"`
+	// tolerationSeconds is how long the pods stay on a node tainted NoExecute (default: forever).
+	// +optional
+	TolerationSeconds *int64 `json:"tolerationSeconds,omitempty"`
+}
+
+// LabelValue is a Kubernetes label value: at most 63 alphanumerics, '-', '_' or '.', starting and
+// ending with an alphanumeric, or empty.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string
+
+// AnnotationValue is the value of a pod annotation. Its bound keeps the pod's annotations within
+// Kubernetes' 256 KiB with podAnnotations' 32 entries.
+// +kubebuilder:validation:MaxLength=4096
+type AnnotationValue string
+
 // ImageSpec names a container image.
 type ImageSpec struct {
-	// repository of the image, e.g. docker.io/library/memcached.
+	// repository of the image without tag or digest, e.g. docker.io/library/memcached or
+	// registry.example.com:5000/mirror/memcached (an OCI repository name).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]+([._\-/:][a-z0-9]+)*$`
+	// +kubebuilder:validation:Pattern=`^(([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[a-fA-F0-9:]+\])(:[0-9]+)?/)?[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$`
 	// +optional
 	Repository string `json:"repository,omitempty"`
 
@@ -137,6 +244,9 @@ type ImageSpec struct {
 
 // MemcachedServer holds memcached's own flags.
 // +kubebuilder:validation:XValidation:rule="!has(self.memoryLimitMB) || !has(self.maxMemoryMB) || self.memoryLimitMB == self.maxMemoryMB",message="memoryLimitMB is the old name of maxMemoryMB: set maxMemoryMB only"
+// +kubebuilder:validation:XValidation:rule=`!has(self.maxItemSize) || (int(self.maxItemSize.find(r'^[0-9]+')) * (self.maxItemSize.lowerAscii().endsWith('m') ? 1024 : 1)) % 512 == 0`,message="maxItemSize must be a multiple of 512k, memcached's slab chunk size: e.g. 512k, 1m, 1536k or 2m",fieldPath=".maxItemSize"
+// +kubebuilder:validation:XValidation:rule=`!has(self.maxItemSize) || (int(self.maxItemSize.find(r'^[0-9]+')) * (self.maxItemSize.lowerAscii().endsWith('m') ? 1024 : 1)) <= 1048576`,message="maxItemSize can be at most 1024m",fieldPath=".maxItemSize"
+// +kubebuilder:validation:XValidation:rule=`!has(self.maxItemSize) || (int(self.maxItemSize.find(r'^[0-9]+')) * (self.maxItemSize.lowerAscii().endsWith('m') ? 1024 : 1)) * 2 <= (has(self.memoryLimitMB) ? self.memoryLimitMB : has(self.maxMemoryMB) ? self.maxMemoryMB : 64) * 1024`,message="maxItemSize can be at most half of maxMemoryMB: memcached refuses larger items",fieldPath=".maxItemSize"
 type MemcachedServer struct {
 	// maxMemoryMB is the item memory in megabytes (memcached -m); 64 when unset. Before 0.2.0 it
 	// was named memoryLimitMB. (No schema default: one would clash with CRs that still set the
@@ -174,8 +284,17 @@ type MemcachedServer struct {
 	// +optional
 	MaxItemSize string `json:"maxItemSize,omitempty"`
 
-	// extraArgs are further memcached command-line arguments, appended as given.
+	// extraArgs are further memcached flags, each one argument with its value attached (-R20 or
+	// --max-reqs-per-event=20). Only flags that tune memcached are allowed: -v/-vv/-vvv,
+	// -C, -M, -F, -X, -W, -R, -f, -n, -b, -B (auto, ascii) and their long names, and -o/--extended
+	// with modern, no_modern, no_hashexpand, [no_]slab_reassign, slab_automove, [no_]lru_crawler,
+	// [no_]lru_maintainer, idle_timeout, watcher_logbuf_size, track_sizes, no_inline_ascii_resp,
+	// [no_]maxconns_fast. Flags the operator sets from the spec (-p, -m, -c, -t, -I), and flags
+	// that change where memcached listens or what it may do (-l, -U, -s, -d, -u, -A, -k, -L, -P,
+	// -e, -S, TLS), are refused.
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule=`self.all(a, a.matches(r'^(-v{1,3}|--verbose|-C|--disable-cas|-M|--disable-evictions|-F|--disable-flush-all|-X|--disable-dumping|-W|--disable-watch|(-R|--max-reqs-per-event=)[1-9][0-9]{0,5}|(-f|--slab-growth-factor=)(1\.0{0,2}[1-9][0-9]{0,2}|[2-9](\.[0-9]{1,3})?)|(-n|--slab-min-size=)[1-9][0-9]{0,6}|(-b|--listen-backlog=)[0-9]{1,6}|(-B|--protocol=)(auto|ascii)|(-o|--extended=)(modern|no_modern|no_hashexpand|slab_reassign|no_slab_reassign|slab_automove=[0-2]|lru_crawler|no_lru_crawler|lru_maintainer|no_lru_maintainer|idle_timeout=[0-9]{1,9}|watcher_logbuf_size=[0-9]{1,6}|track_sizes|no_inline_ascii_resp|maxconns_fast|no_maxconns_fast)(,(modern|no_modern|no_hashexpand|slab_reassign|no_slab_reassign|slab_automove=[0-2]|lru_crawler|no_lru_crawler|lru_maintainer|no_lru_maintainer|idle_timeout=[0-9]{1,9}|watcher_logbuf_size=[0-9]{1,6}|track_sizes|no_inline_ascii_resp|maxconns_fast|no_maxconns_fast))*)$'))`,message="extraArgs: each argument must be one allowed memcached flag with its value attached (see kubectl explain memcached.spec.memcached.extraArgs); the flags the operator sets (-p, -m, -c, -t, -I) and those that change where memcached listens or what it may do are refused"
 	// +optional
 	ExtraArgs []string `json:"extraArgs,omitempty"`
 }
@@ -187,10 +306,12 @@ type PodDisruptionBudgetSpec struct {
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 
-	// maxUnavailable is the number or percentage of pods that may be down during a voluntary
-	// disruption such as a drain or a rolling update of the nodes.
+	// maxUnavailable is the number (0 or more) or percentage (0% to 100%) of pods that may be
+	// down during a voluntary disruption such as a drain or a rolling update of the nodes.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
+	// +kubebuilder:validation:XValidation:rule=`type(self) == int ? self >= 0 : self.matches(r'^(100|[1-9]?[0-9])%$')`,message="maxUnavailable must be a number of pods (0 or more) or a percentage from 0% to 100%"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
@@ -217,9 +338,10 @@ type MetricsSpec struct {
 	// +optional
 	Image *ImageSpec `json:"image,omitempty"`
 
-	// port the exporter serves metrics on.
+	// port the exporter serves metrics on; not memcached's port 11211, which the pod uses already.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:validation:XValidation:rule="self != 11211",message="metrics.port cannot be 11211: memcached listens there in the same pod"
 	// +kubebuilder:default=9150
 	// +optional
 	Port int32 `json:"port,omitempty"`
@@ -237,8 +359,9 @@ type ServiceMonitorSpec struct {
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 
-	// interval between scrapes, e.g. 30s.
-	// +kubebuilder:validation:Pattern=`^[0-9]+(ms|s|m|h)$`
+	// interval between scrapes, a Prometheus duration such as 30s or 1m30s.
+	// +kubebuilder:validation:Pattern=`^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:default="30s"
 	// +optional
 	Interval string `json:"interval,omitempty"`

@@ -58,10 +58,12 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -226,12 +228,21 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 	if err := c.backOff(last, chrt, vals); err != nil {
 		return nil, err
 	}
-	if err := c.replaceDeployments(name, namespace, chrt, vals, to, opts); err != nil {
+	target, err := c.render(name, namespace, chrt, vals, opts)
+	if err != nil {
+		return nil, fmt.Errorf("render chart %s for release %s: %w", to, name, err)
+	}
+	// Helm patches the objects of the last release without asking who made them now.
+	if err := c.refuseForeign(target.Manifest, name, namespace); err != nil {
+		return nil, err
+	}
+	if err := c.replaceDeployments(target, namespace, to); err != nil {
 		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "UpgradeFailed", "Upgrade of release %s to chart %s: %v", name, to, err)
 		return nil, err
 	}
 	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, append(opts, skipParamCheck)...)
 	if err != nil {
+		err = c.explainConflict(name, err)
 		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "UpgradeFailed",
 			"Upgrade of release %s to chart %s failed; the release is left failed, not rolled back, and the same upgrade is retried after %s or at once when the resource changes: %v",
 			name, to, FailedRetryBase, err)
@@ -250,14 +261,33 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 		i.DisableOpenAPIValidation = true
 		return nil
 	})...)
-	if err == nil {
-		c.caps.renderedUnder(types.NamespacedName{Namespace: namespace, Name: name}, c.generation)
+	if err != nil {
+		return rel, c.explainConflict(name, err)
 	}
-	return rel, err
+	c.caps.renderedUnder(types.NamespacedName{Namespace: namespace, Name: name}, c.generation)
+	return rel, nil
 }
 
-// Uninstall uninstalls a release and forgets when it was rendered.
+// explainConflict says what to do when Helm refused to take over an object that another
+// release, another CR or someone else made (Helm's check of its ownership metadata): the
+// operator never adopts such objects.
+func (c *actionClient) explainConflict(name string, err error) error {
+	if !strings.Contains(err.Error(), "exists and cannot be imported into the current release") {
+		return err
+	}
+	c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "NameConflict",
+		"Release %s would take over an object it did not make, which the operator never does: %v", name, err)
+	return fmt.Errorf("an object this release would create exists and was made by someone else (another Memcached, a MemcachedBackup, another Helm release or a user); the operator leaves it alone: rename this %s or remove that object: %w",
+		c.owner.GetObjectKind().GroupVersionKind().Kind, err)
+}
+
+// Uninstall uninstalls a release and forgets when it was rendered. A release name Helm cannot
+// use (a CR made before admission checked names) never had a release: the uninstall is done, so
+// the CR's deletion is not held up by its finalizer.
 func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption) (*release.UninstallReleaseResponse, error) {
+	if err := chartutil.ValidateReleaseName(name); err != nil {
+		return nil, fmt.Errorf("%v: no release was ever made under this name: %w", err, driver.ErrReleaseNotFound)
+	}
 	resp, err := c.ActionInterface.Uninstall(name, opts...)
 	if err == nil {
 		c.caps.forget(types.NamespacedName{Namespace: c.owner.GetNamespace(), Name: name})
@@ -350,7 +380,8 @@ func sameInputs(rel *release.Release, chrt *chart.Chart, vals map[string]any) bo
 	return errA == nil && errB == nil && bytes.Equal(a, b)
 }
 
-// Reconcile repairs drift of the release's objects, and does nothing when there is none.
+// Reconcile repairs drift of the release's objects, and does nothing when there is none. An
+// object someone else made in the place of one of the release's is left alone.
 func (c *actionClient) Reconcile(rel *release.Release) error {
 	inSync, err := InSync(context.Background(), c.cached, c.conf.KubeClient, rel.Manifest)
 	if err != nil {
@@ -359,7 +390,39 @@ func (c *actionClient) Reconcile(rel *release.Release) error {
 	if inSync {
 		return nil
 	}
+	if err := c.refuseForeign(rel.Manifest, rel.Name, rel.Namespace); err != nil {
+		return err
+	}
 	return c.ActionInterface.Reconcile(rel)
+}
+
+// refuseForeign fails when an object of a manifest exists but Helm did not make it for this
+// release (someone replaced it, or it was always someone else's): the operator would patch it,
+// that is adopt it, and it never adopts what it did not make.
+func (c *actionClient) refuseForeign(manifest, name, namespace string) error {
+	objs, err := parsed(c.conf.KubeClient, manifest)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		key := o.key
+		if key.Namespace == "" {
+			key.Namespace = namespace
+		}
+		// Live, not from the cache: Helm decides on what it reads live the next moment.
+		live := NewObject(c.client.Scheme(), o.gvk)
+		if err := c.client.Get(context.Background(), key, live); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("read %s %s: %w", o.gvk.Kind, key.Name, err)
+		}
+		if !OwnedByRelease(live, c.owner) {
+			return c.explainConflict(name, fmt.Errorf("%s %q in namespace %q exists and cannot be imported into the current release: Helm did not make it for release %s",
+				o.gvk.Kind, key.Name, key.Namespace, name))
+		}
+	}
+	return nil
 }
 
 // InSync reports whether every object of a manifest exists and already holds every field the

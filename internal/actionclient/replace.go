@@ -27,6 +27,7 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,15 +51,11 @@ var ReplaceTimeout = 2 * time.Minute
 //
 // ReplicaSets left ownerless that the new Deployment would adopt are orphaned too, so that an
 // upgrade cut off between the two deletions resumes the same way.
-func (c *actionClient) replaceDeployments(name, namespace string, chrt *chart.Chart, vals map[string]any, to string, opts []helmclient.UpgradeOption) error {
-	render := append(append([]helmclient.UpgradeOption{}, opts...), func(u *action.Upgrade) error {
-		u.DryRun = true
-		return nil
-	})
-	target, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, render...)
-	if err != nil {
-		return fmt.Errorf("render chart %s for release %s: %w", to, name, err)
-	}
+//
+// Only what belongs to the release is touched: a Deployment of the same name that Helm did not
+// make for this release is left alone (the upgrade then fails on it, and says so), and only
+// ReplicaSets of the chart's pods are orphaned.
+func (c *actionClient) replaceDeployments(target *release.Release, namespace, to string) error {
 	infos, err := c.conf.KubeClient.Build(bytes.NewBufferString(target.Manifest), false)
 	if err != nil {
 		return fmt.Errorf("build release objects: %w", err)
@@ -96,6 +93,8 @@ func (c *actionClient) replaceDeployment(ctx context.Context, desired *appsv1.De
 		return fmt.Errorf("read Deployment %s: %w", desired.Name, err)
 	case reflect.DeepEqual(live.Spec.Selector, desired.Spec.Selector):
 		return nil
+	case !OwnedByRelease(live, c.owner):
+		return nil // not ours to replace: Helm refuses to take it over, and the upgrade says why
 	default:
 		if live.DeletionTimestamp == nil {
 			c.recorder.Eventf(c.owner, corev1.EventTypeNormal, "SelectorMigrated",
@@ -118,13 +117,40 @@ func (c *actionClient) replaceDeployment(ctx context.Context, desired *appsv1.De
 	}
 	for i := range sets.Items {
 		rs := &sets.Items[i]
-		if metav1.GetControllerOf(rs) == nil && sel.Matches(labels.Set(rs.Labels)) {
+		if metav1.GetControllerOf(rs) == nil && sel.Matches(labels.Set(rs.Labels)) && rs.Labels[partOfLabel] == partOf {
 			if err := c.deleteOrphaning(ctx, "ReplicaSet", rs); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// The chart's pods carry this label (every chart version): a ReplicaSet without it is not the chart's.
+const (
+	partOfLabel = "app.kubernetes.io/part-of"
+	partOf      = "memcached-operator"
+)
+
+// OwnedByRelease reports whether obj was made for the release of the CR cr: cr is its controller
+// (the Helm reconciler sets that on every object it renders in the CR's namespace, also on those
+// it recreates when it repairs drift), or it carries Helm's ownership annotations for the release
+// (what Helm itself sets when it installs or upgrades).
+func OwnedByRelease(obj, cr client.Object) bool {
+	if ref := metav1.GetControllerOf(obj); ref != nil && ref.UID == cr.GetUID() {
+		return true
+	}
+	a := obj.GetAnnotations()
+	return a["meta.helm.sh/release-name"] == cr.GetName() && a["meta.helm.sh/release-namespace"] == cr.GetNamespace()
+}
+
+// render renders the release an upgrade would make (a dry run).
+func (c *actionClient) render(name, namespace string, chrt *chart.Chart, vals map[string]any, opts []helmclient.UpgradeOption) (*release.Release, error) {
+	render := append(append([]helmclient.UpgradeOption{}, opts...), skipParamCheck, func(u *action.Upgrade) error {
+		u.DryRun = true
+		return nil
+	})
+	return c.ActionInterface.Upgrade(name, namespace, chrt, vals, render...)
 }
 
 // deleteOrphaning deletes an object and leaves its dependents running, then waits until the

@@ -1,0 +1,334 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+)
+
+// underReleasedCRD runs f while the API server serves a CRD (a file of config/crd/bases) as the
+// release version shipped it, and serves this tree's CRD again afterwards: what users created
+// before this release's admission rules stays in the cluster, and the operator must handle it.
+func underReleasedCRD(ctx context.Context, version, file string, probe *unstructured.Unstructured, f func()) {
+	current := readCRDFile(filepath.Join("config", "crd", "bases", file))
+	released := &apiextensionsv1.CustomResourceDefinition{}
+	raw, err := exec.Command("git", "show", releaseCommit(version)+":config/crd/bases/"+file).Output()
+	Expect(err).NotTo(HaveOccurred(), "the tests need the repository's history")
+	Expect(yaml.Unmarshal(raw, released)).To(Succeed())
+
+	serve := func(crd *apiextensionsv1.CustomResourceDefinition, probeAccepted bool) {
+		Eventually(func(g Gomega) {
+			live := &apiextensionsv1.CustomResourceDefinition{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: crd.Name}, live)).To(Succeed())
+			live.Spec.Versions = crd.Spec.Versions
+			g.Expect(k8sClient.Update(ctx, live)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+		// The API server takes up a schema change a moment later: wait until the probe says so.
+		Eventually(func() bool {
+			return k8sClient.Create(ctx, probe.DeepCopy(), client.DryRunAll) == nil
+		}, timeout, interval).Should(Equal(probeAccepted), "the API server serves the CRD of %s", version)
+	}
+	serve(released, true)
+	defer serve(current, false)
+	f()
+}
+
+func readCRDFile(path string) *apiextensionsv1.CustomResourceDefinition {
+	raw, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	Expect(yaml.Unmarshal(raw, crd)).To(Succeed())
+	return crd
+}
+
+// releaseCommit is the commit releases.yaml records for a version.
+func releaseCommit(version string) string {
+	raw, err := os.ReadFile("releases.yaml")
+	Expect(err).NotTo(HaveOccurred())
+	var list struct{ Releases []struct{ Version, Commit string } }
+	Expect(yaml.Unmarshal(raw, &list)).To(Succeed())
+	for _, r := range list.Releases {
+		if r.Version == version {
+			return r.Commit
+		}
+	}
+	Fail("releases.yaml has no version " + version)
+	return ""
+}
+
+func unstructuredMemcached(ns, name, spec string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	Expect(yaml.Unmarshal([]byte("apiVersion: cache.my.domain/v1\nkind: Memcached\nspec:\n"+spec), &obj.Object)).To(Succeed())
+	obj.SetName(name)
+	obj.SetNamespace(ns)
+	return obj
+}
+
+var _ = Describe("What users made before the admission rules of 1.0.0", func() {
+	var (
+		ctx context.Context
+		ns  string
+	)
+	BeforeEach(func() {
+		ctx = context.Background()
+		ns = newNamespace(ctx)
+	})
+
+	It("refuses a memcached version it does not run, with a condition and an Event, and leaves the pods as they are", func() {
+		key := types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		probe := unstructuredMemcached(ns, "probe", "  image: {tag: '1.5.22'}")
+		underReleasedCRD(ctx, "0.2.0", "cache.my.domain_memcacheds.yaml", probe, func() {
+			Expect(k8sClient.Patch(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}},
+				client.RawPatch(types.MergePatchType, []byte(`{"spec":{"image":{"tag":"1.5.22"}}}`)))).To(Succeed())
+		})
+		Eventually(memcachedCondition(ctx, key, "Irreconcilable"), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring(`"1.5.22" is not supported`))))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("UnsupportedVersion"))
+		Consistently(func(g Gomega) string {
+			d := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
+			return d.Spec.Template.Spec.Containers[0].Image
+		}, 3*time.Second, interval).Should(Equal(relatedImage))
+		Expect(releaseSecrets(ctx, ns, key.Name)).To(ConsistOf("sh.helm.release.v1.memcached-sample.v1"))
+	})
+
+	It("says why it cannot reconcile a Memcached whose name Helm cannot use, and lets it be deleted at once", func() {
+		key := types.NamespacedName{Namespace: ns, Name: strings.Repeat("m", 60)}
+		probe := unstructuredMemcached(ns, strings.Repeat("p", 60), "  {}")
+		underReleasedCRD(ctx, "0.2.0", "cache.my.domain_memcacheds.yaml", probe, func() {
+			createMemcached(ctx, key, "  replicaCount: 1\n")
+			// The Helm reconciler adds its finalizer first thing; once it has, the name rule may return.
+			Eventually(func(g Gomega) []string {
+				mc := &cachev1.Memcached{}
+				g.Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+				return mc.Finalizers
+			}, timeout, interval).ShouldNot(BeEmpty())
+		})
+		Eventually(memcachedCondition(ctx, key, "Irreconcilable"), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue),
+			HaveField("Message", And(ContainSubstring("at most 53 characters"), ContainSubstring("cannot be reconciled")))))
+		Expect(releaseSecrets(ctx, ns, key.Name)).To(BeEmpty())
+
+		By("deleting it: no release ever existed, so nothing holds the finalizer")
+		Expect(k8sClient.Delete(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}})).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key, &cachev1.Memcached{})) }, 10*time.Second, interval).
+			Should(BeTrue(), "the Memcached is gone at once, not stuck in Terminating")
+	})
+
+	It("says why it cannot reconcile a MemcachedBackup whose name cannot be a label value", func() {
+		key := types.NamespacedName{Namespace: ns, Name: strings.Repeat("b", 70)}
+		probe := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cache.my.domain/v1", "kind": "MemcachedBackup",
+			"metadata": map[string]any{"name": strings.Repeat("p", 70), "namespace": ns}, "spec": map[string]any{"size": int64(1)}}}
+		underReleasedCRD(ctx, "0.2.0", "cache.my.domain_memcachedbackups.yaml", probe, func() {
+			Expect(k8sClient.Create(ctx, &cachev1.MemcachedBackup{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns},
+				Spec: cachev1.MemcachedBackupSpec{Size: 1}})).To(Succeed())
+		})
+		Eventually(backupStatus(ctx, key), timeout, interval).Should(WithTransform(func(st cachev1.MemcachedBackupStatus) string {
+			if c := meta.FindStatusCondition(st.Conditions, cachev1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+				return c.Reason + ": " + c.Message
+			}
+			return ""
+		}, And(HavePrefix("InvalidName: "), ContainSubstring("at most 63 characters"))))
+		Expect(k8sClient.Get(ctx, key, &appsv1.Deployment{})).To(Satisfy(apierrors.IsNotFound))
+		Expect(k8sClient.Delete(ctx, &cachev1.MemcachedBackup{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}})).To(Succeed())
+	})
+})
+
+var _ = Describe("Objects the operator did not make", func() {
+	var (
+		ctx context.Context
+		ns  string
+	)
+	BeforeEach(func() {
+		ctx = context.Background()
+		ns = newNamespace(ctx)
+	})
+
+	// foreignDeployment is a Deployment a user made, with no owner and no Helm metadata.
+	foreignDeployment := func(name string) *appsv1.Deployment {
+		labels := map[string]string{"app": "theirs"}
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](1),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/theirs:1"}}},
+				},
+			},
+		}
+		Expect(k8sClient.Create(ctx, d)).To(Succeed())
+		return d
+	}
+	// untouched asserts that an object is still the one its maker made, unchanged.
+	untouched := func(d *appsv1.Deployment) {
+		Consistently(func(g Gomega) {
+			live := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(d), live)).To(Succeed())
+			g.Expect(live.UID).To(Equal(d.UID))
+			g.Expect(live.Generation).To(Equal(d.Generation))
+			g.Expect(live.OwnerReferences).To(Equal(d.OwnerReferences))
+			g.Expect(live.Labels).To(Equal(d.Labels))
+		}, 3*time.Second, interval).Should(Succeed())
+	}
+	degradedReason := func(key types.NamespacedName) func(g Gomega) string {
+		return func(g Gomega) string {
+			st := backupStatus(ctx, key)(g)
+			if c := meta.FindStatusCondition(st.Conditions, cachev1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+				return c.Reason + ": " + c.Message
+			}
+			return ""
+		}
+	}
+
+	It("does not adopt or rewrite a Deployment in a MemcachedBackup's name, and makes its own once that is gone", func() {
+		key := types.NamespacedName{Namespace: ns, Name: "backup"}
+		theirs := foreignDeployment(key.Name)
+		Expect(k8sClient.Create(ctx, &cachev1.MemcachedBackup{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns},
+			Spec: cachev1.MemcachedBackupSpec{Size: 2}})).To(Succeed())
+		Eventually(degradedReason(key), timeout, interval).Should(And(
+			HavePrefix("DeploymentNotOwned: "), ContainSubstring("it has no owner")))
+		Eventually(eventReasons(ctx, "MemcachedBackup", key), timeout, interval).Should(ContainElement("DeploymentNotOwned"))
+		untouched(theirs)
+
+		By("removing their Deployment, which lets the backup make its own")
+		Expect(k8sClient.Delete(ctx, theirs)).To(Succeed())
+		Eventually(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
+			g.Expect(metav1.GetControllerOf(d)).To(HaveField("Kind", "MemcachedBackup"))
+		}, timeout, interval).Should(Succeed())
+	})
+
+	It("does not take over a Memcached's Deployment with a MemcachedBackup of its name", func() {
+		mcKey := types.NamespacedName{Namespace: ns, Name: "memcached-a"}
+		createMemcached(ctx, mcKey, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, mcKey), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		theirs := &appsv1.Deployment{}
+		Expect(k8sClient.Get(ctx, mcKey, theirs)).To(Succeed())
+
+		Expect(k8sClient.Create(ctx, &cachev1.MemcachedBackup{ObjectMeta: metav1.ObjectMeta{Name: mcKey.Name, Namespace: ns},
+			Spec: cachev1.MemcachedBackupSpec{Size: 2}})).To(Succeed())
+		Eventually(degradedReason(mcKey), timeout, interval).Should(And(
+			HavePrefix("DeploymentNotOwned: "), ContainSubstring("it belongs to Memcached memcached-a")))
+		untouched(theirs)
+		Expect(deployedCondition(ctx, mcKey)(Default)).To(HaveField("Status", metav1.ConditionTrue))
+	})
+
+	It("does not take over a MemcachedBackup's Deployment with a Memcached whose objects have its name", func() {
+		backupKey := types.NamespacedName{Namespace: ns, Name: "cache-memcached"}
+		Expect(k8sClient.Create(ctx, &cachev1.MemcachedBackup{ObjectMeta: metav1.ObjectMeta{Name: backupKey.Name, Namespace: ns},
+			Spec: cachev1.MemcachedBackupSpec{Size: 1}})).To(Succeed())
+		theirs := &appsv1.Deployment{}
+		Eventually(func() error { return k8sClient.Get(ctx, backupKey, theirs) }, timeout, interval).Should(Succeed())
+
+		mcKey := types.NamespacedName{Namespace: ns, Name: "cache"} // its objects are named cache-memcached
+		createMemcached(ctx, mcKey, "  replicaCount: 1\n")
+		Eventually(memcachedCondition(ctx, mcKey, "ReleaseFailed"), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue),
+			HaveField("Message", And(ContainSubstring("was made by someone else"), ContainSubstring(`Deployment "cache-memcached"`)))))
+		Eventually(eventReasons(ctx, "Memcached", mcKey), timeout, interval).Should(ContainElement("NameConflict"))
+		untouched(theirs)
+		Expect(releaseSecrets(ctx, ns, mcKey.Name)).To(BeEmpty(), "nothing was installed")
+
+		By("deleting the Memcached, which removes nothing of the backup's")
+		deleteMemcached(ctx, mcKey)
+		untouched(theirs)
+	})
+
+	It("leaves the first of two Memcacheds whose objects would share names alone, and tells the second why", func() {
+		first := types.NamespacedName{Namespace: ns, Name: "x-memcached"}
+		createMemcached(ctx, first, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, first), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		firstDeploy := &appsv1.Deployment{}
+		Expect(k8sClient.Get(ctx, first, firstDeploy)).To(Succeed())
+
+		second := types.NamespacedName{Namespace: ns, Name: "x"} // its objects are named x-memcached too
+		createMemcached(ctx, second, "  replicaCount: 2\n")
+		Eventually(memcachedCondition(ctx, second, "ReleaseFailed"), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue),
+			HaveField("Message", And(ContainSubstring("rename this Memcached"), ContainSubstring(`"meta.helm.sh/release-name" must equal "x"`)))))
+		untouched(firstDeploy)
+
+		deleteMemcached(ctx, second)
+		untouched(firstDeploy)
+		Expect(deployedCondition(ctx, first)(Default)).To(HaveField("Status", metav1.ConditionTrue))
+	})
+
+	It("replaces on a selector change only the Deployment Helm made for the release", func() {
+		key := types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
+		installRelease(ctx, ns, key.Name, chartOfRelease("0.1.0"), map[string]any{"replicaCount": 1})
+		By("replacing the release's Deployment with one of the user's own, of the same name")
+		Expect(k8sClient.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}})).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key, &appsv1.Deployment{})) }, timeout, interval).Should(BeTrue())
+		theirs := foreignDeployment(key.Name)
+
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		Eventually(memcachedCondition(ctx, key, "ReleaseFailed"), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring("was made by someone else"))))
+		untouched(theirs)
+	})
+
+	It("does not adopt back, when it repairs drift, an object someone took over from the release", func() {
+		key := types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("a user taking the release's Service over: Helm's ownership metadata gone, labels and ports their own")
+		theirs := &corev1.Service{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, key, theirs)).To(Succeed())
+			theirs.Labels = map[string]string{"app": "theirs"}
+			theirs.Annotations = nil
+			theirs.OwnerReferences = nil
+			theirs.Spec.Ports = []corev1.ServicePort{{Name: "http", Port: 80}}
+			g.Expect(k8sClient.Update(ctx, theirs)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+
+		Eventually(memcachedCondition(ctx, key, "Irreconcilable"), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring(`Service "memcached-sample"`))))
+		Consistently(func(g Gomega) {
+			live := &corev1.Service{}
+			g.Expect(k8sClient.Get(ctx, key, live)).To(Succeed())
+			g.Expect(live.ResourceVersion).To(Equal(theirs.ResourceVersion), "not written to since")
+		}, 2*reconcilePeriod, interval).Should(Succeed(), "the user's Service stays as they made it")
+	})
+})
