@@ -149,8 +149,8 @@ func run(ctx context.Context, o options) error {
 	return <-done
 }
 
-// A waiting pod reads the holder's node to take over from a pod on a NotReady node.
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
+// A waiting pod reads the holder's node to take over from a pod on a NotReady node: the rule is
+// in config/rbac/leader_election_node_role.yaml, apart from the namespaced rules of the markers.
 
 // becomeLeader blocks until this pod holds the leader lock, a ConfigMap owned by the pod and
 // released when the pod is deleted. Outside a cluster there is no pod to own it: it says so and
