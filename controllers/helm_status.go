@@ -20,6 +20,7 @@ import (
 	"context"
 	"maps"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,20 +32,22 @@ var goConditions = map[string]bool{ConditionAvailable: true, ConditionProgressin
 // sharedStatusClient is the Helm reconciler's client. The library writes a CR's whole status
 // with only the fields it knows (conditions and deployedRelease), which would erase what the Go
 // side reports there. This client turns that write into a merge into the live status: the
-// library's conditions and deployedRelease replace theirs; the Go side's fields and conditions
-// stay as they are.
+// library's conditions and deployedRelease's name replace theirs; the Go side's fields and
+// conditions stay as they are. The library also writes the release's rendered manifest into
+// deployedRelease, which is left out: status is for every reader of the CR, the manifest is in the
+// release's records.
 type sharedStatusClient struct {
 	client.Client
 	live client.Reader // the API server, uncached: the merge needs the current status
 }
 
 func (c sharedStatusClient) Status() client.SubResourceWriter {
-	return sharedStatusWriter{SubResourceWriter: c.Client.Status(), live: c.live}
+	return sharedStatusWriter{SubResourceWriter: c.Client.Status(), live: c.live, cache: c.Client}
 }
 
 type sharedStatusWriter struct {
 	client.SubResourceWriter
-	live client.Reader
+	live, cache client.Reader
 }
 
 func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
@@ -53,6 +56,17 @@ func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts 
 		return w.SubResourceWriter.Update(ctx, obj, opts...)
 	}
 	written, _ := u.Object["status"].(map[string]any)
+	// The library writes whenever its status differs from what it read, which, without the
+	// manifest it never reads back, is every reconcile: nothing is sent when the merge leaves the
+	// status as the cache has it.
+	cached := &unstructured.Unstructured{}
+	cached.SetGroupVersionKind(u.GroupVersionKind())
+	if err := w.cache.Get(ctx, client.ObjectKeyFromObject(u), cached); err == nil {
+		existing, _ := cached.Object["status"].(map[string]any)
+		if equality.Semantic.DeepEqual(mergeHelmStatus(existing, written), existing) {
+			return nil
+		}
+	}
 	// The library read u before its reconcile; the status it merges into is the current one. The
 	// Go side may write in between: merge again into what it wrote.
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -68,16 +82,20 @@ func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts 
 	})
 }
 
-// mergeHelmStatus is the live status with the library's part replaced by what it wrote: its
-// deployedRelease and its conditions, followed by the Go side's conditions as they are live (the
-// library wrote back whatever it had read of those).
+// mergeHelmStatus is the live status with the library's part replaced by what it wrote: the name
+// of its deployedRelease (the Go side reports its revision) and its conditions, followed by the Go
+// side's conditions as they are live (the library wrote back whatever it had read of those).
 func mergeHelmStatus(existing, written map[string]any) map[string]any {
 	out := maps.Clone(existing)
 	if out == nil {
 		out = map[string]any{}
 	}
-	if rel, ok := written["deployedRelease"]; ok {
-		out["deployedRelease"] = rel
+	if rel, ok := written["deployedRelease"].(map[string]any); ok {
+		deployed := map[string]any{"name": rel["name"]}
+		if prev, ok := existing["deployedRelease"].(map[string]any); ok && prev["name"] == rel["name"] && prev["revision"] != nil {
+			deployed["revision"] = prev["revision"]
+		}
+		out["deployedRelease"] = deployed
 	} else {
 		delete(out, "deployedRelease")
 	}

@@ -109,6 +109,13 @@ func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	st := mc.Status.DeepCopy()
 	observeOperand(st, deploy, retiring)
+	revision, err := actionclient.DeployedRevision(ctx, r.Client, mc.Namespace, mc.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if revision > 0 {
+		st.DeployedRelease = &cachev1.HelmRelease{Name: mc.Name, Revision: revision}
+	}
 	if equality.Semantic.DeepEqual(*st, mc.Status) {
 		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
@@ -276,8 +283,12 @@ func setMemcachedCondition(st *cachev1.MemcachedStatus, typ string, status metav
 	})
 }
 
-// SetupWithManager reconciles on spec changes of a Memcached and on any change of its Deployment.
+// SetupWithManager reconciles on spec changes of a Memcached and on any change of its Deployment
+// or its release records.
 func (r *MemcachedReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	recordToMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()["name"]}}}
+	})
 	toMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[labelInstance]}}}
 	})
@@ -289,5 +300,6 @@ func (r *MemcachedReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("memcached-operand").
 		For(&cachev1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&appsv1.Deployment{}, toMemcached, builder.WithPredicates(ours)).
+		Watches(&corev1.Secret{}, recordToMemcached). // the cache holds only release records
 		Complete(r)
 }

@@ -30,6 +30,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -140,6 +141,16 @@ var _ = Describe("Memcached (Helm API)", func() {
 		}, timeout, interval).Should(Succeed())
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
 		Expect(releaseSecrets(ctx, ns, key.Name)).To(ContainElement("sh.helm.release.v1.memcached-sample.v2"))
+
+		By("naming the deployed release and its revision in status, and not its rendered manifest")
+		Eventually(func(g Gomega) *cachev1.HelmRelease {
+			g.Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+			return mc.Status.DeployedRelease
+		}, timeout, interval).Should(HaveValue(Equal(cachev1.HelmRelease{Name: key.Name, Revision: 2})))
+		raw := &unstructured.Unstructured{}
+		raw.SetGroupVersionKind(cachev1.GroupVersion.WithKind("Memcached"))
+		Expect(k8sClient.Get(ctx, key, raw)).To(Succeed())
+		Expect(raw.Object["status"]).To(HaveKeyWithValue("deployedRelease", Equal(map[string]any{"name": key.Name, "revision": int64(2)})))
 
 		By("deleting the Memcached, which uninstalls the release and leaves nothing")
 		Expect(k8sClient.Delete(ctx, mc)).To(Succeed())

@@ -99,7 +99,7 @@ func unstructuredMemcached(ns, name, spec string) *unstructured.Unstructured {
 	return obj
 }
 
-var _ = Describe("What users made before the admission rules of 1.0.0", func() {
+var _ = Describe("What was made before 1.0.0", func() {
 	var (
 		ctx context.Context
 		ns  string
@@ -127,6 +127,27 @@ var _ = Describe("What users made before the admission rules of 1.0.0", func() {
 			return d.Spec.Template.Spec.Containers[0].Image
 		}, 3*time.Second, interval).Should(Equal(relatedImage))
 		Expect(releaseSecrets(ctx, ns, key.Name)).To(ConsistOf("sh.helm.release.v1.memcached-sample.v1"))
+	})
+
+	It("no longer shows the rendered manifest that status held before 1.0.0", func() {
+		key := types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		probe := unstructuredMemcached(ns, "probe", "  image: {tag: latest}")
+		underReleasedCRD(ctx, "0.2.0", "cache.my.domain_memcacheds.yaml", probe, func() {
+			// What the 0.2.0 operator wrote, and its CRD kept.
+			Eventually(func(g Gomega) {
+				raw := &unstructured.Unstructured{}
+				raw.SetGroupVersionKind(cachev1.GroupVersion.WithKind("Memcached"))
+				g.Expect(k8sClient.Get(ctx, key, raw)).To(Succeed())
+				g.Expect(unstructured.SetNestedField(raw.Object, "apiVersion: apps/v1\nkind: Deployment\n", "status", "deployedRelease", "manifest")).To(Succeed())
+				g.Expect(k8sClient.Status().Update(ctx, raw)).To(Succeed())
+			}, timeout, interval).Should(Succeed())
+		})
+		raw := &unstructured.Unstructured{}
+		raw.SetGroupVersionKind(cachev1.GroupVersion.WithKind("Memcached"))
+		Expect(k8sClient.Get(ctx, key, raw)).To(Succeed())
+		Expect(raw.Object["status"]).To(HaveKeyWithValue("deployedRelease", Not(HaveKey("manifest"))))
 	})
 
 	It("says why it cannot reconcile a Memcached whose name Helm cannot use, and lets it be deleted at once", func() {

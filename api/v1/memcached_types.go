@@ -424,14 +424,16 @@ type HelmCondition struct {
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 }
 
-// HelmRelease names the deployed Helm release.
+// HelmRelease names the deployed Helm release. The rendered manifest stays in the release's
+// records (Secrets the operator owns), not in status, which every reader of the CR sees: before
+// 1.0.0 status held it, and the API server drops it from CRs made then.
 type HelmRelease struct {
 	// name of the release (the name of the Memcached).
 	// +optional
 	Name string `json:"name,omitempty"`
-	// manifest is the rendered chart of the release.
+	// revision of the release that is deployed.
 	// +optional
-	Manifest string `json:"manifest,omitempty"`
+	Revision int32 `json:"revision,omitempty"`
 }
 
 // +kubebuilder:object:root=true

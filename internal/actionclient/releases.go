@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -163,6 +164,23 @@ func IndexReleaseRecords(ctx context.Context, indexer client.FieldIndexer) error
 		}
 		return nil
 	})
+}
+
+// DeployedRevision is the revision of a release that is deployed, read from reader (the manager's
+// cache of release records, indexed with IndexReleaseRecords); 0 when none is.
+func DeployedRevision(ctx context.Context, reader client.Reader, namespace, name string) (int32, error) {
+	list := &corev1.SecretList{}
+	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{ReleaseNameIndex: name},
+		client.MatchingLabels{"owner": "helm", "name": name, "status": release.StatusDeployed.String()}); err != nil {
+		return 0, fmt.Errorf("list the records of release %s/%s: %w", namespace, name, err)
+	}
+	var revision int32
+	for _, s := range list.Items {
+		if v, err := strconv.ParseInt(s.Labels["version"], 10, 32); err == nil && int32(v) > revision {
+			revision = int32(v)
+		}
+	}
+	return revision, nil
 }
 
 // cached lists the records with these labels from the cache, or returns nil when the cache has
