@@ -49,6 +49,8 @@ const (
 	// labelComponent is a selector label of the chart's Service since 0.2.0: removing it from a
 	// pod takes the pod out of the Service.
 	labelComponent = "app.kubernetes.io/component"
+	// ReasonRetiringPods: pods of an earlier release leave the Service and stop (Progressing).
+	ReasonRetiringPods = "RetiringPods"
 	// annotationRetiredAt marks a pod of an earlier release that left the Service, and when.
 	annotationRetiredAt = "cache.my.domain/retired-at"
 )
@@ -241,7 +243,7 @@ func observeOperand(st *cachev1.MemcachedStatus, deploy *appsv1.Deployment, reti
 	case ro.failure != "":
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, "RolloutFailed", ro.failure)
 	case ro.complete() && retiring > 0:
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, "RetiringPods",
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, ReasonRetiringPods,
 			fmt.Sprintf("memcached %s runs on %d new pods; %d pods of the earlier release leave the Service and stop", target, ro.want, retiring))
 	case ro.complete():
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, "Complete",

@@ -40,11 +40,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers"
 )
 
 // chartOfRelease loads the memcached chart of a released version from the commit releases.yaml
@@ -212,6 +214,13 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 			g.Expect(oldPod.Labels).NotTo(HaveKey("app.kubernetes.io/component"), "out of the Service")
 			g.Expect(oldPod.Annotations).To(HaveKey("cache.my.domain/retired-at"))
 		}, timeout, interval).Should(Succeed())
+		upgradeable := &recordedCondition{}
+		r := &controllers.UpgradeableReconciler{Client: client.NewNamespacedClient(k8sClient, ns), Condition: upgradeable}
+		Eventually(func(g Gomega) *metav1.Condition {
+			g.Expect(r.Reconcile(ctx, ctrl.Request{})).Error().NotTo(HaveOccurred())
+			return upgradeable.c
+		}, controllers.RetireDelay, interval).Should(HaveValue(And(HaveField("Status", metav1.ConditionFalse),
+			HaveField("Message", ContainSubstring("Memcached "+ns+"/memcached-sample")))), "retiring pods hold operator upgrades back")
 		Eventually(func(g Gomega) {
 			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(oldPod), oldPod)
 			g.Expect(apierrors.IsNotFound(err) || err == nil && oldPod.DeletionTimestamp != nil).To(BeTrue(), "deleted")

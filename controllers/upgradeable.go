@@ -21,10 +21,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/operator-framework/operator-lib/conditions"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,96 +42,119 @@ import (
 
 // Reasons of the OperatorCondition Upgradeable.
 const (
-	ReasonAsExpected        = "AsExpected"
-	ReasonOperandRollingOut = "OperandRollingOut"
-	ReasonOperandFailed     = "OperandFailed"
+	ReasonAsExpected     = "AsExpected"
+	ReasonWorkInProgress = "OperatorWorkInProgress"
 
 	labelPartOf = "app.kubernetes.io/part-of"
 	partOf      = "memcached-operator"
 )
 
+// DefaultMaxUpgradeHold is how long one piece of the operator's work may hold operator upgrades
+// back: Kubernetes' default progress deadline of a Deployment.
+const DefaultMaxUpgradeHold = 10 * time.Minute
+
 // +kubebuilder:rbac:groups=operators.coreos.com,resources=operatorconditions,verbs=get;list;watch;update;patch
 
 // UpgradeableReconciler tells OLM, through the OperatorCondition it made for this operator,
-// whether an operator upgrade may start now: not while a memcached Deployment rolls out, and not
-// while an operand has failed, so that an upgrade never stacks on an unfinished change.
+// whether an operator upgrade may start now. It holds upgrades back only while work the operator
+// itself has in flight would be disturbed:
+//   - a rollout of a Deployment the operator made (a Memcached's or a MemcachedBackup's), until it
+//     completes or fails (its progress deadline);
+//   - pods of an earlier release that the operator retires after a selector migration;
+//
+// and for at most MaxHold in a row: after that the condition is True until no work is in flight
+// any more, so no stream of new work (tenants keep creating CRs) holds upgrades back for long.
+// A tenant's failure (a failed release, a degraded backup, a rollout past its deadline) stays on
+// that tenant's CR: it never holds back an operator upgrade, which may well bring its fix.
 type UpgradeableReconciler struct {
 	client.Client
 	// Condition is operator-lib's Upgradeable condition of the OperatorCondition OLM named.
 	Condition conditions.Condition
+	// MaxHold bounds how long upgrades are held back in a row (DefaultMaxUpgradeHold if 0).
+	MaxHold time.Duration
+	// Now is the clock (time.Now if nil).
+	Now func() time.Time
+
+	mu sync.Mutex
+	// holdingSince is when work in flight began to hold upgrades back; zero when none is in flight.
+	holdingSince time.Time
 }
 
 // upgradeableKey is the single work item: every event recomputes the one condition.
 var upgradeableKey = ctrl.Request{NamespacedName: types.NamespacedName{Name: "upgradeable"}}
 
-// Reconcile computes Upgradeable from the operands and writes it only when it changed.
+// Reconcile computes Upgradeable from the operator's work in flight and writes it only when it
+// changed; it looks again when the oldest piece of work reaches its time bound.
 func (r *UpgradeableReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
-	status, reason, message, err := r.compute(ctx)
+	status, reason, message, recheck, err := r.compute(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	result := ctrl.Result{RequeueAfter: recheck}
 	if current, err := r.Condition.Get(ctx); err == nil &&
 		current.Status == status && current.Reason == reason && current.Message == message {
-		return ctrl.Result{}, nil
+		return result, nil
 	}
 	if err := r.Condition.Set(ctx, status, conditions.WithReason(reason), conditions.WithMessage(message)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("set OperatorCondition Upgradeable=%s: %w", status, err)
 	}
 	logf.FromContext(ctx).Info("OperatorCondition Upgradeable", "status", status, "reason", reason, "message", message)
-	return ctrl.Result{}, nil
+	return result, nil
 }
 
-func (r *UpgradeableReconciler) compute(ctx context.Context) (metav1.ConditionStatus, string, string, error) {
-	var failed, rolling []string
-
+func (r *UpgradeableReconciler) compute(ctx context.Context) (metav1.ConditionStatus, string, string, time.Duration, error) {
+	var inFlight []string
+	deployments := &appsv1.DeploymentList{}
+	if err := r.List(ctx, deployments); err != nil {
+		return "", "", "", 0, err
+	}
+	for i := range deployments.Items {
+		d := &deployments.Items[i]
+		if ro := rolloutOf(d); madeByOperator(d) && !ro.complete() && ro.failure == "" {
+			inFlight = append(inFlight, fmt.Sprintf("Deployment %s/%s %s", d.Namespace, d.Name, ro))
+		}
+	}
 	memcacheds := &cachev1.MemcachedList{}
 	if err := r.List(ctx, memcacheds); err != nil {
-		return "", "", "", err
+		return "", "", "", 0, err
 	}
 	for _, mc := range memcacheds.Items {
 		for _, c := range mc.Status.Conditions {
-			if (c.Type == "ReleaseFailed" || c.Type == "Irreconcilable") && c.Status == metav1.ConditionTrue {
-				failed = append(failed, fmt.Sprintf("Memcached %s/%s: %s", mc.Namespace, mc.Name, c.Message))
+			if c.Type == ConditionProgressing && c.Status == metav1.ConditionTrue && c.Reason == ReasonRetiringPods {
+				inFlight = append(inFlight, fmt.Sprintf("Memcached %s/%s: %s", mc.Namespace, mc.Name, c.Message))
 			}
-			if c.Type == ConditionProgressing && c.Status == metav1.ConditionTrue {
-				rolling = append(rolling, fmt.Sprintf("Memcached %s/%s: %s", mc.Namespace, mc.Name, c.Message))
-			}
-		}
-	}
-	backups := &cachev1.MemcachedBackupList{}
-	if err := r.List(ctx, backups); err != nil {
-		return "", "", "", err
-	}
-	for _, b := range backups.Items {
-		if c := meta.FindStatusCondition(b.Status.Conditions, cachev1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
-			failed = append(failed, fmt.Sprintf("MemcachedBackup %s/%s: %s", b.Namespace, b.Name, c.Message))
-		}
-	}
-	deployments := &appsv1.DeploymentList{}
-	if err := r.List(ctx, deployments, client.MatchingLabels{labelPartOf: partOf}); err != nil {
-		return "", "", "", err
-	}
-	for _, d := range deployments.Items {
-		if msg := rollingOut(&d); msg != "" {
-			rolling = append(rolling, fmt.Sprintf("Deployment %s/%s %s", d.Namespace, d.Name, msg))
 		}
 	}
 
-	switch {
-	case len(failed) > 0:
-		return metav1.ConditionFalse, ReasonOperandFailed, summary(failed), nil
-	case len(rolling) > 0:
-		return metav1.ConditionFalse, ReasonOperandRollingOut, summary(rolling), nil
+	now, maxHold := time.Now(), r.MaxHold
+	if r.Now != nil {
+		now = r.Now()
 	}
-	return metav1.ConditionTrue, ReasonAsExpected, "no memcached operand is rolling out or failed", nil
+	if maxHold == 0 {
+		maxHold = DefaultMaxUpgradeHold
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(inFlight) == 0 {
+		r.holdingSince = time.Time{}
+		return metav1.ConditionTrue, ReasonAsExpected, "no rollout or migration of the operator is in flight", 0, nil
+	}
+	if r.holdingSince.IsZero() {
+		r.holdingSince = now
+	}
+	if left := maxHold - now.Sub(r.holdingSince); left > 0 {
+		return metav1.ConditionFalse, ReasonWorkInProgress, summary(inFlight), left, nil
+	}
+	return metav1.ConditionTrue, ReasonAsExpected, fmt.Sprintf("work of the operator has been in flight for over %s, which no longer holds upgrades back: %s",
+		maxHold, summary(inFlight)), 0, nil
 }
 
-// rollingOut says how a Deployment is not yet at its spec, or "" when it is.
-func rollingOut(d *appsv1.Deployment) string {
-	if ro := rolloutOf(d); !ro.complete() {
-		return ro.String()
-	}
-	return ""
+// madeByOperator: the Deployment is a Memcached's (its release's) or a MemcachedBackup's; one that
+// only carries the operator's labels is someone else's.
+func madeByOperator(d *appsv1.Deployment) bool {
+	ref := metav1.GetControllerOf(d)
+	return ref != nil && (ref.Kind == "Memcached" || ref.Kind == "MemcachedBackup") &&
+		strings.HasPrefix(ref.APIVersion, cachev1.GroupVersion.Group+"/")
 }
 
 func summary(items []string) string {
@@ -141,12 +165,16 @@ func summary(items []string) string {
 	return strings.Join(items, "; ")
 }
 
-// SetupWithManager recomputes the condition on any change of an operand or its Deployments.
+// SetupWithManager recomputes the condition on any change of a Memcached or of a Deployment the
+// operator made.
 func (r *UpgradeableReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
 		return []ctrl.Request{upgradeableKey}
 	})
-	ours := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[labelPartOf] == partOf })
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		d, ok := o.(*appsv1.Deployment)
+		return ok && madeByOperator(d)
+	})
 	// One event at start: with no operand at all, nothing else would compute the condition.
 	start := make(chan event.GenericEvent, 1)
 	start <- event.GenericEvent{Object: &cachev1.Memcached{}}
@@ -154,7 +182,6 @@ func (r *UpgradeableReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("upgradeable").
 		WatchesRawSource(source.Channel(start, all)).
 		Watches(&cachev1.Memcached{}, all).
-		Watches(&cachev1.MemcachedBackup{}, all).
 		Watches(&appsv1.Deployment{}, all, builder.WithPredicates(ours)).
 		Complete(r)
 }
