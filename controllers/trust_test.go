@@ -80,7 +80,9 @@ func readCRDFile(path string) *apiextensionsv1.CustomResourceDefinition {
 func releaseCommit(version string) string {
 	raw, err := os.ReadFile("releases.yaml")
 	Expect(err).NotTo(HaveOccurred())
-	var list struct{ Releases []struct{ Version, Commit string } }
+	var list struct {
+		Releases []struct{ Version, Commit string }
+	}
 	Expect(yaml.Unmarshal(raw, &list)).To(Succeed())
 	for _, r := range list.Releases {
 		if r.Version == version {
