@@ -25,6 +25,8 @@ import (
 	"flag"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"strconv"
 	"time"
 
 	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
@@ -75,6 +77,7 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
+	setMemoryLimit()
 	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
 		setupLog.Error(err, "operator stopped")
 		os.Exit(1)
@@ -151,6 +154,31 @@ func run(ctx context.Context, o options) error {
 
 // A waiting pod reads the holder's node to take over from a pod on a NotReady node: the rule is
 // in config/rbac/leader_election_node_role.yaml, apart from the namespaced rules of the markers.
+
+// memoryLimitEnv holds the container's memory limit in bytes (the downward API sets it).
+const memoryLimitEnv = "MEMORY_LIMIT"
+
+// setMemoryLimit sets the Go runtime's soft memory limit to 90% of the container's, unless
+// GOMEMLIMIT sets it: near the limit the GC works harder instead of the kernel killing the pod.
+func setMemoryLimit() {
+	if limit := goMemLimit(os.Getenv("GOMEMLIMIT"), os.Getenv(memoryLimitEnv)); limit > 0 {
+		debug.SetMemoryLimit(limit)
+		setupLog.Info("Go memory limit set", "bytes", limit, "containerLimit", os.Getenv(memoryLimitEnv))
+	}
+}
+
+// goMemLimit is 90% of the container's memory limit in bytes, or 0 when GOMEMLIMIT is set or
+// there is no limit to follow.
+func goMemLimit(goMemLimitEnv, containerLimit string) int64 {
+	if goMemLimitEnv != "" {
+		return 0
+	}
+	limit, err := strconv.ParseInt(containerLimit, 10, 64)
+	if err != nil || limit <= 0 {
+		return 0
+	}
+	return limit / 10 * 9
+}
 
 // becomeLeader blocks until this pod holds the leader lock, a ConfigMap owned by the pod and
 // released when the pod is deleted. Outside a cluster there is no pod to own it: it says so and
