@@ -77,6 +77,7 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
+	o.controllers.WatchNamespaces = controllers.WatchNamespaces(os.Getenv(watchNamespaceEnv))
 	setMemoryLimit()
 	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
 		setupLog.Error(err, "operator stopped")
@@ -115,7 +116,7 @@ func run(ctx context.Context, o options) error {
 		Metrics:                metricsOpts,
 		HealthProbeBindAddress: o.probeAddr,
 		PprofBindAddress:       o.pprofAddr,
-		Cache:                  controllers.CacheOptions(os.Getenv(watchNamespaceEnv)),
+		Cache:                  controllers.CacheOptions(o.controllers.WatchNamespaces),
 		Client:                 controllers.ClientOptions(),
 		// The Go side of Memcached writes the status of as many CRs as the Helm side installs.
 		Controller: config.Controller{MaxConcurrentReconciles: o.controllers.Helm.MaxConcurrentReconciles},
@@ -148,7 +149,7 @@ func run(ctx context.Context, o options) error {
 	if err := controllers.Setup(ctx, mgr, o.controllers); err != nil {
 		return err
 	}
-	setupLog.Info("reconciling", "watchNamespaces", os.Getenv(watchNamespaceEnv))
+	setupLog.Info("reconciling", "watchNamespaces", o.controllers.WatchNamespaces)
 	return <-done
 }
 

@@ -57,11 +57,11 @@ type HelmOptions struct {
 	MaxReleaseHistory int
 }
 
-// SetupHelmReconciler builds the reconciler of one watch with the options of the Operator SDK
+// setupHelmReconciler builds the reconciler of one watch with the options of the Operator SDK
 // hybrid tutorial (override values, reconcile period, concurrency, install/upgrade/uninstall
 // annotations, dependent watches) plus this operator's values translation, and registers it with
 // the manager (see setupHelmController).
-func SetupHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) error {
+func setupHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions, direct client.Client) error {
 	img, overridden, err := operand.DefaultImage(w.Chart)
 	if err != nil {
 		return err
@@ -88,16 +88,12 @@ func SetupHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions) er
 	}
 
 	recorder := mgr.GetEventRecorderFor(helmControllerName(w.GroupVersionKind))
-	// Uncached: upgrades read the ReplicaSets they replace, which nothing else watches.
-	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return err
-	}
 	ropts := []reconciler.Option{
 		reconciler.WithClient(sharedStatusClient{Client: mgr.GetClient(), live: mgr.GetAPIReader()}),
 		// No rollback on a failed upgrade: the library's forced rollback recreates objects whose
 		// immutable fields changed, and a rollback of an upgrade that keeps failing loops. The
 		// wrapper backs off instead and keeps the failed release for inspection.
+		// Live reads: upgrades read the ReplicaSets they replace, which nothing else watches.
 		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, actionclient.Clients{Live: direct, Cached: mgr.GetClient()}, recorder, helmclient.WithFailureRollbacks(false))),
 		reconciler.WithEventRecorder(recorder),
 		reconciler.WithChart(*w.Chart),

@@ -31,6 +31,7 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"github.com/operator-framework/operator-lib/conditions"
 	"k8s.io/client-go/discovery"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
@@ -42,7 +43,21 @@ import (
 type Config struct {
 	// WatchesFile lists the Helm-driven kinds and their charts (watches.yaml).
 	WatchesFile string
-	Helm        HelmOptions
+	// WatchNamespaces are the namespaces the operator watches; empty: all (WatchNamespaces).
+	WatchNamespaces []string
+	Helm            HelmOptions
+}
+
+// WatchNamespaces splits a comma-separated list of namespaces (WATCH_NAMESPACE, which OLM sets
+// from the OperatorGroup); empty means all.
+func WatchNamespaces(list string) []string {
+	var out []string
+	for _, ns := range strings.Split(list, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
 }
 
 // Setup registers every controller of the operator with the manager: one Helm reconciler per
@@ -56,9 +71,23 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err := actionclient.IndexReleaseRecords(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("index Helm release records: %w", err)
 	}
+	// Before the first reconcile: the records of releases that earlier versions made carry no
+	// label of the operator's yet, and the cache sees only labelled ones.
+	// One uncached client for what the cache does not hold.
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return err
+	}
+	taken, err := actionclient.LabelEarlierRecords(ctx, direct, metav1.GroupVersionKind(cachev1.GroupVersion.WithKind("Memcached")), cfg.WatchNamespaces)
+	if err != nil {
+		return fmt.Errorf("take over the release records of earlier versions: %w", err)
+	}
+	if taken > 0 {
+		ctrl.Log.WithName("setup").Info("took over release records written by an earlier version of the operator", "records", taken)
+	}
 	var memcachedWatch *watches.Watch
 	for i, w := range ws {
-		if err := SetupHelmReconciler(mgr, w, cfg.Helm); err != nil {
+		if err := setupHelmReconciler(mgr, w, cfg.Helm, direct); err != nil {
 			return err
 		}
 		if w.GroupVersionKind == cachev1.GroupVersion.WithKind("Memcached") {
@@ -97,17 +126,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err := backups.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up MemcachedBackup controller: %w", err)
 	}
-	return setupUpgradeable(mgr)
+	return setupUpgradeable(mgr, direct)
 }
 
 // setupUpgradeable reports the OperatorCondition Upgradeable when OLM runs the operator (it sets
-// OPERATOR_CONDITION_NAME); elsewhere there is nothing to report to, and it says so.
-func setupUpgradeable(mgr ctrl.Manager) error {
-	// Uncached: the OperatorCondition lives in the operator's namespace, which need not be watched.
-	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return err
-	}
+// OPERATOR_CONDITION_NAME); elsewhere there is nothing to report to, and it says so. The
+// OperatorCondition lives in the operator's namespace, which need not be watched: it is read with
+// direct, an uncached client.
+func setupUpgradeable(mgr ctrl.Manager, direct client.Client) error {
 	cond, err := conditions.InClusterFactory{Client: direct}.NewCondition(apiv2.ConditionType(apiv2.Upgradeable))
 	if err != nil {
 		ctrl.Log.WithName("setup").Info("not run by OLM: the OperatorCondition Upgradeable is not reported", "reason", err.Error())
@@ -127,11 +153,11 @@ func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{Unstructured: true}}
 }
 
-// CacheOptions limits the manager's cache to the watched namespaces (comma-separated, empty: all),
+// CacheOptions limits the manager's cache to the watched namespaces (empty: all),
 // its Pod cache to memcached pods (of the chart and of MemcachedBackups) and its Secret cache to
 // Helm release records: the controllers read only those, and caching every Pod and Secret of the
 // cluster would cost memory.
-func CacheOptions(watchNamespaces string) cache.Options {
+func CacheOptions(watchNamespaces []string) cache.Options {
 	memcachedPods, err := labels.NewRequirement(labelName, selection.In, []string{BackupAppName, chartName})
 	if err != nil {
 		panic(err) // constant arguments
@@ -141,16 +167,15 @@ func CacheOptions(watchNamespaces string) cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: labels.NewSelector().Add(*memcachedPods)},
-			// The Helm reconcilers watch the release records they own; no other Secret is needed.
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{"owner": "helm"})},
+			// The Helm reconcilers watch the release records this operator wrote; no other Secret,
+			// and no Helm release of others, is needed.
+			&corev1.Secret{}: {Label: actionclient.RecordSelector()},
 		}}
-	for _, ns := range strings.Split(watchNamespaces, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			if opts.DefaultNamespaces == nil {
-				opts.DefaultNamespaces = map[string]cache.Config{}
-			}
-			opts.DefaultNamespaces[ns] = cache.Config{}
+	for _, ns := range watchNamespaces {
+		if opts.DefaultNamespaces == nil {
+			opts.DefaultNamespaces = map[string]cache.Config{}
 		}
+		opts.DefaultNamespaces[ns] = cache.Config{}
 	}
 	return opts
 }

@@ -112,7 +112,7 @@ var _ = BeforeSuite(func() {
 	// missing permission fails here as it would in a cluster.
 	mgrCfg.Impersonate = rest.ImpersonationConfig{UserName: grantOperatorRole(context.Background())}
 	resync := 3 * time.Second // makes the Go controller reconcile periodically too
-	cacheOpts := controllers.CacheOptions("")
+	cacheOpts := controllers.CacheOptions(nil)
 	cacheOpts.SyncPeriod = &resync
 	mgr, err := ctrl.NewManager(mgrCfg, ctrl.Options{
 		Scheme:  scheme,

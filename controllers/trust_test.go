@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/actionclient"
 )
 
 // underReleasedCRD runs f while the API server serves a CRD (a file of config/crd/bases) as the
@@ -325,6 +326,7 @@ var _ = Describe("Objects the operator did not make", func() {
 		theirs := foreignDeployment(key.Name)
 
 		createMemcached(ctx, key, "  replicaCount: 1\n")
+		ownRecords(ctx, key)
 		Eventually(memcachedCondition(ctx, key, "ReleaseFailed"), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring("was made by someone else"))))
 		untouched(theirs)
@@ -353,5 +355,59 @@ var _ = Describe("Objects the operator did not make", func() {
 			g.Expect(k8sClient.Get(ctx, key, live)).To(Succeed())
 			g.Expect(live.ResourceVersion).To(Equal(theirs.ResourceVersion), "not written to since")
 		}, 2*reconcilePeriod, interval).Should(Succeed(), "the user's Service stays as they made it")
+	})
+
+	It("leaves a Helm release of the same name that someone else made alone, and says why", func() {
+		key := types.NamespacedName{Namespace: ns, Name: "shared-name"}
+		By("installing a release with the helm CLI, before any Memcached of that name")
+		installRelease(ctx, ns, key.Name, chartAsVersion("0.2.0"), map[string]any{"replicaCount": 1})
+		records := &corev1.SecretList{}
+		Expect(k8sClient.List(ctx, records, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": key.Name})).To(Succeed())
+		Expect(records.Items).To(HaveLen(1))
+		theirRecord := records.Items[0]
+		theirDeploy := &appsv1.Deployment{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shared-name-memcached"}, theirDeploy)).To(Succeed())
+
+		createMemcached(ctx, key, "  replicaCount: 3\n")
+		Eventually(memcachedCondition(ctx, key, "ReleaseFailed"), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue),
+			HaveField("Message", ContainSubstring("a Helm release named shared-name that this operator did not make"))))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("ForeignRelease"))
+		untouched(theirDeploy)
+		live := &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&theirRecord), live)).To(Succeed())
+		Expect(live.ResourceVersion).To(Equal(theirRecord.ResourceVersion), "their release record is not written to")
+		Expect(live.Labels).NotTo(HaveKey(actionclient.RecordLabel))
+
+		By("deleting the Memcached, which removes nothing of theirs")
+		deleteMemcached(ctx, key)
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&theirRecord), live)).To(Succeed())
+		Expect(live.ResourceVersion).To(Equal(theirRecord.ResourceVersion))
+		untouched(theirDeploy)
+	})
+})
+
+var _ = Describe("Release records of earlier versions", func() {
+	It("are taken over at start-up when a Memcached owns them, and no others", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		record := func(name string, owners ...metav1.OwnerReference) *corev1.Secret {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1." + name + ".v1", Namespace: ns, OwnerReferences: owners,
+				Labels: map[string]string{"owner": "helm", "name": name, "status": "deployed", "version": "1"}}}
+			Expect(k8sClient.Create(ctx, s)).To(Succeed())
+			return s
+		}
+		// As the operator's storage wrote them: controlled by the Memcached (which the operator is
+		// not started for here, so the records are left to the take-over alone).
+		ours := record("earlier", metav1.OwnerReference{APIVersion: cachev1.GroupVersion.String(), Kind: "Memcached", Name: "earlier",
+			UID: "0d2e5e44-1111-4d5b-9c1a-000000000001", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)})
+		theirs := record("theirs")
+
+		taken, err := actionclient.LabelEarlierRecords(ctx, k8sClient, metav1.GroupVersionKind(cachev1.GroupVersion.WithKind("Memcached")), []string{ns})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(taken).To(Equal(1))
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ours), ours)).To(Succeed())
+		Expect(ours.Labels).To(HaveKeyWithValue(actionclient.RecordLabel, actionclient.RecordLabelValue))
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
+		Expect(theirs.Labels).NotTo(HaveKey(actionclient.RecordLabel))
 	})
 })

@@ -43,6 +43,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/yaml"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
@@ -100,6 +101,22 @@ func installRelease(ctx context.Context, ns, name string, chrt *chart.Chart, val
 	install.ReleaseName, install.Namespace = name, ns
 	_, err = install.Run(chrt, vals)
 	Expect(err).NotTo(HaveOccurred())
+}
+
+// ownRecords makes a CR the owner of its release's records, as the storage of the operator's
+// earlier versions did (installRelease writes them as Helm itself does, before the CR exists): the
+// operator takes over only records its CR owns.
+func ownRecords(ctx context.Context, key types.NamespacedName) {
+	mc := &cachev1.Memcached{}
+	Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+	secrets := &corev1.SecretList{}
+	Expect(k8sClient.List(ctx, secrets, client.InNamespace(key.Namespace), client.MatchingLabels{"owner": "helm", "name": key.Name})).To(Succeed())
+	Expect(secrets.Items).NotTo(BeEmpty())
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		Expect(controllerutil.SetControllerReference(mc, s, scheme)).To(Succeed())
+		Expect(k8sClient.Update(ctx, s)).To(Succeed())
+	}
 }
 
 // createMemcached creates a Memcached from a YAML spec, the way a user's manifest does (typed
@@ -170,6 +187,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 
 		By("creating the CR as 0.1.0 users wrote it")
 		createMemcached(ctx, key, "  replicaCount: 2\n  memcached: {memoryLimitMB: 96}\n")
+		ownRecords(ctx, key)
 
 		By("acting as the garbage collector for the Deployment the operator deletes with its pods orphaned")
 		Eventually(func(g Gomega) {
@@ -241,6 +259,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 	It("finishes an upgrade to a new chart cut off by a killed operator at once, and reports the chart it moved from", func() {
 		installRelease(ctx, ns, key.Name, chartAsVersion("0.1.9"), map[string]any{"replicaCount": 1})
 		createMemcached(ctx, key, "  replicaCount: 1\n")
+		ownRecords(ctx, key)
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
 
 		By("leaving the upgrade as an operator killed in its middle does: revision 2 pending, revision 1 deployed")
@@ -336,6 +355,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 	It("leaves alone a release made by a newer chart than its own", func() {
 		installRelease(ctx, ns, key.Name, chartAsVersion("99.0.0"), map[string]any{"replicaCount": 1})
 		createMemcached(ctx, key, "  replicaCount: 2\n")
+		ownRecords(ctx, key)
 		Eventually(memcachedCondition(ctx, key, "ReleaseFailed"), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring("newer than this operator's chart"))))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("DowngradeRefused"))

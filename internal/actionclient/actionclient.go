@@ -46,6 +46,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -261,6 +262,9 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 		i.DisableOpenAPIValidation = true
 		return nil
 	})...)
+	if errors.Is(err, driver.ErrReleaseExists) {
+		return rel, c.takeOver(name)
+	}
 	if err != nil {
 		return rel, c.explainConflict(name, err)
 	}

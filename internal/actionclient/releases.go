@@ -36,6 +36,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -43,10 +45,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ReleaseStore serves Helm's release records from the manager's cache of release Secrets (label
-// owner=helm, which the Helm reconciler watches anyway; indexed with IndexReleaseRecords),
-// decoding each record once per
-// resourceVersion. Helm's own Secrets driver LISTs the release's Secrets from the API server
+// The label of the release records this operator writes: its cache and its reads select on it,
+// so Helm releases that others made (the helm CLI, other operators) in the same namespaces are
+// neither cached nor read nor touched. RecordSelector selects them.
+const (
+	RecordLabel      = "cache.my.domain/operator"
+	RecordLabelValue = "memcached-operator"
+)
+
+// RecordSelector selects the release records this operator wrote.
+func RecordSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{"owner": "helm", RecordLabel: RecordLabelValue})
+}
+
+// ReleaseStore serves Helm's release records from the manager's cache of the records this
+// operator wrote (RecordSelector, which the Helm reconciler watches anyway; indexed with
+// IndexReleaseRecords), decoding each record once per resourceVersion. Helm's own Secrets driver LISTs the release's Secrets from the API server
 // and decodes every revision (base64, gunzip, JSON) on every read, which is most of what a
 // periodic reconcile costs once rendering is skipped.
 //
@@ -171,7 +185,7 @@ func IndexReleaseRecords(ctx context.Context, indexer client.FieldIndexer) error
 func DeployedRevision(ctx context.Context, reader client.Reader, namespace, name string) (int32, error) {
 	list := &corev1.SecretList{}
 	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{ReleaseNameIndex: name},
-		client.MatchingLabels{"owner": "helm", "name": name, "status": release.StatusDeployed.String()}); err != nil {
+		client.MatchingLabels{"owner": "helm", "name": name, "status": release.StatusDeployed.String(), RecordLabel: RecordLabelValue}); err != nil {
 		return 0, fmt.Errorf("list the records of release %s/%s: %w", namespace, name, err)
 	}
 	var revision int32
@@ -192,7 +206,7 @@ func (d *storeDriver) cached(labels map[string]string) ([]corev1.Secret, error) 
 	}
 	list := &corev1.SecretList{}
 	if err := d.store.cache.List(context.Background(), list, client.InNamespace(d.namespace),
-		client.MatchingFields{ReleaseNameIndex: name}, client.MatchingLabels(labels)); err != nil {
+		client.MatchingFields{ReleaseNameIndex: name}, client.MatchingLabels(labels), client.MatchingLabels{RecordLabel: RecordLabelValue}); err != nil {
 		return nil, err
 	}
 	if !d.store.caughtUp(d.namespace, name, list.Items) {
@@ -313,14 +327,38 @@ func decodeRecord(data []byte) (*release.Release, error) {
 	return &rel, json.Unmarshal(b, &rel)
 }
 
-// recordingSecrets tells the store which record versions this operator wrote.
+// recordingSecrets is Helm's view of a namespace's Secrets. It marks the records it writes as
+// this operator's (RecordLabel), shows Helm only those, and tells the store which record versions
+// it wrote.
 type recordingSecrets struct {
 	corev1client.SecretInterface
 	store     *ReleaseStore
 	namespace string
 }
 
+func (r recordingSecrets) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error) {
+	s, err := r.SecretInterface.Get(ctx, name, opts)
+	if err == nil && s.Labels[RecordLabel] != RecordLabelValue {
+		return nil, apierrors.NewNotFound(corev1.Resource("secrets"), name) // someone else's release
+	}
+	return s, err
+}
+
+func (r recordingSecrets) List(ctx context.Context, opts metav1.ListOptions) (*corev1.SecretList, error) {
+	sel, err := labels.Parse(opts.LabelSelector)
+	if err != nil {
+		return nil, err
+	}
+	req, err := labels.NewRequirement(RecordLabel, selection.Equals, []string{RecordLabelValue})
+	if err != nil {
+		return nil, err
+	}
+	opts.LabelSelector = sel.Add(*req).String()
+	return r.SecretInterface.List(ctx, opts)
+}
+
 func (r recordingSecrets) Create(ctx context.Context, s *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error) {
+	markOurs(s)
 	out, err := r.SecretInterface.Create(ctx, s, opts)
 	if err == nil {
 		r.store.wrote(r.namespace, out.Name, out.ResourceVersion)
@@ -329,6 +367,7 @@ func (r recordingSecrets) Create(ctx context.Context, s *corev1.Secret, opts met
 }
 
 func (r recordingSecrets) Update(ctx context.Context, s *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error) {
+	markOurs(s)
 	out, err := r.SecretInterface.Update(ctx, s, opts)
 	if err == nil {
 		r.store.wrote(r.namespace, out.Name, out.ResourceVersion)
@@ -342,4 +381,11 @@ func (r recordingSecrets) Delete(ctx context.Context, name string, opts metav1.D
 		r.store.wrote(r.namespace, name, "")
 	}
 	return err
+}
+
+func markOurs(s *corev1.Secret) {
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	s.Labels[RecordLabel] = RecordLabelValue
 }
