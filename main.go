@@ -78,6 +78,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	o.controllers.WatchNamespaces = controllers.WatchNamespaces(os.Getenv(watchNamespaceEnv))
+	o.controllers.Namespace = os.Getenv("POD_NAMESPACE")
 	setMemoryLimit()
 	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
 		setupLog.Error(err, "operator stopped")

@@ -213,6 +213,18 @@ var _ = Describe("Admission of bad input", func() {
 			"spec.priorityClassName in body should match"),
 		Entry("a priorityClassName of the system classes", "Memcached", "  priorityClassName: system-cluster-critical",
 			"priorityClassName: the system- priority classes are for kube-system"),
+
+		// NetworkPolicy
+		Entry("an allowed client that selects nothing", "Memcached", "  networkPolicy: {allowedClients: [{}]}",
+			"spec.networkPolicy.allowedClients[0]: Invalid value: a peer needs a namespaceSelector, a podSelector or both"),
+		Entry("an allowed client with a key that is no label key", "Memcached", "  networkPolicy: {allowedClients: [{podSelector: {matchLabels: {'a b': c}}}]}",
+			"matchLabels keys must be label keys"),
+		Entry("an In requirement without values", "Memcached", "  networkPolicy: {allowedClients: [{podSelector: {matchExpressions: [{key: app, operator: In}]}}]}",
+			"In and NotIn need values; Exists and DoesNotExist take none"),
+		Entry("an unknown selector operator", "Memcached", "  networkPolicy: {allowedClients: [{podSelector: {matchExpressions: [{key: app, operator: Maybe}]}}]}",
+			`Unsupported value: "Maybe"`),
+		Entry("a metrics namespace that is no namespace name", "Memcached", "  networkPolicy: {metricsNamespace: Monitoring}",
+			"spec.networkPolicy.metricsNamespace in body should match"),
 	)
 
 	DescribeTable("refuses names Helm, Services and labels cannot take", refused,
@@ -257,6 +269,9 @@ var _ = Describe("Admission of bad input", func() {
 		Entry("labels, selectors and annotations", "Memcached", "ok",
 			"  nodeSelector: {kubernetes.io/os: linux, disk: ''}\n  podLabels: {team: cache, example.com/tier: a.b_c-d}\n  podAnnotations: {prometheus.io/scrape: 'true', example.com/config: '{\"a\": [1, 2]}'}"),
 		Entry("a priority class", "Memcached", "ok", "  priorityClassName: high-priority.example.com"),
+		Entry("allowed clients and a metrics namespace", "Memcached", "ok",
+			"  networkPolicy: {metricsNamespace: openshift-monitoring, allowedClients: [{namespaceSelector: {}}, {namespaceSelector: {matchLabels: {team: web}}, podSelector: {matchExpressions: [{key: app, operator: In, values: [api, web]}, {key: canary, operator: DoesNotExist}]}}]}"),
+		Entry("no NetworkPolicy", "Memcached", "ok", "  networkPolicy: {enabled: false}"),
 	)
 
 	It("publishes the schema with descriptions, so kubectl explain memcached.spec describes the fields", func() {

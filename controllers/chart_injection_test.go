@@ -37,6 +37,7 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -203,7 +204,7 @@ func checkRendered(manifest string, vals map[string]any) []string {
 		}
 		objs[kind] = obj
 	}
-	want := []string{"Deployment", "PodDisruptionBudget", "Service", "ServiceAccount", "ServiceMonitor"}
+	want := []string{"Deployment", "NetworkPolicy", "PodDisruptionBudget", "Service", "ServiceAccount", "ServiceMonitor"}
 	if got := slices.Sorted(maps.Keys(objs)); !slices.Equal(got, want) {
 		problems = append(problems, fmt.Sprintf("rendered kinds %v, want exactly %v", got, want))
 	}
@@ -225,6 +226,9 @@ func checkRendered(manifest string, vals map[string]any) []string {
 		} else if len(typed.Spec.Ports) != 2 {
 			problems = append(problems, fmt.Sprintf("Service has %d ports, want memcache and metrics", len(typed.Spec.Ports)))
 		}
+	}
+	if np, ok := objs["NetworkPolicy"]; ok {
+		problems = append(problems, checkNetworkPolicy(np, vals)...)
 	}
 	if sm, ok := objs["ServiceMonitor"]; ok {
 		endpoints, _ := dig(sm, "spec", "endpoints").([]any)
@@ -303,6 +307,47 @@ func checkDeployment(obj map[string]any, vals map[string]any) []string {
 			len(c.SecurityContext.Capabilities.Add) > 0 || len(c.Ports) != 1 {
 			problems = append(problems, fmt.Sprintf("container %s: security context %+v, ports %v", c.Name, c.SecurityContext, c.Ports))
 		}
+	}
+	return problems
+}
+
+// checkNetworkPolicy: memcached's port from the release's namespace, the operator and each
+// allowed client as given; the exporter's from the metrics namespace.
+func checkNetworkPolicy(obj map[string]any, vals map[string]any) []string {
+	var np networkingv1.NetworkPolicy
+	if err := strictDecode(obj, &np); err != nil {
+		return []string{"NetworkPolicy: " + err.Error()}
+	}
+	var problems []string
+	clients, _ := dig(vals, "networkPolicy", "allowedClients").([]any)
+	if len(np.Spec.Ingress) != 2 {
+		return []string{fmt.Sprintf("NetworkPolicy has %d ingress rules, want memcached's and the exporter's", len(np.Spec.Ingress))}
+	}
+	from := np.Spec.Ingress[0].From
+	operator := 0 // the operator's peer, when the operator says where it runs
+	if vals["operatorNamespace"] != "" {
+		operator = 1
+	}
+	if len(from) != 1+operator+len(clients) {
+		return append(problems, fmt.Sprintf("memcached's port is open to %d peers, want the namespace, %d of the operator and %d allowed clients", len(from), operator, len(clients)))
+	}
+	if operator == 1 {
+		if got := from[1].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]; got != vals["operatorNamespace"] {
+			problems = append(problems, fmt.Sprintf("the operator's peer is namespace %.80q, want %.80q", got, vals["operatorNamespace"]))
+		}
+	}
+	for i, c := range clients {
+		want, _ := dig(c, "namespaceSelector", "matchLabels").(map[string]any)
+		if got := from[1+operator+i].NamespaceSelector; got == nil || !sameStrings(got.MatchLabels, want) {
+			problems = append(problems, fmt.Sprintf("allowed client %d's namespaceSelector %.200v, want the value", i, got))
+		}
+	}
+	metricsNamespace := dig(vals, "networkPolicy", "metricsNamespace")
+	if metricsNamespace == "" {
+		metricsNamespace = "monitoring" // the platform's, off OpenShift
+	}
+	if got := np.Spec.Ingress[1].From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]; got != metricsNamespace {
+		problems = append(problems, fmt.Sprintf("the exporter is open to namespace %.80q, want %.80q", got, metricsNamespace))
 	}
 	return problems
 }

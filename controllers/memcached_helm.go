@@ -44,6 +44,7 @@ import (
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // HelmOptions are the operator-wide settings of the Helm reconcilers. A watch in watches.yaml may
@@ -61,7 +62,7 @@ type HelmOptions struct {
 // hybrid tutorial (override values, reconcile period, concurrency, install/upgrade/uninstall
 // annotations, dependent watches) plus this operator's values translation, and registers it with
 // the manager (see setupHelmController).
-func setupHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions, direct client.Client) error {
+func setupHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions, operatorNamespace string, direct client.Client) error {
 	img, overridden, err := operand.DefaultImage(w.Chart)
 	if err != nil {
 		return err
@@ -99,7 +100,7 @@ func setupHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions, di
 		reconciler.WithChart(*w.Chart),
 		reconciler.WithGroupVersionKind(w.GroupVersionKind),
 		reconciler.WithOverrideValues(w.OverrideValues),
-		reconciler.WithValueTranslator(ValuesTranslator(defaultImage, recorder)),
+		reconciler.WithValueTranslator(ValuesTranslator(OperatorValues{Image: defaultImage, Namespace: operatorNamespace}, recorder)),
 		reconciler.WithValueMapper(values.MapperFunc(func(v chartutil.Values) chartutil.Values { return v })),
 		reconciler.WithReconcilePeriod(period),
 		reconciler.WithMaxReleaseHistory(opts.MaxReleaseHistory),

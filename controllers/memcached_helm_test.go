@@ -27,6 +27,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,6 +127,15 @@ var _ = Describe("Memcached (Helm API)", func() {
 		Expect(k8sClient.Get(ctx, key, pdb)).To(Succeed())
 		Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
 		Expect(k8sClient.Get(ctx, key, &corev1.ServiceAccount{})).To(Succeed())
+		np := &networkingv1.NetworkPolicy{}
+		Expect(k8sClient.Get(ctx, key, np)).To(Succeed())
+		Expect(np.Spec.Ingress).To(HaveLen(1), "memcached's port only: metrics are off")
+		Expect(np.Spec.Ingress[0].From).To(ConsistOf(
+			networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{}},
+			networkingv1.NetworkPolicyPeer{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "memcached-operator-system"}},
+				PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "memcached-operator", "control-plane": "controller-manager"}},
+			}), "memcached is reached from its namespace and the operator only")
 		Expect(releaseSecrets(ctx, ns, key.Name)).To(ConsistOf("sh.helm.release.v1.memcached-sample.v1"))
 
 		By("changing the spec, which upgrades the release")

@@ -44,9 +44,9 @@ import (
 //
 // The operator's proxy settings do not reach the pods: memcached and its exporter make no
 // outbound calls.
-func ValuesTranslator(defaultImage *operand.Image, recorder record.EventRecorder) values.Translator {
+func ValuesTranslator(defaults OperatorValues, recorder record.EventRecorder) values.Translator {
 	return values.TranslatorFunc(func(_ context.Context, obj *unstructured.Unstructured) (chartutil.Values, error) {
-		vals, err := TranslateValues(obj, defaultImage)
+		vals, err := TranslateValues(obj, defaults)
 		var unsupported *operand.ErrUnsupportedVersion
 		if errors.As(err, &unsupported) {
 			recorder.Eventf(obj, corev1.EventTypeWarning, "UnsupportedVersion", "%v; the pods keep the version they run", err)
@@ -55,8 +55,17 @@ func ValuesTranslator(defaultImage *operand.Image, recorder record.EventRecorder
 	})
 }
 
+// OperatorValues are what the operator's settings add to a CR's values.
+type OperatorValues struct {
+	// Image fills the image fields a CR leaves unset; nil: the chart's own image applies.
+	Image *operand.Image
+	// Namespace is the operator's: the NetworkPolicy lets its pods reach memcached ("" when it
+	// runs outside a cluster).
+	Namespace string
+}
+
 // TranslateValues is ValuesTranslator's work, exported for table tests.
-func TranslateValues(obj *unstructured.Unstructured, defaultImage *operand.Image) (chartutil.Values, error) {
+func TranslateValues(obj *unstructured.Unstructured, defaults OperatorValues) (chartutil.Values, error) {
 	if err := cachev1.ValidName(obj.GetKind(), obj.GetName()); err != nil {
 		return nil, fmt.Errorf("%w; this Memcached was made before the name was checked and cannot be reconciled: create it again under a valid name, and delete this one", err)
 	}
@@ -69,7 +78,7 @@ func TranslateValues(obj *unstructured.Unstructured, defaultImage *operand.Image
 		vals = map[string]any{}
 	}
 
-	if defaultImage != nil {
+	if defaultImage := defaults.Image; defaultImage != nil {
 		img, _, _ := unstructured.NestedMap(vals, "image")
 		if img == nil {
 			img = map[string]any{}
@@ -93,6 +102,9 @@ func TranslateValues(obj *unstructured.Unstructured, defaultImage *operand.Image
 		if err := operand.CheckVersion(operand.Image{Tag: tag, Digest: digest}); err != nil {
 			return nil, fmt.Errorf("spec.image: %w", err)
 		}
+	}
+	if defaults.Namespace != "" {
+		vals["operatorNamespace"] = defaults.Namespace
 	}
 	return vals, nil
 }

@@ -68,7 +68,7 @@ func TestTranslateValues(t *testing.T) {
 				obj.Object["spec"] = tt.spec
 			}
 			before := obj.DeepCopy()
-			got, err := controllers.TranslateValues(obj, tt.image)
+			got, err := controllers.TranslateValues(obj, controllers.OperatorValues{Image: tt.image})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestTranslateValuesRefusesUnsupportedVersions(t *testing.T) {
 	for _, tag := range []string{"1.5.22", "2.0.0", "latest"} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"kind": "Memcached", "metadata": map[string]any{"name": "m"},
 			"spec": map[string]any{"image": map[string]any{"tag": tag}}}}
-		_, err := controllers.TranslateValues(obj, nil)
+		_, err := controllers.TranslateValues(obj, controllers.OperatorValues{})
 		var unsupported *operand.ErrUnsupportedVersion
 		if !errors.As(err, &unsupported) || !strings.Contains(err.Error(), tag) {
 			t.Errorf("tag %s: got %v, want an ErrUnsupportedVersion naming the tag", tag, err)
@@ -98,7 +98,7 @@ func TestTranslateValuesRefusesUnsupportedVersions(t *testing.T) {
 func TestTranslateValuesRefusesNamesHelmCannotUse(t *testing.T) {
 	for _, name := range []string{strings.Repeat("m", 54), "memcached.sample", "1memcached"} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"kind": "Memcached", "metadata": map[string]any{"name": name}}}
-		if _, err := controllers.TranslateValues(obj, nil); err == nil || !strings.Contains(err.Error(), "cannot be reconciled") {
+		if _, err := controllers.TranslateValues(obj, controllers.OperatorValues{}); err == nil || !strings.Contains(err.Error(), "cannot be reconciled") {
 			t.Errorf("name %q: got %v, want a refusal that says why", name, err)
 		}
 	}

@@ -45,6 +45,8 @@ type Config struct {
 	WatchesFile string
 	// WatchNamespaces are the namespaces the operator watches; empty: all (WatchNamespaces).
 	WatchNamespaces []string
+	// Namespace is the operator's own (POD_NAMESPACE); "" outside a cluster.
+	Namespace string
 	Helm            HelmOptions
 }
 
@@ -87,7 +89,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	var memcachedWatch *watches.Watch
 	for i, w := range ws {
-		if err := setupHelmReconciler(mgr, w, cfg.Helm, direct); err != nil {
+		if err := setupHelmReconciler(mgr, w, cfg.Helm, cfg.Namespace, direct); err != nil {
 			return err
 		}
 		if w.GroupVersionKind == cachev1.GroupVersion.WithKind("Memcached") {

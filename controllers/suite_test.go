@@ -128,6 +128,7 @@ var _ = BeforeSuite(func() {
 	actionclient.CapabilitiesTTL = 5 * time.Second // the capabilities test waits for a refresh
 	Expect(controllers.Setup(ctx, mgr, controllers.Config{
 		WatchesFile: "watches.yaml",
+		Namespace:   "memcached-operator-system",
 		Helm:        controllers.HelmOptions{ReconcilePeriod: reconcilePeriod, MaxConcurrentReconciles: 2, MaxReleaseHistory: 10},
 	})).To(Succeed())
 	go func() {

@@ -84,6 +84,14 @@ type MemcachedSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Service"
 	Service *ServiceSpec `json:"service,omitempty"`
 
+	// networkPolicy fences memcached, which has no authentication: only pods of the Memcached's
+	// namespace, the operator and the peers it names reach memcached, and only the monitoring
+	// namespace reaches the exporter. On by default.
+	// +kubebuilder:default={}
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network policy"
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
 	// metrics configures the Prometheus memcached exporter sidecar and its ServiceMonitor.
 	// +kubebuilder:default={}
 	// +optional
@@ -314,6 +322,68 @@ type PodDisruptionBudgetSpec struct {
 	// +kubebuilder:validation:XValidation:rule=`type(self) == int ? self >= 0 : self.matches(r'^(100|[1-9]?[0-9])%$')`,message="maxUnavailable must be a number of pods (0 or more) or a percentage from 0% to 100%"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// NetworkPolicySpec configures the NetworkPolicy of the memcached pods.
+type NetworkPolicySpec struct {
+	// enabled creates the NetworkPolicy.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// allowedClients are further clients of memcached: the pods that a peer's podSelector selects
+	// in the namespaces its namespaceSelector selects (the Memcached's namespace when it has none).
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	AllowedClients []NetworkPolicyPeer `json:"allowedClients,omitempty"`
+
+	// metricsNamespace is the namespace of the Prometheus that scrapes the exporter. Empty: the
+	// platform's, openshift-user-workload-monitoring on OpenShift and monitoring elsewhere.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
+	// +optional
+	MetricsNamespace string `json:"metricsNamespace,omitempty"`
+}
+
+// NetworkPolicyPeer selects clients of memcached, as a NetworkPolicy peer does.
+// +kubebuilder:validation:XValidation:rule="has(self.namespaceSelector) || has(self.podSelector)",message="a peer needs a namespaceSelector, a podSelector or both"
+type NetworkPolicyPeer struct {
+	// namespaceSelector selects the clients' namespaces ({} for all).
+	// +optional
+	NamespaceSelector *LabelSelector `json:"namespaceSelector,omitempty"`
+	// podSelector selects the client pods ({} for all in the namespaces).
+	// +optional
+	PodSelector *LabelSelector `json:"podSelector,omitempty"`
+}
+
+// LabelSelector is a Kubernetes label selector, with Kubernetes' rules for its keys and values.
+type LabelSelector struct {
+	// matchLabels are labels the objects have.
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches(r'^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253))`,message="matchLabels keys must be label keys"
+	// +optional
+	MatchLabels map[string]LabelValue `json:"matchLabels,omitempty"`
+	// matchExpressions are requirements on the objects' labels.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// LabelSelectorRequirement is a requirement on a label: In or NotIn a list of values, Exists or
+// DoesNotExist.
+// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",message="In and NotIn need values; Exists and DoesNotExist take none"
+type LabelSelectorRequirement struct {
+	// key of the label.
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!self.contains('/') || self.indexOf('/') <= 253)`,message="key must be a label key"
+	Key string `json:"key"`
+	// operator: In, NotIn, Exists or DoesNotExist.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator string `json:"operator"`
+	// values of the label, for In and NotIn.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Values []LabelValue `json:"values,omitempty"`
 }
 
 // ServiceSpec configures the memcached Service.

@@ -28,6 +28,17 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// OperatorValues are the values the operator adds to a CR's spec before it renders the chart.
+// They are not part of the CRD (users do not set them on a Memcached) but the chart accepts them.
+var OperatorValues = map[string]any{
+	"operatorNamespace": map[string]any{
+		"type":        "string",
+		"description": "the namespace of the operator, whose pods the NetworkPolicy lets reach memcached; the operator sets it.",
+		"maxLength":   63,
+		"pattern":     `^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`,
+	},
+}
+
 // SpecSchema returns the OpenAPI schema of spec in the served version of a CRD.
 func SpecSchema(crdYAML []byte, version string) (*apiextensionsv1.JSONSchemaProps, error) {
 	var crd apiextensionsv1.CustomResourceDefinition
@@ -55,6 +66,13 @@ func ValuesSchema(spec *apiextensionsv1.JSONSchemaProps, title string) ([]byte, 
 	root := convert(spec)
 	root["$schema"] = "http://json-schema.org/draft-07/schema#"
 	root["title"] = title
+	props := root["properties"].(map[string]any)
+	for k, v := range OperatorValues {
+		if _, clash := props[k]; clash {
+			return nil, fmt.Errorf("operator value %q clashes with a CRD field", k)
+		}
+		props[k] = v
+	}
 	out, err := json.MarshalIndent(root, "", "  ")
 	if err != nil {
 		return nil, err

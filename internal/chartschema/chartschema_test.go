@@ -133,4 +133,7 @@ func TestValuesSchemaConversion(t *testing.T) {
 	if _, ok := s["properties"].(map[string]any)["proxy"]; ok {
 		t.Error("the chart has no proxy values: memcached and its exporter make no outbound calls")
 	}
+	if _, ok := s["properties"].(map[string]any)["operatorNamespace"]; !ok {
+		t.Error("the operator's values must be in the chart's schema")
+	}
 }

@@ -133,6 +133,12 @@ func mirrorMemcached(ns string) {
 	kubectl("-n", ns, "rollout", "status", "deployment/memcached-operator-controller-manager", "--timeout=3m")
 }
 
+// canI says whether user may do verb on resource in ns (kubectl auth can-i).
+func canI(user, ns string, verbResource ...string) bool {
+	out, _ := kubectlOut(append([]string{"auth", "can-i", "-n", ns, "--as", user}, verbResource...)...)
+	return strings.TrimSpace(out) == "yes"
+}
+
 // samplesReconcile applies both samples in ns and waits for their pods.
 func samplesReconcile(ns string) {
 	kubectl("-n", ns, "apply", "-f", "config/samples/cache_v1_memcached.yaml", "-f", "config/samples/cache_v1_memcachedbackup.yaml")
@@ -168,7 +174,7 @@ var _ = Describe("Through OLM", Ordered, func() {
 		}, timeout, poll).Should(BeEmpty())
 	})
 
-	DescribeTable("installs from the catalog through a CatalogSource, OperatorGroup and Subscription",
+	DescribeTable("installs from the catalog through a CatalogSource, OperatorGroup and Subscription, with the rights of its install mode",
 		func(ns string, targetNamespaces []string, workNamespace string) {
 			kubectl("create", "namespace", ns)
 			DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
@@ -181,6 +187,14 @@ var _ = Describe("Through OLM", Ordered, func() {
 			Eventually(csvPhase(ns, csvName), timeout, poll).Should(Equal("Succeeded"))
 			Expect(kubectl("-n", ns, "get", "deployment", "memcached-operator-controller-manager", "-o",
 				"jsonpath={.spec.template.metadata.annotations.olm\\.targetNamespaces}")).To(Equal(strings.Join(targetNamespaces, ",")))
+
+			By("granting the operator rights where it watches, and nowhere else")
+			sa := "system:serviceaccount:" + ns + ":memcached-operator-controller-manager"
+			for _, right := range [][]string{{"get", "secrets"}, {"create", "deployments.apps"}, {"create", "serviceaccounts"}, {"update", "memcacheds.cache.my.domain"}} {
+				Expect(canI(sa, workNamespace, right...)).To(BeTrue(), "%s may %v in %s, which it watches", sa, right, workNamespace)
+				Expect(canI(sa, "default", right...)).To(Equal(targetNamespaces == nil),
+					"%s may %v in another namespace only when it watches all", sa, right)
+			}
 			samplesReconcile(workNamespace)
 
 			kubectl("-n", ns, "delete", "subscription", "memcached-operator")

@@ -87,18 +87,23 @@ func probePod(ns, name string, args ...string) *corev1.Pod {
 
 // probe runs memcache-probe to completion and returns its JSON result.
 func probe(name string, args ...string) map[string]any {
-	pod := probePod(e2eNamespace, name, args...)
+	phase, out := probeIn(e2eNamespace, name, args...)
+	Expect(phase).To(Equal(corev1.PodSucceeded), "memcache-probe failed:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var res map[string]any
+	Expect(json.Unmarshal([]byte(lines[len(lines)-1]), &res)).To(Succeed())
+	return res
+}
+
+// probeIn runs memcache-probe to completion in ns and returns how its pod ended and its log.
+func probeIn(ns, name string, args ...string) (corev1.PodPhase, string) {
+	pod := probePod(ns, name, args...)
 	Expect(k8s.Create(ctx(), pod)).To(Succeed())
 	Eventually(func(g Gomega) corev1.PodPhase {
 		g.Expect(k8s.Get(ctx(), client.ObjectKeyFromObject(pod), pod)).To(Succeed())
 		return pod.Status.Phase
 	}, timeout, poll).Should(Or(Equal(corev1.PodSucceeded), Equal(corev1.PodFailed)))
-	out := kubectl("-n", e2eNamespace, "logs", name)
-	Expect(pod.Status.Phase).To(Equal(corev1.PodSucceeded), "memcache-probe failed:\n%s", out)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var res map[string]any
-	Expect(json.Unmarshal([]byte(lines[len(lines)-1]), &res)).To(Succeed())
-	return res
+	return pod.Status.Phase, kubectl("-n", ns, "logs", name)
 }
 
 var _ = Describe("The tutorial on a real cluster", Ordered, func() {
@@ -151,6 +156,35 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 		res := probe("probe", "-addr", addr, "-keys", "50")
 		Expect(res["requests"]).To(BeEquivalentTo(50))
 		Expect(res["failures"]).To(BeEquivalentTo(0))
+	})
+
+	It("fences memcached with its NetworkPolicy: other namespaces only through allowedClients", func() {
+		addr := fmt.Sprintf("%s.%s.svc.cluster.local:11211", mcName, e2eNamespace)
+		outsider := "memcached-e2e-outsider"
+		kubectl("create", "namespace", outsider)
+		DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", outsider, "--wait=false") })
+
+		By("a pod of another namespace cannot reach memcached")
+		phase, out := probeIn(outsider, "denied", "-addr", addr, "-keys", "1")
+		Expect(phase).To(Equal(corev1.PodFailed), "memcache-probe from %s must not reach memcached:\n%s", outsider, out)
+		Expect(out).To(ContainSubstring("i/o timeout"))
+
+		By("allowing that namespace in spec.networkPolicy.allowedClients")
+		kubectl("-n", e2eNamespace, "patch", "memcached", mcName, "--type=merge", "-p",
+			`{"spec":{"networkPolicy":{"allowedClients":[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"`+outsider+`"}}}]}}}`)
+		Eventually(func() string {
+			return kubectl("-n", e2eNamespace, "get", "networkpolicy", mcName, "-o", "jsonpath={.spec.ingress[0].from}")
+		}, timeout, poll).Should(ContainSubstring(outsider))
+		Eventually(func() corev1.PodPhase {
+			phase, _ := probeIn(outsider, fmt.Sprintf("allowed-%d", time.Now().UnixNano()%100000), "-addr", addr, "-keys", "5")
+			return phase
+		}, timeout, poll).Should(Equal(corev1.PodSucceeded))
+
+		By("taking the namespace out again")
+		kubectl("-n", e2eNamespace, "patch", "memcached", mcName, "--type=merge", "-p", `{"spec":{"networkPolicy":{"allowedClients":null}}}`)
+		Eventually(func() string {
+			return kubectl("-n", e2eNamespace, "get", "networkpolicy", mcName, "-o", "jsonpath={.spec.ingress[0].from}")
+		}, timeout, poll).ShouldNot(ContainSubstring(outsider))
 	})
 
 	It("reconciles changed specs re-applied with kubectl", func() {

@@ -82,3 +82,38 @@ YAML allows implicit keys of at most 1024 characters.
 : {{ $v | quote }}
 {{- end }}
 {{- end }}
+
+{{/* A label selector ({matchLabels, matchExpressions}), every key and value quoted. */}}
+{{- define "memcached.labelSelector" -}}
+{{- if .matchLabels }}
+matchLabels:
+  {{- include "memcached.quotedMap" .matchLabels | nindent 2 }}
+{{- end }}
+{{- if .matchExpressions }}
+matchExpressions:
+  {{- range .matchExpressions }}
+  - key: {{ .key | quote }}
+    operator: {{ .operator | quote }}
+    {{- if .values }}
+    values:
+      {{- range .values }}
+      - {{ . | quote }}
+      {{- end }}
+    {{- end }}
+  {{- end }}
+{{- end }}
+{{- if and (not .matchLabels) (not .matchExpressions) }}
+{}
+{{- end }}
+{{- end }}
+
+{{/* The namespace of the Prometheus that scrapes the exporter. */}}
+{{- define "memcached.metricsNamespace" -}}
+{{- if .Values.networkPolicy.metricsNamespace }}
+{{- .Values.networkPolicy.metricsNamespace }}
+{{- else if .Capabilities.APIVersions.Has "security.openshift.io/v1" }}
+{{- "openshift-user-workload-monitoring" }}
+{{- else }}
+{{- "monitoring" }}
+{{- end }}
+{{- end }}
