@@ -23,6 +23,7 @@ LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 HELM ?= $(LOCALBIN)/helm
+STATICCHECK ?= $(LOCALBIN)/staticcheck
 
 # The Kubernetes version is pinned in hack/kube/go.mod, and only there.
 KUBE_VERSION := $(shell cd hack/kube && go list -m -f '{{.Version}}' k8s.io/kubernetes)
@@ -85,6 +86,13 @@ vet: ## Run go vet (the operator, the e2e suite and the cluster tool).
 	cd hack/cluster && go vet ./...
 	cd hack/bench && go vet ./...
 
+.PHONY: lint
+lint: $(STATICCHECK) ## Run staticcheck on the operator, the e2e suite and the hack tools (deprecated APIs fail too).
+	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags e2e ./tests/e2e/...
+	cd hack/cluster && $(STATICCHECK) ./...
+	cd hack/bench && $(STATICCHECK) ./...
+
 .PHONY: lint-chart
 lint-chart: $(HELM) ## Lint the memcached chart (strict: warnings fail).
 	$(HELM) lint --strict helm-charts/memcached
@@ -94,7 +102,7 @@ verify-generated: $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM) ## Fail 
 	hack/verify-generated.sh
 
 .PHONY: test
-test: verify-generated vet lint-chart envtest ## Unit and envtest tests, chart lint, bundle and catalog validation, stale-file check.
+test: verify-generated vet lint lint-chart envtest ## Unit and envtest tests, staticcheck, chart lint, bundle and catalog validation, stale-file check.
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test ./... -coverprofile cover.out
 	cd hack/cluster && go test ./...
 
@@ -366,7 +374,7 @@ $(LOCALBIN)/olm/cpb: hack/olm/go.mod
 ##@ Tools (built from hack/tools/go.mod and hack/kube/go.mod into bin/)
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(HELM) ## Build the developer tools.
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(HELM) $(STATICCHECK) ## Build the developer tools.
 
 $(CONTROLLER_GEN): hack/tools/go.mod
 	cd hack/tools && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -374,6 +382,8 @@ $(KUSTOMIZE): hack/tools/go.mod
 	cd hack/tools && go build -o $@ sigs.k8s.io/kustomize/kustomize/v5
 $(HELM): hack/tools/go.mod
 	cd hack/tools && go build -o $@ helm.sh/helm/v3/cmd/helm
+$(STATICCHECK): hack/tools/go.mod
+	cd hack/tools && go build -o $@ honnef.co/go/tools/cmd/staticcheck
 
 .PHONY: envtest
 envtest: $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/etcd ## Build kube-apiserver and etcd for envtest into bin/k8s/<version>.

@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,6 +55,10 @@ const (
 	annotationRetiredAt = "cache.my.domain/retired-at"
 )
 
+// conflictRetry is how soon a reconcile whose write lost a race with another writer of the CR
+// looks again, on the object as the other writer left it.
+const conflictRetry = 100 * time.Millisecond
+
 // RetireDelay is how long a pod of an earlier release stays up after leaving the Service, so that
 // every node's kube-proxy has stopped sending it connections before it stops.
 var RetireDelay = 10 * time.Second
@@ -70,7 +74,7 @@ var RetireDelay = 10 * time.Second
 //     conditions Available and Progressing, from the release's Deployment.
 type MemcachedReconciler struct {
 	client.Client
-	Recorder record.EventRecorder
+	Recorder events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
@@ -91,7 +95,7 @@ func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 	if migrated, err := r.migrateSpec(ctx, mc); err != nil || migrated {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, nil // the CR changed meanwhile: look again
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil // the CR changed meanwhile: look again
 		}
 		return ctrl.Result{}, err // a migration changes the generation, which reconciles again
 	}
@@ -124,7 +128,7 @@ func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	mc.Status = *st
 	if err := r.Status().Update(ctx, mc); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, nil // the Helm reconciler wrote first: recompute on the new object
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil // the Helm reconciler wrote first: recompute on the new object
 		}
 		return ctrl.Result{}, fmt.Errorf("update status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
@@ -162,7 +166,7 @@ func (r *MemcachedReconciler) retireOldPods(ctx context.Context, mc *cachev1.Mem
 			if err := r.Patch(ctx, p, client.MergeFrom(before)); err != nil {
 				return 0, 0, fmt.Errorf("take pod %s out of the Service: %w", p.Name, err)
 			}
-			r.Recorder.Eventf(mc, corev1.EventTypeNormal, "PodRetiring",
+			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "PodRetiring", "RetirePod",
 				"Pod %s of an earlier release left the Service; it stops in %s", p.Name, RetireDelay)
 			requeue, left = RetireDelay, left+1
 			continue
@@ -192,7 +196,7 @@ func (r *MemcachedReconciler) migrateSpec(ctx context.Context, mc *cachev1.Memca
 	if err := r.Patch(ctx, mc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return false, fmt.Errorf("move spec.memcached.memoryLimitMB to maxMemoryMB in Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
-	r.Recorder.Eventf(mc, corev1.EventTypeNormal, "SpecMigrated",
+	r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "SpecMigrated", "MigrateSpec",
 		"spec.memcached.memoryLimitMB (renamed in 0.2.0) moved to spec.memcached.maxMemoryMB: %d", old)
 	return true, nil
 }

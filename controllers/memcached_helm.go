@@ -45,7 +45,7 @@ import (
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // HelmOptions are the operator-wide settings of the Helm reconcilers. A watch in watches.yaml may
 // set its own reconcilePeriod and maxConcurrentReconciles, which win over these.
@@ -85,10 +85,10 @@ func setupHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions, op
 	store := actionclient.NewReleaseStore(mgr.GetClient())
 	configs, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), helmclient.StorageDriverMapper(store.DriverFor))
 	if err != nil {
-		return fmt.Errorf("Helm action configuration: %w", err)
+		return fmt.Errorf("helm action configuration: %w", err)
 	}
 
-	recorder := mgr.GetEventRecorderFor(helmControllerName(w.GroupVersionKind))
+	recorder := mgr.GetEventRecorder(helmControllerName(w.GroupVersionKind))
 	ropts := []reconciler.Option{
 		reconciler.WithClient(sharedStatusClient{Client: mgr.GetClient(), live: mgr.GetAPIReader()}),
 		// No rollback on a failed upgrade: the library's forced rollback recreates objects whose
@@ -96,11 +96,15 @@ func setupHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions, op
 		// wrapper backs off instead and keeps the failed release for inspection.
 		// Live reads: upgrades read the ReplicaSets they replace, which nothing else watches.
 		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, actionclient.Clients{Live: direct, Cached: mgr.GetClient()}, recorder, helmclient.WithFailureRollbacks(false))),
-		reconciler.WithEventRecorder(recorder),
+		reconciler.WithEventRecorder(libraryEvents{recorder}),
 		reconciler.WithChart(*w.Chart),
 		reconciler.WithGroupVersionKind(w.GroupVersionKind),
 		reconciler.WithOverrideValues(w.OverrideValues),
 		reconciler.WithValueTranslator(ValuesTranslator(OperatorValues{Image: defaultImage, Namespace: operatorNamespace}, recorder)),
+		// The library sets its (identity) value mapper only in its SetupWithManager, which
+		// setupHelmController replaces; without a mapper every reconcile panics. The option is
+		// deprecated without a replacement that sets it (upstream home: default it in New).
+		//lint:ignore SA1019 the library gives no other way to set the mapper outside SetupWithManager
 		reconciler.WithValueMapper(values.MapperFunc(func(v chartutil.Values) chartutil.Values { return v })),
 		reconciler.WithReconcilePeriod(period),
 		reconciler.WithMaxReleaseHistory(opts.MaxReleaseHistory),

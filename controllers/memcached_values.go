@@ -26,7 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/operand"
@@ -44,12 +44,12 @@ import (
 //
 // The operator's proxy settings do not reach the pods: memcached and its exporter make no
 // outbound calls.
-func ValuesTranslator(defaults OperatorValues, recorder record.EventRecorder) values.Translator {
+func ValuesTranslator(defaults OperatorValues, recorder events.EventRecorder) values.Translator {
 	return values.TranslatorFunc(func(_ context.Context, obj *unstructured.Unstructured) (chartutil.Values, error) {
 		vals, err := TranslateValues(obj, defaults)
 		var unsupported *operand.ErrUnsupportedVersion
 		if errors.As(err, &unsupported) {
-			recorder.Eventf(obj, corev1.EventTypeWarning, "UnsupportedVersion", "%v; the pods keep the version they run", err)
+			recorder.Eventf(obj, nil, corev1.EventTypeWarning, "UnsupportedVersion", "TranslateValues", "%v; the pods keep the version they run", err)
 		}
 		return vals, err
 	})

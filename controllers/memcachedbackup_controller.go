@@ -30,7 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -57,7 +57,7 @@ const (
 // reports the pods in status.
 type MemcachedBackupReconciler struct {
 	client.Client
-	Recorder record.EventRecorder
+	Recorder events.EventRecorder
 	// Image is the memcached image of the pods (operand.DefaultImage: the same as the chart's).
 	Image operand.Image
 	// Platform decides the pod security context.
@@ -101,7 +101,7 @@ func (r *MemcachedBackupReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 			deploy.Name, madeBy(deploy)))
 	}
 	if err != nil {
-		r.Recorder.Eventf(backup, corev1.EventTypeWarning, "DeploymentFailed",
+		r.Recorder.Eventf(backup, nil, corev1.EventTypeWarning, "DeploymentFailed", "ReconcileDeployment",
 			"Could not create or update Deployment %s: %v", deploy.Name, err)
 		if statusErr := r.updateStatus(ctx, backup, func(st *cachev1.MemcachedBackupStatus) {
 			setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, "DeploymentFailed", err.Error())
@@ -112,10 +112,10 @@ func (r *MemcachedBackupReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	switch op {
 	case controllerutil.OperationResultCreated:
-		r.Recorder.Eventf(backup, corev1.EventTypeNormal, "Created",
+		r.Recorder.Eventf(backup, nil, corev1.EventTypeNormal, "Created", "CreateDeployment",
 			"Created Deployment %s with %d replicas", deploy.Name, backup.Spec.Size)
 	case controllerutil.OperationResultUpdated:
-		r.Recorder.Eventf(backup, corev1.EventTypeNormal, "Updated",
+		r.Recorder.Eventf(backup, nil, corev1.EventTypeNormal, "Updated", "UpdateDeployment",
 			"Updated Deployment %s to %d replicas", deploy.Name, backup.Spec.Size)
 	}
 
@@ -136,7 +136,7 @@ var errNotOwned = errors.New("the Deployment was not made by this MemcachedBacku
 // waits for a change of the backup (or of the Deployment in the way) rather than retrying.
 func (r *MemcachedBackupReconciler) refuse(ctx context.Context, backup *cachev1.MemcachedBackup, reason, msg string) error {
 	if c := meta.FindStatusCondition(backup.Status.Conditions, cachev1.ConditionDegraded); c == nil || c.Reason != reason || c.Message != msg {
-		r.Recorder.Eventf(backup, corev1.EventTypeWarning, reason, "%s", msg)
+		r.Recorder.Eventf(backup, nil, corev1.EventTypeWarning, reason, "ReconcileDeployment", "%s", msg)
 	}
 	return r.updateStatus(ctx, backup, func(st *cachev1.MemcachedBackupStatus) {
 		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, reason, msg)

@@ -114,14 +114,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	ctrl.Log.WithName("setup").Info("operand settings", "memcachedImage", img.String(), "openShift", platform.OpenShift)
 
-	operands := &MemcachedReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("memcached-operand-controller")}
+	operands := &MemcachedReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-operand-controller")}
 	if err := operands.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached operand controller: %w", err)
 	}
 
 	backups := &MemcachedBackupReconciler{
 		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorderFor("memcachedbackup-controller"),
+		Recorder: mgr.GetEventRecorder("memcachedbackup-controller"),
 		Image:    img,
 		Platform: platform,
 	}

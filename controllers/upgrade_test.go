@@ -92,7 +92,8 @@ func installRelease(ctx context.Context, ns, name string, chrt *chart.Chart, val
 	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
 	Expect(err).NotTo(HaveOccurred())
 	// Helm itself sets no owner on its release records (the CR does not exist yet).
-	configs, err := helmclient.NewActionConfigGetter(cfg, mapper, helmclient.DisableStorageOwnerRefInjection(true))
+	configs, err := helmclient.NewActionConfigGetter(cfg, mapper, helmclient.StorageDriverMapper(
+		helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{DisableOwnerRefInjection: true})))
 	Expect(err).NotTo(HaveOccurred())
 	owner := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	conf, err := configs.ActionConfigFor(ctx, owner)

@@ -539,7 +539,3 @@ type MemcachedList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Memcached `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Memcached{}, &MemcachedList{})
-}

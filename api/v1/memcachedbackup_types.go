@@ -96,7 +96,3 @@ type MemcachedBackupList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []MemcachedBackup `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&MemcachedBackup{}, &MemcachedBackupList{})
-}

@@ -71,7 +71,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -87,7 +87,7 @@ type Clients struct {
 
 // NewGetter returns an ActionClientGetter whose clients add the behaviour this package describes,
 // recording an Event on the CR for each case. opts are the library's own client options.
-func NewGetter(configs helmclient.ActionConfigGetter, clients Clients, recorder record.EventRecorder, opts ...helmclient.ActionClientGetterOption) helmclient.ActionClientGetter {
+func NewGetter(configs helmclient.ActionConfigGetter, clients Clients, recorder events.EventRecorder, opts ...helmclient.ActionClientGetterOption) helmclient.ActionClientGetter {
 	caps := newCapabilities()
 	return helmclient.ActionClientGetterFunc(func(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
 		conf, err := configs.ActionConfigFor(ctx, obj)
@@ -134,7 +134,7 @@ type actionClient struct {
 	// compares against it.
 	current  *release.Release
 	owner    client.Object // the CR of the release
-	recorder record.EventRecorder
+	recorder events.EventRecorder
 }
 
 // Get returns a release; one left pending is recovered first. Only the leader reconciles (leader
@@ -159,7 +159,7 @@ func (c *actionClient) recoverPending(rel *release.Release) (*release.Release, e
 		if _, err := c.conf.Releases.Delete(rel.Name, rel.Version); err != nil {
 			return nil, fmt.Errorf("remove release %s left %s: %w", rel.Name, was, err)
 		}
-		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "ReleaseRecovered",
+		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "ReleaseRecovered", "RecoverRelease",
 			"Release %s was left %s by an interrupted install; its record is removed and it is installed again", rel.Name, was)
 		return nil, driver.ErrReleaseNotFound
 	}
@@ -167,7 +167,7 @@ func (c *actionClient) recoverPending(rel *release.Release) (*release.Release, e
 	if err := c.conf.Releases.Update(rel); err != nil {
 		return nil, fmt.Errorf("mark release %s revision %d (left %s) failed: %w", rel.Name, rel.Version, was, err)
 	}
-	c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "ReleaseRecovered",
+	c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "ReleaseRecovered", "RecoverRelease",
 		"Release %s revision %d was left %s by an interrupted operation; it is marked failed and upgraded again", rel.Name, rel.Version, was)
 	return rel, nil
 }
@@ -222,7 +222,7 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		newest = from
 	}
 	if newer(newest, to) {
-		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "DowngradeRefused",
+		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "DowngradeRefused", "UpgradeRelease",
 			"Release %s was made by chart %s, newer than this operator's chart %s: it is left as it is", name, newest, to)
 		return nil, fmt.Errorf("release %s was made by chart %s, newer than this operator's chart %s: downgrades are not supported, run the newer operator", name, newest, to)
 	}
@@ -238,20 +238,20 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		return nil, err
 	}
 	if err := c.replaceDeployments(target, namespace, to); err != nil {
-		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "UpgradeFailed", "Upgrade of release %s to chart %s: %v", name, to, err)
+		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "UpgradeFailed", "UpgradeRelease", "Upgrade of release %s to chart %s: %v", name, to, err)
 		return nil, err
 	}
 	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, append(opts, skipParamCheck)...)
 	if err != nil {
 		err = c.explainConflict(name, err)
-		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "UpgradeFailed",
+		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "UpgradeFailed", "UpgradeRelease",
 			"Upgrade of release %s to chart %s failed; the release is left failed, not rolled back, and the same upgrade is retried after %s or at once when the resource changes: %v",
 			name, to, FailedRetryBase, err)
 		return nil, err
 	}
 	c.caps.renderedUnder(key, c.generation)
 	if from != to {
-		c.recorder.Eventf(c.owner, corev1.EventTypeNormal, "ChartUpgraded", "Release %s moved from chart %s to %s (revision %d)", name, from, to, rel.Version)
+		c.recorder.Eventf(c.owner, nil, corev1.EventTypeNormal, "ChartUpgraded", "UpgradeRelease", "Release %s moved from chart %s to %s (revision %d)", name, from, to, rel.Version)
 	}
 	return rel, nil
 }
@@ -279,7 +279,7 @@ func (c *actionClient) explainConflict(name string, err error) error {
 	if !strings.Contains(err.Error(), "exists and cannot be imported into the current release") {
 		return err
 	}
-	c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "NameConflict",
+	c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "NameConflict", "ApplyRelease",
 		"Release %s would take over an object it did not make, which the operator never does: %v", name, err)
 	return fmt.Errorf("an object this release would create exists and was made by someone else (another Memcached, a MemcachedBackup, another Helm release or a user); the operator leaves it alone: rename this %s or remove that object: %w",
 		c.owner.GetObjectKind().GroupVersionKind().Kind, err)

@@ -82,7 +82,7 @@ func readCapabilities(getter action.RESTClientGetter) (*chartutil.Capabilities, 
 	dc.Invalidate() // the API versions as they are now
 	version, err := dc.ServerVersion()
 	if err != nil {
-		return nil, fmt.Errorf("Kubernetes cluster unreachable: %w", err)
+		return nil, fmt.Errorf("kubernetes cluster unreachable: %w", err)
 	}
 	apis, err := action.GetVersionSet(dc)
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) { // as Helm: an orphaned APIService is skipped

@@ -97,7 +97,7 @@ func (c *actionClient) replaceDeployment(ctx context.Context, desired *appsv1.De
 		return nil // not ours to replace: Helm refuses to take it over, and the upgrade says why
 	default:
 		if live.DeletionTimestamp == nil {
-			c.recorder.Eventf(c.owner, corev1.EventTypeNormal, "SelectorMigrated",
+			c.recorder.Eventf(c.owner, nil, corev1.EventTypeNormal, "SelectorMigrated", "ReplaceDeployment",
 				"Deployment %s: chart %s changes its selector from %s to %s, which cannot be updated; it is replaced, and its pods serve until the new ones are available",
 				desired.Name, to, metav1.FormatLabelSelector(live.Spec.Selector), metav1.FormatLabelSelector(desired.Spec.Selector))
 		}

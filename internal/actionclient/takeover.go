@@ -92,7 +92,7 @@ func (c *actionClient) takeOver(name string) error {
 		}
 	}
 	if len(foreign) > 0 {
-		c.recorder.Eventf(c.owner, corev1.EventTypeWarning, "ForeignRelease",
+		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "ForeignRelease", "InstallRelease",
 			"A Helm release named %s that this operator did not make exists in namespace %s (records %s); it is left alone", name, c.owner.GetNamespace(), strings.Join(foreign, ", "))
 		return fmt.Errorf("a Helm release named %s that this operator did not make (made by the helm CLI or another operator: records %s) exists in namespace %s; the operator leaves it alone: rename this %s or uninstall that release",
 			name, strings.Join(foreign, ", "), c.owner.GetNamespace(), c.owner.GetObjectKind().GroupVersionKind().Kind)
@@ -106,7 +106,7 @@ func (c *actionClient) takeOver(name string) error {
 			taken++
 		}
 	}
-	c.recorder.Eventf(c.owner, corev1.EventTypeNormal, "ReleaseTakenOver",
+	c.recorder.Eventf(c.owner, nil, corev1.EventTypeNormal, "ReleaseTakenOver", "InstallRelease",
 		"Release %s: %d records written by an earlier version of the operator are taken over; the release is upgraded next", name, taken)
 	return fmt.Errorf("release %s: took over %d records written by an earlier version of the operator; the release is upgraded at the next reconcile", name, taken)
 }

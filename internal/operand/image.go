@@ -65,7 +65,7 @@ func ParseImage(ref string) (Image, error) {
 	case img.Tag == "" && img.Digest == "":
 		return Image{}, fmt.Errorf("image %q has neither a tag nor a digest", ref)
 	case img.Digest != "" && !strings.HasPrefix(img.Digest, "sha256:"):
-		return Image{}, fmt.Errorf("image %q: digest must start with sha256:", ref)
+		return Image{}, fmt.Errorf("image %q: the digest must start with sha256", ref)
 	}
 	return img, nil
 }

@@ -157,7 +157,7 @@ func memcachedDeployed(ctx context.Context, cl client.Client, ns string, example
 			}
 		}
 		if !deployed {
-			return fmt.Errorf("Memcached %s is not Deployed: conditions %+v", key.Name, mc.Status.Conditions)
+			return fmt.Errorf("memcached %s is not Deployed: conditions %+v", key.Name, mc.Status.Conditions)
 		}
 		deploy := &appsv1.Deployment{}
 		if err := cl.Get(ctx, key, deploy); err != nil {
@@ -168,7 +168,7 @@ func memcachedDeployed(ctx context.Context, cl client.Client, ns string, example
 			want = *mc.Spec.ReplicaCount
 		}
 		if deploy.Status.ReadyReplicas != want {
-			return fmt.Errorf("Deployment %s has %d of %d replicas ready", key.Name, deploy.Status.ReadyReplicas, want)
+			return fmt.Errorf("deployment %s has %d of %d replicas ready", key.Name, deploy.Status.ReadyReplicas, want)
 		}
 		return nil
 	})
