@@ -151,10 +151,13 @@ bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ for VERSION (
 	go run ./hack/csvpatch -csv bundle/manifests/memcached-operator.clusterserviceversion.yaml -image $(IMG) -created-at $(CREATED_AT)
 	$(MAKE) --no-print-directory bundle-validate
 
+# operator-sdk checks the bundle's format and runs the default validators; the operatorframework
+# suite runs from the operator-framework/api of go.mod (hack/bundlevalidate says why).
 .PHONY: bundle-validate
-bundle-validate: $(OPERATOR_SDK) ## Validate bundle/ with the operatorframework suite; warnings fail too.
-	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework 2>&1 | tee $(LOCALBIN)/bundle-validate.log
+bundle-validate: $(OPERATOR_SDK) ## Validate bundle/ with operator-sdk and the operatorframework suite; warnings fail too.
+	$(OPERATOR_SDK) bundle validate ./bundle 2>&1 | tee $(LOCALBIN)/bundle-validate.log
 	! grep -Eq 'level=(warning|error)' $(LOCALBIN)/bundle-validate.log
+	go run ./hack/bundlevalidate -dir bundle
 
 .PHONY: bundle-build
 bundle-build: cluster-tool ## Build the bundle image from bundle.Dockerfile without a Docker daemon (into bin/images/bundle.tar).
