@@ -331,11 +331,7 @@ $(CLUSTER_TOOL): $(wildcard hack/cluster/*.go hack/cluster/*/*.go) hack/cluster/
 	cd hack/cluster && CGO_ENABLED=0 go build -o $(dir $@) . ./pause ./coredns ./grpc-health-probe
 
 .PHONY: cluster-binaries
-cluster-binaries: envtest $(addprefix $(KUBE_BIN)/,kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kube-network-policies) ## Build the Kubernetes binaries of the local cluster.
-
-# The NetworkPolicy agent (the one kind uses), pinned in hack/netpol/go.mod.
-$(KUBE_BIN)/kube-network-policies: hack/netpol/go.mod
-	cd hack/netpol && CGO_ENABLED=0 go build -o $@ sigs.k8s.io/kube-network-policies/cmd/kube-network-policies/standard
+cluster-binaries: envtest $(addprefix $(KUBE_BIN)/,kube-controller-manager kube-scheduler kubelet kube-proxy kubectl) ## Build the Kubernetes binaries of the local cluster.
 
 $(KUBE_BIN)/kube-controller-manager $(KUBE_BIN)/kube-scheduler $(KUBE_BIN)/kubelet $(KUBE_BIN)/kube-proxy $(KUBE_BIN)/kubectl: hack/kube/go.mod
 	cd hack/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/$(notdir $@)

@@ -205,21 +205,6 @@ func (c *Cluster) kubeProxy() component {
 	return component{name: "kube-proxy", args: []string{c.bin("kube-proxy"), "--config=" + c.path("kube-proxy", "config.yaml")}}
 }
 
-// netpolTable is the nftables table the NetworkPolicy agent keeps its rules in.
-const netpolTable = "kube-network-policies"
-
-// networkPolicies enforces NetworkPolicies, as the CNI of a real cluster does: the agent kind
-// uses (sigs.k8s.io/kube-network-policies), in nftables with nfqueue. The bridge plugin's
-// traffic between pods of the node reaches it through br_netfilter (bridge-nf-call-iptables).
-func (c *Cluster) networkPolicies() component {
-	return component{name: "kube-network-policies", args: []string{c.bin("kube-network-policies"),
-		"--kubeconfig=" + c.Kubeconfig(), "--hostname-override=" + c.NodeName,
-		"--nfqueue-id=98", "--metrics-bind-address=127.0.0.1:19080", "--disable-nri",
-		// On a clean stop it removes its table; cleanNftables removes it after a kill.
-		"--fail-open=false", "--v=1",
-	}}
-}
-
 // writeConfigs writes every configuration file of the node.
 func (c *Cluster) writeConfigs(p *PKI) error {
 	for _, server := range append([]string{RegistryHost}, mirroredRegistries...) {

@@ -38,7 +38,7 @@ type hostState struct {
 }
 
 // sysctls the cluster needs or the kubelet sets.
-var touchedSysctls = []string{"net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables", "vm.overcommit_memory", "kernel.panic", "kernel.panic_on_oops"}
+var touchedSysctls = []string{"net.ipv4.ip_forward", "vm.overcommit_memory", "kernel.panic", "kernel.panic_on_oops"}
 
 // hostPaths that containerd, CNI and the kubelet create whatever their root folders are.
 var hostPaths = []string{"/run/containerd", "/run/netns", "/var/run/netns", "/var/lib/cni", "/var/lib/kubelet", "/var/log/containers", "/var/log/pods", "/etc/cni", "/opt/cni"}
@@ -127,13 +127,6 @@ func unmountUnder(dir string) {
 }
 
 // cleanIptables removes the chains kube-proxy and the CNI plugins made, and the jumps to them.
-// cleanNftables removes the NetworkPolicy agent's table, if a kill left it behind.
-func cleanNftables() {
-	if err := exec.Command("nft", "delete", "table", "inet", netpolTable).Run(); err == nil {
-		logf("removed nftables table inet %s", netpolTable)
-	}
-}
-
 func cleanIptables() {
 	for _, table := range []string{"filter", "nat", "mangle", "raw"} {
 		out, err := exec.Command("iptables", "-w", "-t", table, "-S").Output()

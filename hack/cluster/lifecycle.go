@@ -31,14 +31,14 @@ func (c *Cluster) up(self string) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("the local cluster needs root: containerd, the kubelet, CNI and kube-proxy change network namespaces, mounts, cgroups and iptables")
 	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kube-network-policies", "kubectl"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kubectl"} {
 		if _, err := os.Stat(c.bin(b)); err != nil {
 			return fmt.Errorf("%s is missing: run `make cluster-binaries`", c.bin(b))
 		}
 	}
-	for _, tool := range []string{"containerd", "runc", "ctr", "iptables", "ip", "conntrack", "nft"} {
+	for _, tool := range []string{"containerd", "runc", "ctr", "iptables", "ip", "conntrack"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s is not installed: run `make host-packages` (hack/packages.txt)", tool)
+			return fmt.Errorf("%s is not installed: run `make host-packages` as root (hack/packages.txt)", tool)
 		}
 	}
 	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
@@ -93,10 +93,7 @@ func (c *Cluster) up(self string) error {
 	if err := c.loadPause(self); err != nil {
 		return err
 	}
-	if err := setSysctl("net.bridge.bridge-nf-call-iptables", "1"); err != nil {
-		return fmt.Errorf("NetworkPolicies between pods of the node need br_netfilter: %w", err)
-	}
-	for _, comp := range []component{c.kubelet(), c.kubeProxy(), c.networkPolicies()} {
+	for _, comp := range []component{c.kubelet(), c.kubeProxy()} {
 		if err := c.start(comp); err != nil {
 			return err
 		}
@@ -116,7 +113,7 @@ func (c *Cluster) up(self string) error {
 
 // components in start order; down stops them in reverse.
 func (c *Cluster) componentNames() []string {
-	return []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "registry", "containerd", "kubelet", "kube-proxy", "kube-network-policies"}
+	return []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "registry", "containerd", "kubelet", "kube-proxy"}
 }
 
 // down stops everything up started, by PID, and undoes its changes to the host.
@@ -140,8 +137,6 @@ func (c *Cluster) down() error {
 			_ = waitFor("pods to be removed", 90*time.Second, c.noPodsLeft)
 		}
 	}
-	_ = c.stop("kube-network-policies", 10*time.Second)
-	cleanNftables()
 	_ = c.stop("kubelet", 20*time.Second)
 	c.removeContainers()
 	_ = c.stop("kube-proxy", 10*time.Second)

@@ -158,35 +158,6 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 		Expect(res["failures"]).To(BeEquivalentTo(0))
 	})
 
-	It("fences memcached with its NetworkPolicy: other namespaces only through allowedClients", func() {
-		addr := fmt.Sprintf("%s.%s.svc.cluster.local:11211", mcName, e2eNamespace)
-		outsider := "memcached-e2e-outsider"
-		kubectl("create", "namespace", outsider)
-		DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", outsider, "--wait=false") })
-
-		By("a pod of another namespace cannot reach memcached")
-		phase, out := probeIn(outsider, "denied", "-addr", addr, "-keys", "1")
-		Expect(phase).To(Equal(corev1.PodFailed), "memcache-probe from %s must not reach memcached:\n%s", outsider, out)
-		Expect(out).To(ContainSubstring("i/o timeout"))
-
-		By("allowing that namespace in spec.networkPolicy.allowedClients")
-		kubectl("-n", e2eNamespace, "patch", "memcached", mcName, "--type=merge", "-p",
-			`{"spec":{"networkPolicy":{"allowedClients":[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"`+outsider+`"}}}]}}}`)
-		Eventually(func() string {
-			return kubectl("-n", e2eNamespace, "get", "networkpolicy", mcName, "-o", "jsonpath={.spec.ingress[0].from}")
-		}, timeout, poll).Should(ContainSubstring(outsider))
-		Eventually(func() corev1.PodPhase {
-			phase, _ := probeIn(outsider, fmt.Sprintf("allowed-%d", time.Now().UnixNano()%100000), "-addr", addr, "-keys", "5")
-			return phase
-		}, timeout, poll).Should(Equal(corev1.PodSucceeded))
-
-		By("taking the namespace out again")
-		kubectl("-n", e2eNamespace, "patch", "memcached", mcName, "--type=merge", "-p", `{"spec":{"networkPolicy":{"allowedClients":null}}}`)
-		Eventually(func() string {
-			return kubectl("-n", e2eNamespace, "get", "networkpolicy", mcName, "-o", "jsonpath={.spec.ingress[0].from}")
-		}, timeout, poll).ShouldNot(ContainSubstring(outsider))
-	})
-
 	It("reconciles changed specs re-applied with kubectl", func() {
 		kubectl("-n", e2eNamespace, "patch", "memcached", mcName, "--type=merge", "-p", `{"spec":{"replicaCount":2}}`)
 		kubectl("-n", e2eNamespace, "patch", "memcachedbackup", backupName, "--type=merge", "-p", `{"spec":{"size":3}}`)
