@@ -180,33 +180,29 @@ type ResourceAmounts struct {
 
 // Toleration lets the pods run on nodes with a matching taint: Kubernetes' Toleration, checked as
 // Kubernetes checks it.
-// +kubebuilder:validation:XValidation:rule=`self.key != "" || self.operator == 'Exists'`,message="a toleration without key must have operator Exists"
-// +kubebuilder:validation:XValidation:rule=`self.operator != 'Exists' || self.value == ""`,message="a toleration with operator Exists takes no value"
-// +kubebuilder:validation:XValidation:rule=`!has(self.tolerationSeconds) || self.effect == 'NoExecute'`,message="tolerationSeconds needs effect NoExecute"
+// +kubebuilder:validation:XValidation:rule=`(has(self.key) && self.key != "") || (has(self.operator) && self.operator == 'Exists')`,message="a toleration without key must have operator Exists"
+// +kubebuilder:validation:XValidation:rule=`!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ""`,message="a toleration with operator Exists takes no value"
+// +kubebuilder:validation:XValidation:rule=`!has(self.tolerationSeconds) || (has(self.effect) && self.effect == 'NoExecute')`,message="tolerationSeconds needs effect NoExecute"
 type Toleration struct {
 	// key is the taint key the toleration applies to (a label key); empty with operator Exists
 	// matches every taint.
 	// +kubebuilder:validation:MaxLength=317
 	// +kubebuilder:validation:XValidation:rule=`self == '' || (self.matches(r'^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!self.contains('/') || self.indexOf('/') <= 253))`,message="key must be a label key: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
-	// +kubebuilder:default=""
 	// +optional
-	Key string `json:"key"`
+	Key string `json:"key,omitempty"`
 	// operator is Equal (the default: the taint's value must equal value) or Exists.
 	// +kubebuilder:validation:Enum=Exists;Equal;""
-	// +kubebuilder:default=""
 	// +optional
-	Operator string `json:"operator"`
+	Operator string `json:"operator,omitempty"`
 	// value the taint's value must equal (a label value).
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
-	// +kubebuilder:default=""
 	// +optional
-	Value string `json:"value"`
+	Value string `json:"value,omitempty"`
 	// effect of the taints to tolerate: NoSchedule, PreferNoSchedule or NoExecute; empty for all.
 	// +kubebuilder:validation:Enum=NoSchedule;PreferNoSchedule;NoExecute;""
-	// +kubebuilder:default=""
 	// +optional
-	Effect string `json:"effect"`
+	Effect string `json:"effect,omitempty"`
 	// tolerationSeconds is how long the pods stay on a node tainted NoExecute (default: forever).
 	// +optional
 	TolerationSeconds *int64 `json:"tolerationSeconds,omitempty"`

@@ -1,0 +1,163 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package crd
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/crdify/pkg/config"
+	"sigs.k8s.io/crdify/pkg/runner"
+	"sigs.k8s.io/crdify/pkg/validations/property"
+	"sigs.k8s.io/yaml"
+)
+
+// olmV1Config is the configuration of OLM v1's CRD upgrade-safety preflight (operator-controller
+// internal/operator-controller/rukpak/preflights/crdupgradesafety, defaultConfig): changes no check
+// handles fail, descriptions may change, enums may grow.
+func olmV1Config() *config.Config {
+	return &config.Config{
+		Conversion:           config.ConversionPolicyIgnore,
+		UnhandledEnforcement: config.EnforcementPolicyError,
+		Validations: []config.ValidationConfig{
+			{Name: "description", Enforcement: config.EnforcementPolicyNone},
+			{Name: "enum", Enforcement: config.EnforcementPolicyError,
+				Configuration: map[string]any{"additionPolicy": property.AdditionPolicyAllow}},
+		},
+	}
+}
+
+// upgradeErrors runs OLM v1's preflight on an upgrade from old to new, and returns its errors.
+func upgradeErrors(t *testing.T, old, new *apiextensionsv1.CustomResourceDefinition) []string {
+	t.Helper()
+	r, err := runner.New(olmV1Config(), runner.DefaultRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := r.Run(old, new)
+	var errs []string
+	for _, res := range results.CRDValidation {
+		for _, e := range res.Errors {
+			errs = append(errs, fmt.Sprintf("%s: %s", res.Name, e))
+		}
+	}
+	for _, vr := range append(results.SameVersionValidation, results.ServedVersionValidation...) {
+		for _, pr := range vr.PropertyComparisons {
+			for _, cr := range pr.ComparisonResults {
+				for _, e := range cr.Errors {
+					errs = append(errs, fmt.Sprintf("%s %s %s: %s", vr.Version, pr.Property, cr.Name, e))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+func releasedCRD(t *testing.T, commit, file string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	raw, err := exec.Command("git", "-C", filepath.Join("..", ".."), "show", commit+":config/crd/bases/"+file).Output()
+	if err != nil {
+		t.Fatalf("git show %s:%s (the tests need the repository's history): %v", commit, file, err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(raw, crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd
+}
+
+// crdFiles are the CRDs of the bundle.
+var crdFiles = []string{"cache.my.domain_memcacheds.yaml", "cache.my.domain_memcachedbackups.yaml"}
+
+// from02 are the changes of 1.0.0 to the CRDs of 0.2.0 that OLM v1's preflight reports as unsafe,
+// each with its reason: 1.0.0 refuses at admission what the operator would refuse or fail on
+// later (issue #11, a security fix; docs/upgrades.md), and status no longer holds the manifest.
+// An OLM v1 install of 0.2.0 upgrades to 1.0.0 with the preflight off for that one step
+// (docs/olm.md). Every other change, and every change from 1.0.0 on, must pass.
+var from02 = []struct {
+	path   string
+	within bool // its fields too
+	reason string
+}{
+	{"^.spec", false, "cross-field rules: the memory limit above the item memory, the exporter's port"},
+	{"^.spec.image", true, "OCI repository names; memcached 1.6 tags"},
+	{"^.spec.metrics", true, "the exporter's port and image, Prometheus durations"},
+	{"^.spec.memcached", true, "memcached's item size rules and the extraArgs allowlist"},
+	{"^.spec.resources", true, "cpu, memory and ephemeral-storage only, requests at most limits, no claims"},
+	{"^.spec.tolerations", true, "Kubernetes' toleration rules"},
+	{"^.spec.nodeSelector", true, "label keys and values"},
+	{"^.spec.podLabels", true, "label keys and values, not the chart's selector labels"},
+	{"^.spec.podAnnotations", true, "qualified names, not the pod's security annotations"},
+	{"^.spec.podDisruptionBudget", true, "a number of pods or a percentage up to 100%"},
+	{"^.spec.priorityClassName", false, "a PriorityClass name, not the system- classes"},
+	{"^.status.deployedRelease.manifest", false, "the rendered manifest leaves status"},
+}
+
+// The CRDs of this tree pass OLM v1's CRD upgrade-safety preflight from the newest release, with
+// the preflight's own code (sigs.k8s.io/crdify, configured as operator-controller configures it):
+// from 1.0.0 on, a release never changes the API in a way that blocks an OLM v1 upgrade.
+func TestCRDUpgradeSafetyFromTheNewestRelease(t *testing.T) {
+	version, commit := newestRelease(t)
+	for _, f := range crdFiles {
+		errs := upgradeErrors(t, releasedCRD(t, commit, f), readCRD(t, filepath.Join("..", "..", "config", "crd", "bases", f)))
+		for _, e := range errs {
+			if strings.HasPrefix(version, "0.") && allowedFrom02(e) {
+				continue
+			}
+			t.Errorf("%s from %s: OLM v1 refuses to upgrade over this change: %s", f, version, e)
+		}
+	}
+}
+
+// allowedFrom02 says whether a preflight error is one of from02's.
+func allowedFrom02(e string) bool {
+	for _, c := range from02 {
+		prefixes := []string{"v1 " + c.path + " ", "existingFieldRemoval: removed field : v1." + c.path}
+		if c.within {
+			prefixes = append(prefixes, "v1 "+c.path+".")
+		}
+		for _, p := range prefixes {
+			if strings.HasPrefix(e, p) && (c.within || !strings.HasPrefix(e[len(p):], ".")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// newestRelease is the newest version releases.yaml records, and its commit.
+func newestRelease(t *testing.T) (string, string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "releases.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Releases []struct{ Version, Commit string } }
+	if err := yaml.Unmarshal(raw, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Releases) == 0 {
+		t.Fatal("releases.yaml records no release")
+	}
+	newest := list.Releases[len(list.Releases)-1] // oldest first
+	return newest.Version, newest.Commit
+}
