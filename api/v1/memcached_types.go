@@ -86,8 +86,9 @@ type MemcachedSpec struct {
 
 	// networkPolicy fences memcached, which has no authentication: only pods of the Memcached's
 	// namespace, the operator and the peers it names reach memcached, and only the monitoring
-	// namespace reaches the exporter. On by default.
-	// +kubebuilder:default={}
+	// namespace reaches the exporter. On by default (the chart's default). No schema default: the
+	// API server would write it into the CRs of earlier releases, whose operators refuse values
+	// their chart does not know while an upgrade replaces them.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network policy"
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`

@@ -24,7 +24,11 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chartutil"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"sigs.k8s.io/crdify/pkg/config"
 	"sigs.k8s.io/crdify/pkg/runner"
 	"sigs.k8s.io/crdify/pkg/validations/property"
@@ -160,4 +164,35 @@ func newestRelease(t *testing.T) (string, string) {
 	}
 	newest := list.Releases[len(list.Releases)-1] // oldest first
 	return newest.Version, newest.Commit
+}
+
+// While an operator upgrade runs, the operator of the newest release still reconciles the CRs
+// that the new CRD now serves: every default of the new schema reaches it. Its chart must accept
+// them, or it fails every CR (and, before 1.0.0, held the upgrade back on those failures).
+func TestNewDefaultsPassTheNewestReleasesChart(t *testing.T) {
+	version, commit := newestRelease(t)
+	raw, err := exec.Command("git", "-C", filepath.Join("..", ".."), "show", commit+":helm-charts/memcached/values.schema.json").Output()
+	if err != nil {
+		t.Fatalf("git show %s:helm-charts/memcached/values.schema.json: %v", commit, err)
+	}
+	crd := readCRD(t, filepath.Join("..", "..", "config", "crd", "bases", "cache.my.domain_memcacheds.yaml"))
+	internal := &apiextensions.JSONSchemaProps{}
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(crd.Spec.Versions[0].Schema.OpenAPIV3Schema, internal, nil); err != nil {
+		t.Fatal(err)
+	}
+	s, err := schema.NewStructural(internal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A CR as users of that release wrote it: the sample, and one with every object it knew.
+	for _, spec := range []map[string]any{
+		{"replicaCount": int64(3)},
+		{"memcached": map[string]any{"memoryLimitMB": int64(96)}, "metrics": map[string]any{}, "service": map[string]any{}, "podDisruptionBudget": map[string]any{}},
+	} {
+		obj := map[string]any{"apiVersion": "cache.my.domain/v1", "kind": "Memcached", "metadata": map[string]any{"name": "m"}, "spec": spec}
+		defaulting.Default(obj, s)
+		if err := chartutil.ValidateAgainstSingleSchema(obj["spec"].(map[string]any), raw); err != nil {
+			t.Errorf("the chart of %s refuses a CR %v as this CRD defaults it: %v", version, spec, err)
+		}
+	}
 }
