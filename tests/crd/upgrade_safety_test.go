@@ -155,7 +155,9 @@ func newestRelease(t *testing.T) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list struct{ Releases []struct{ Version, Commit string } }
+	var list struct {
+		Releases []struct{ Version, Commit string }
+	}
 	if err := yaml.Unmarshal(raw, &list); err != nil {
 		t.Fatal(err)
 	}
