@@ -30,8 +30,8 @@ import (
 	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"github.com/operator-framework/operator-lib/conditions"
-	"k8s.io/client-go/discovery"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
@@ -47,7 +47,7 @@ type Config struct {
 	WatchNamespaces []string
 	// Namespace is the operator's own (POD_NAMESPACE); "" outside a cluster.
 	Namespace string
-	Helm            HelmOptions
+	Helm      HelmOptions
 }
 
 // WatchNamespaces splits a comma-separated list of namespaces (WATCH_NAMESPACE, which OLM sets
