@@ -23,10 +23,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 )
 
 // Bad input is refused at admission by the CRD schema and its CEL rules, with a message that
@@ -38,20 +36,13 @@ var _ = Describe("Admission of bad input", func() {
 	var ns string
 	BeforeEach(func() { ns = newNamespace(context.Background()) })
 
-	object := func(kind, name, spec string) *unstructured.Unstructured {
-		obj := &unstructured.Unstructured{}
-		Expect(yaml.Unmarshal([]byte("apiVersion: cache.my.domain/v1\nkind: "+kind+"\nspec:\n"+spec), &obj.Object)).To(Succeed())
-		obj.SetName(name)
-		obj.SetNamespace(ns)
-		return obj
-	}
 	refused := func(kind, name, spec, wantMessage string) {
-		err := k8sClient.Create(context.Background(), object(kind, name, spec), client.DryRunAll)
+		err := k8sClient.Create(context.Background(), cr(kind, ns, name, spec), client.DryRunAll)
 		Expect(err).To(HaveOccurred(), "a %s %q with spec %q must be refused", kind, name, spec)
 		Expect(err.Error()).To(ContainSubstring(wantMessage))
 	}
 	accepted := func(kind, name, spec string) {
-		Expect(k8sClient.Create(context.Background(), object(kind, name, spec), client.DryRunAll)).To(Succeed(),
+		Expect(k8sClient.Create(context.Background(), cr(kind, ns, name, spec), client.DryRunAll)).To(Succeed(),
 			"a %s %q with spec %q is valid", kind, name, spec)
 	}
 

@@ -34,6 +34,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -258,6 +259,16 @@ func repoRoot() string {
 		}
 		dir = parent
 	}
+}
+
+// cr is a CR of kind written as a user's manifest writes it, from a YAML spec (typed Go structs
+// cannot write fields the current API dropped or renamed, nor invalid values).
+func cr(kind, ns, name, spec string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	Expect(yaml.Unmarshal([]byte("apiVersion: cache.my.domain/v1\nkind: "+kind+"\nspec:\n"+spec), &obj.Object)).To(Succeed())
+	obj.SetName(name)
+	obj.SetNamespace(ns)
+	return obj
 }
 
 // eventReasons returns the reasons of the Events recorded on an object of kind.

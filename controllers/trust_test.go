@@ -94,14 +94,6 @@ func releaseCommit(version string) string {
 	return ""
 }
 
-func unstructuredMemcached(ns, name, spec string) *unstructured.Unstructured {
-	obj := &unstructured.Unstructured{}
-	Expect(yaml.Unmarshal([]byte("apiVersion: cache.my.domain/v1\nkind: Memcached\nspec:\n"+spec), &obj.Object)).To(Succeed())
-	obj.SetName(name)
-	obj.SetNamespace(ns)
-	return obj
-}
-
 var _ = Describe("What was made before 1.0.0", func() {
 	var (
 		ctx context.Context
@@ -116,7 +108,7 @@ var _ = Describe("What was made before 1.0.0", func() {
 		key := types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
 		createMemcached(ctx, key, "  replicaCount: 1\n")
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
-		probe := unstructuredMemcached(ns, "probe", "  image: {tag: '1.5.22'}")
+		probe := cr("Memcached", ns, "probe", "  image: {tag: '1.5.22'}")
 		underReleasedCRD(ctx, "0.2.0", "cache.my.domain_memcacheds.yaml", probe, func() {
 			Expect(k8sClient.Patch(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}},
 				client.RawPatch(types.MergePatchType, []byte(`{"spec":{"image":{"tag":"1.5.22"}}}`)))).To(Succeed())
@@ -136,7 +128,7 @@ var _ = Describe("What was made before 1.0.0", func() {
 		key := types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
 		createMemcached(ctx, key, "  replicaCount: 1\n")
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
-		probe := unstructuredMemcached(ns, "probe", "  image: {tag: latest}")
+		probe := cr("Memcached", ns, "probe", "  image: {tag: latest}")
 		underReleasedCRD(ctx, "0.2.0", "cache.my.domain_memcacheds.yaml", probe, func() {
 			// What the 0.2.0 operator wrote, and its CRD kept.
 			Eventually(func(g Gomega) {
@@ -155,7 +147,7 @@ var _ = Describe("What was made before 1.0.0", func() {
 
 	It("says why it cannot reconcile a Memcached whose name Helm cannot use, and lets it be deleted at once", func() {
 		key := types.NamespacedName{Namespace: ns, Name: strings.Repeat("m", 60)}
-		probe := unstructuredMemcached(ns, strings.Repeat("p", 60), "  {}")
+		probe := cr("Memcached", ns, strings.Repeat("p", 60), "  {}")
 		underReleasedCRD(ctx, "0.2.0", "cache.my.domain_memcacheds.yaml", probe, func() {
 			createMemcached(ctx, key, "  replicaCount: 1\n")
 			// The Helm reconciler adds its finalizer first thing; once it has, the name rule may return.

@@ -36,7 +36,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -120,14 +119,9 @@ func ownRecords(ctx context.Context, key types.NamespacedName) {
 	}
 }
 
-// createMemcached creates a Memcached from a YAML spec, the way a user's manifest does (typed
-// Go structs cannot write fields the current API dropped or renamed).
+// createMemcached creates a Memcached from a YAML spec, the way a user's manifest does (see cr).
 func createMemcached(ctx context.Context, key types.NamespacedName, spec string) {
-	obj := &unstructured.Unstructured{}
-	Expect(yaml.Unmarshal([]byte("apiVersion: cache.my.domain/v1\nkind: Memcached\nspec:\n"+spec), &obj.Object)).To(Succeed())
-	obj.SetName(key.Name)
-	obj.SetNamespace(key.Namespace)
-	Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+	Expect(k8sClient.Create(ctx, cr("Memcached", key.Namespace, key.Name, spec))).To(Succeed())
 }
 
 // deleteMemcached deletes a Memcached, if there is one, and waits until its uninstall is done and
