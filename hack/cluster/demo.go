@@ -64,7 +64,7 @@ func (p *phases) done() {
 
 func (d *demo) run() error {
 	p := &phases{total: 6}
-	p.next("kubectl (built from Go modules the first time: about 2 minutes)")
+	p.next("kubectl (built from Go modules the first time: about a minute)")
 	if err := d.make(d.c.bin("kubectl")); err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (d *demo) run() error {
 	if local {
 		d.img = d.localImg
 		d.env = append(d.env, "KUBECONFIG="+d.c.Kubeconfig(), "KUBECACHEDIR="+d.c.path("kubectl-cache"))
-		p.next("Kubernetes binaries of the local cluster (the first time: about 8 minutes)")
+		p.next("Kubernetes binaries of the local cluster (the first time: about 4 minutes)")
 		if err := d.make("cluster-binaries"); err != nil {
 			return err
 		}
