@@ -47,6 +47,9 @@ SDK_LDFLAGS := -X $(SDK_VERSION_PKG).Version=$(OPERATOR_SDK_VERSION) -X $(SDK_VE
 	-X $(SDK_VERSION_PKG).ImageVersion=$(OPERATOR_SDK_VERSION)
 OLM_BINARIES := olm catalog package-server copy-content cpb
 OPM_VERSION := $(shell cd hack/olm && go list -m -f '{{.Version}}' github.com/operator-framework/operator-registry)
+# OLM v1 (operator-controller with catalogd) is pinned in hack/olmv1/go.mod.
+OLMV1_MODULE := github.com/operator-framework/operator-controller
+OLMV1_VERSION := $(shell cd hack/olmv1 && go list -m -f '{{.Version}}' $(OLMV1_MODULE))
 
 # Setting SHELL to bash allows bash commands to be executed by recipes.
 SHELL = /usr/bin/env bash -o pipefail
@@ -108,10 +111,10 @@ test: verify-generated vet lint lint-chart envtest ## Unit and envtest tests, st
 	cd hack/cluster && go test ./...
 
 .PHONY: test-e2e
-test-e2e: host-packages cluster-binaries cluster-tool olm-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) ## End-to-end suites on the local cluster with OLM (root); always tears the cluster down. E2E_ARGS='-ginkgo.focus=...' picks specs.
+test-e2e: host-packages cluster-binaries cluster-tool olm-binaries olmv1-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) ## End-to-end suites on the local cluster with OLM v0 and v1 (root); always tears the cluster down. E2E_ARGS='-ginkgo.focus=...' picks specs.
 	status=0; \
 	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && \
-	  $(MAKE) --no-print-directory olm-install e2e-olm-images e2e-release-images && \
+	  $(MAKE) --no-print-directory olm-install olmv1-install e2e-olm-images e2e-release-images && \
 	  KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECACHEDIR=$(CLUSTER_STATE)/kubectl-cache PATH="$(KUBE_BIN):$$PATH" \
 	    SSL_CERT_FILE=$(CLUSTER_STATE)/pki/ca-bundle.crt \
 	    E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
@@ -150,6 +153,7 @@ bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ for VERSION (
 	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) \
 		--channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
 	go run ./hack/csvpatch -csv bundle/manifests/memcached-operator.clusterserviceversion.yaml -image $(IMG) -created-at $(CREATED_AT)
+	go run ./hack/olmv1manifests -bundle bundle -catalog catalog -catalog-image $(CATALOG_IMG) -out config/olmv1
 	$(MAKE) --no-print-directory bundle-validate
 
 # operator-sdk checks the bundle's format and runs the default validators; the operatorframework
@@ -370,6 +374,21 @@ $(addprefix $(LOCALBIN)/olm/,olm catalog package-server copy-content): hack/olm/
 	cd hack/olm && CGO_ENABLED=0 go build -tags json1,containers_image_openpgp -o $@ github.com/operator-framework/operator-lifecycle-manager/cmd/$(notdir $@)
 $(LOCALBIN)/olm/cpb: hack/olm/go.mod
 	cd hack/olm && CGO_ENABLED=0 go build -o $@ github.com/operator-framework/operator-lifecycle-manager/util/cpb
+
+OLMV1_MANIFEST = $(shell cd hack/olmv1 && go list -m -f '{{.Dir}}' $(OLMV1_MODULE))/manifests/standard.yaml
+
+.PHONY: olmv1-install
+olmv1-install: olmv1-binaries cluster-tool ## Install OLM v1 (operator-controller, catalogd), built from source, into the local cluster.
+	$(CLUSTER_TOOL) olmv1-install $(CLUSTER_FLAGS) --olmv1-bin-dir=$(LOCALBIN)/olmv1 --olmv1-manifest=$(OLMV1_MANIFEST) --olmv1-version=$(OLMV1_VERSION)
+
+.PHONY: olmv1-uninstall
+olmv1-uninstall: cluster-tool ## Remove OLM v1 (and the extensions it installed) from the local cluster.
+	$(CLUSTER_TOOL) olmv1-uninstall $(CLUSTER_FLAGS)
+
+.PHONY: olmv1-binaries
+olmv1-binaries: $(LOCALBIN)/olmv1/operator-controller $(LOCALBIN)/olmv1/catalogd ## Build OLM v1's binaries for the local cluster's OLM v1 images.
+$(LOCALBIN)/olmv1/operator-controller $(LOCALBIN)/olmv1/catalogd: hack/olmv1/go.mod
+	cd hack/olmv1 && CGO_ENABLED=0 go build -tags containers_image_openpgp -o $@ $(OLMV1_MODULE)/cmd/$(notdir $@)
 
 ##@ Tools (built from hack/tools/go.mod and hack/kube/go.mod into bin/)
 

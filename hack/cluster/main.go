@@ -51,7 +51,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: cluster up|down|status|demo|demo-down|olm-install|olm-uninstall|image|registry [flags]")
+	fmt.Fprintln(os.Stderr, "usage: cluster up|down|status|demo|demo-down|olm-install|olm-uninstall|olmv1-install|olmv1-uninstall|image|registry [flags]")
 	os.Exit(2)
 }
 
@@ -66,7 +66,7 @@ func run(cmd string, args []string) error {
 
 	switch cmd {
 	case "registry":
-		addr := fs.String("addr", "127.0.0.1:5000", "listen address")
+		addr := fs.String("addr", "127.0.0.1:5000", "listen addresses, comma-separated")
 		cert := fs.String("cert", "", "TLS certificate")
 		key := fs.String("key", "", "TLS key")
 		dir := fs.String("dir", "", "blob folder")
@@ -74,6 +74,23 @@ func run(cmd string, args []string) error {
 		return serveRegistry(*addr, *cert, *key, *dir)
 	case "image":
 		return imageCommand(fs, stateDir, args)
+	case "olmv1-install", "olmv1-uninstall":
+		var o olmv1Settings
+		fs.StringVar(&o.binDir, "olmv1-bin-dir", "", "folder of operator-controller and catalogd")
+		fs.StringVar(&o.manifest, "olmv1-manifest", "", "manifests/standard.yaml of the operator-controller module")
+		fs.StringVar(&o.version, "olmv1-version", "", "operator-controller version (image tag)")
+		_ = fs.Parse(args)
+		c, err := newCluster(*stateDir, *binDir)
+		if err != nil {
+			return err
+		}
+		if cmd == "olmv1-uninstall" {
+			return c.olmv1Uninstall()
+		}
+		if o.binDir == "" || o.manifest == "" || o.version == "" {
+			return fmt.Errorf("--olmv1-bin-dir, --olmv1-manifest and --olmv1-version are required")
+		}
+		return c.olmv1Install(o)
 	case "olm-install", "olm-uninstall":
 		var o olmSettings
 		fs.StringVar(&o.binDir, "olm-bin-dir", "", "folder of olm, catalog, package-server, cpb, copy-content and opm")

@@ -23,6 +23,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -30,7 +31,7 @@ import (
 
 // serveRegistry runs the local image registry over TLS (the cluster's CA signs its certificate;
 // containerd and the host tools trust that CA). Blobs are kept on disk, manifests in memory.
-func serveRegistry(addr, certFile, keyFile, dir string) error {
+func serveRegistry(addrs, certFile, keyFile, dir string) error {
 	if err := mkdirs(dir); err != nil {
 		return err
 	}
@@ -38,13 +39,19 @@ func serveRegistry(addr, certFile, keyFile, dir string) error {
 		registry.WithBlobHandler(registry.NewDiskBlobHandler(dir)),
 		registry.Logger(log.New(os.Stderr, "registry: ", log.LstdFlags)),
 	)
-	srv := &http.Server{Addr: addr, Handler: handler, ReadHeaderTimeout: 30 * time.Second}
-	return srv.ListenAndServeTLS(certFile, keyFile)
+	errs := make(chan error)
+	for _, addr := range strings.Split(addrs, ",") {
+		srv := &http.Server{Addr: addr, Handler: handler, ReadHeaderTimeout: 30 * time.Second}
+		go func() { errs <- srv.ListenAndServeTLS(certFile, keyFile) }()
+	}
+	return <-errs
 }
 
 func (c *Cluster) registry(self string, p *PKI) component {
+	// On loopback for the node (localhost:5000), and on the node's address for what pulls in a
+	// pod (OLM v1's catalogd and operator-controller).
 	return component{name: "registry", args: []string{self, "registry",
-		fmt.Sprintf("--addr=127.0.0.1:%d", RegistryPort), "--cert=" + p.Registry.CertFile, "--key=" + p.Registry.KeyFile,
+		fmt.Sprintf("--addr=127.0.0.1:%d,%s:%d", RegistryPort, c.NodeIP, RegistryPort), "--cert=" + p.Registry.CertFile, "--key=" + p.Registry.KeyFile,
 		"--dir=" + c.path("registry"),
 	}}
 }
