@@ -13,7 +13,7 @@ GIT_DIR="$root/.git" make -C "$scratch" --no-print-directory -s manifests genera
 
 stale=0
 for path in api config/crd/bases releases.yaml config/rbac/role.yaml helm-charts/memcached/values.schema.json \
-  config/manifests config/scorecard config/manager bundle bundle.Dockerfile catalog catalog.Dockerfile; do
+  config/manifests config/scorecard config/manager config/olmv1 bundle bundle.Dockerfile catalog catalog.Dockerfile; do
   if ! diff -r -u "$root/$path" "$scratch/$path"; then
     stale=1
   fi
