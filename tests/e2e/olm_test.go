@@ -135,8 +135,9 @@ func mirrorMemcached(ns string) {
 
 // canI says whether user may do verb on resource in ns (kubectl auth can-i).
 func canI(user, ns string, verbResource ...string) bool {
-	out, _ := kubectlOut(append([]string{"auth", "can-i", "-n", ns, "--as", user}, verbResource...)...)
-	return strings.TrimSpace(out) == "yes"
+	// Its answer on stdout; warnings (a cluster-scoped resource asked in a namespace) on stderr.
+	out, _ := exec.Command("kubectl", append([]string{"auth", "can-i", "-n", ns, "--as", user}, verbResource...)...).Output()
+	return strings.TrimSpace(string(out)) == "yes"
 }
 
 // samplesReconcile applies both samples in ns and waits for their pods.

@@ -147,7 +147,7 @@ func (p *liveProbe) stop() probeResult {
 	return res
 }
 
-// expectMigrated checks what an upgrade to the current release leaves: the new CSV alone, the
+// expectMigrated checks what an upgrade through OLM v0 to the current release leaves: the new CSV alone, the
 // operands on the new chart and memcached version, every pod owned by the new Deployment, the CRs
 // the same objects with their spec moved to the new names; with events, the Events that say so.
 // (An operator killed mid-upgrade may die with Events recorded but not yet sent.)
@@ -157,7 +157,16 @@ func expectMigrated(ns string, uids map[string]types.UID, events bool) {
 		out, _ := kubectlOut("-n", ns, "get", "csv", "-o", "name")
 		return out
 	}, timeout, poll).ShouldNot(ContainSubstring(csvOf(previousVersion)), "the new CSV replaces the old one")
+	expectOperandsMigrated(ns, uids)
+	if events {
+		reasons := kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name=memcached-sample", "-o", "jsonpath={.items[*].reason}")
+		Expect(strings.Fields(reasons)).To(ContainElements("SelectorMigrated", "ChartUpgraded", "SpecMigrated", "PodRetiring"))
+	}
+}
 
+// expectOperandsMigrated checks the operands after an upgrade to the current release, however it
+// was installed.
+func expectOperandsMigrated(ns string, uids map[string]types.UID) {
 	key := types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
 	Eventually(func(g Gomega) {
 		mc := &cachev1.Memcached{}
@@ -199,10 +208,6 @@ func expectMigrated(ns string, uids map[string]types.UID, events bool) {
 
 	fmt.Fprintln(GinkgoWriter, kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name=memcached-sample",
 		"-o", "custom-columns=TIME:.lastTimestamp,REASON:.reason,MESSAGE:.message", "--sort-by=.lastTimestamp"))
-	if events {
-		reasons := kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name=memcached-sample", "-o", "jsonpath={.items[*].reason}")
-		Expect(strings.Fields(reasons)).To(ContainElements("SelectorMigrated", "ChartUpgraded", "SpecMigrated", "PodRetiring"))
-	}
 }
 
 func crUIDs(ns string) map[string]types.UID {

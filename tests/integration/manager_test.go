@@ -18,6 +18,7 @@ package integration_test
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -94,6 +95,19 @@ var _ = Describe("Outside a cluster", func() {
 		Eventually(op.Err, timeout).Should(gbytes.Say("leader election skipped"))
 		Eventually(op.Err, timeout).Should(gbytes.Say("not run by OLM: the OperatorCondition Upgradeable is not reported"))
 		Eventually(reconciled(ctx, ns, "out-of-cluster"), timeout, interval).Should(Succeed())
+	})
+})
+
+var _ = Describe("Without OLM v0's OperatorCondition", func() {
+	It("runs in a pod as OLM v1 runs it (no OPERATOR_CONDITION_NAME, WATCH_NAMESPACE empty): says so once, leads and reconciles everywhere", func() {
+		ctx := context.Background()
+		opNS, workNS := newNamespace(ctx), newNamespace(ctx)
+		operatorPod(ctx, opNS, "operator-olmv1")
+		op := inPod(opNS, "operator-olmv1", "WATCH_NAMESPACE=")
+		Eventually(op.Err, timeout).Should(gbytes.Say("became the leader"))
+		Eventually(reconciled(ctx, workNS, "olmv1"), timeout, interval).Should(Succeed())
+		Expect(strings.Count(string(op.Err.Contents()), "not run by OLM: the OperatorCondition Upgradeable is not reported")).To(Equal(1))
+		Expect(op.ExitCode()).To(Equal(-1), "the operator is still running")
 	})
 })
 
