@@ -119,7 +119,7 @@ test-e2e: host-packages cluster-binaries cluster-tool olm-binaries olmv1-binarie
 	    SSL_CERT_FILE=$(CLUSTER_STATE)/pki/ca-bundle.crt \
 	    E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
 	    E2E_BUNDLE_IMG=$(E2E_BUNDLE_IMG) E2E_CATALOG_IMG=$(E2E_CATALOG_IMG) \
-	    E2E_VERSION=$(VERSION) E2E_PREVIOUS_VERSION=$(PREVIOUS_VERSION) E2E_PREVIOUS_BUNDLE_IMG=$(E2E_IMAGE_TAG_BASE)-bundle:v$(PREVIOUS_VERSION) \
+	    E2E_VERSION=$(VERSION) E2E_OLDEST_VERSION=$(OLDEST_VERSION) E2E_PREVIOUS_VERSION=$(PREVIOUS_VERSION) E2E_PREVIOUS_BUNDLE_IMG=$(E2E_IMAGE_TAG_BASE)-bundle:v$(PREVIOUS_VERSION) \
 	    E2E_INDEX_IMG=localhost:5000/opm:$(OPM_VERSION) E2E_BUSYBOX_IMG=localhost:5000/busybox:stable \
 	    go test -tags e2e ./tests/e2e/... -count=1 -timeout 60m -v -ginkgo.v $(E2E_ARGS) || status=$$?; \
 	  $(CLUSTER_TOOL) down $(CLUSTER_FLAGS) || status=1; \
@@ -310,8 +310,10 @@ e2e-olm-images: cluster-tool $(OPERATOR_SDK) $(SCORECARD_TEST) $(OPM) e2e-images
 	$(MAKE) --no-print-directory catalog CATALOG_ROOT=$(CLUSTER_STATE)/catalog IMAGE_TAG_BASE=$(E2E_IMAGE_TAG_BASE)
 	$(CLUSTER_TOOL) image catalog --state-dir=$(CLUSTER_STATE) --opm=$(OPM) --configs=$(CLUSTER_STATE)/catalog --ref=$(E2E_CATALOG_IMG)
 
-# The release before VERSION, whose images e2e-release-images rebuilds (the upgrade tests start there).
+# The release before VERSION and the first release, whose images e2e-release-images rebuilds (the
+# upgrade tests start there).
 PREVIOUS_VERSION = $(shell go run ./hack/release versions -except $(VERSION) | tail -n 1)
+OLDEST_VERSION = $(shell go run ./hack/release versions -except $(VERSION) | head -n 1)
 # Prints the memcached image (RELATED_IMAGE_MEMCACHED) of a release's manager.yaml.
 MEMCACHED_IMAGE_OF = sed -n 's/^ *value: \(docker.io\/library\/memcached:.*\)/\1/p'
 

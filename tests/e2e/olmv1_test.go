@@ -86,9 +86,16 @@ func installedVersion() string {
 	return out
 }
 
-// removeOLMv1 deletes the ClusterExtension and waits until OLM v1 has removed what it installed.
+// removeOLMv1 uninstalls in the order docs/olm.md gives: the CRs, while the operator still runs to
+// remove their finalizers (else they hold the CRDs back, and the next install fails on CRDs being
+// deleted), then the ClusterExtension; it waits until OLM v1 has removed the CRDs.
 func removeOLMv1() {
+	_, _ = kubectlOut("delete", "memcached,memcachedbackup", "--all-namespaces", "--all", "--ignore-not-found", "--timeout=3m")
 	_, _ = kubectlOut("delete", "clusterextension", extension, "--ignore-not-found", "--timeout=3m")
+	Eventually(func() string {
+		out, _ := kubectlOut("get", "crd", "-o", "name")
+		return out
+	}, timeout, poll).ShouldNot(ContainSubstring("cache.my.domain"), "OLM v1 removes the CRDs with the ClusterExtension")
 	_, _ = kubectlOut("delete", "clustercatalog", extension+"-catalog", "--ignore-not-found", "--timeout=2m")
 	_, _ = kubectlOut("delete", "namespace", installNamespace, "--ignore-not-found", "--timeout=2m")
 	_, _ = kubectlOut("delete", "clusterrolebinding,clusterrole", "memcached-operator-installer", "--ignore-not-found")
@@ -148,7 +155,7 @@ var _ = Describe("Through OLM v1", Ordered, func() {
 			ns := "memcached-olmv1-upgrade"
 			kubectl("create", "namespace", ns)
 			DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
-			createPreviousCRs(ns)
+			createCRsOf(ns, previousVersion)
 			uids := crUIDs(ns)
 			p := startProbe(ns, "memcached-sample:11211")
 

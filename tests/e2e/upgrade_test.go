@@ -40,18 +40,20 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 )
 
-// The upgrade specs start from the previous release, rebuilt from the commit releases.yaml
-// records for it (`make e2e-release-images`), with live operands and a client probing memcached
+// The upgrade specs start from an earlier release (the one before this tree's, and the oldest,
+// which the catalog's skipRange leads from straight to this one), rebuilt from the commit
+// releases.yaml records for it (`make e2e-release-images`), with live operands and a client probing memcached
 // through its Service the whole time, and upgrade to this tree's release through OLM. The memcached
 // images each release pins (docker.io/library/memcached:<version>) are stand-ins in the local
 // mirror: this machine cannot pull them, so they run Debian's memcached under those names.
 
-var previousVersion, currentVersion, previousBundleImage string
+var oldestVersion, previousVersion, currentVersion, previousBundleImage string
 
 func upgradeEnv() {
 	olmEnv()
-	previousVersion, currentVersion = os.Getenv("E2E_PREVIOUS_VERSION"), os.Getenv("E2E_VERSION")
+	oldestVersion, previousVersion, currentVersion = os.Getenv("E2E_OLDEST_VERSION"), os.Getenv("E2E_PREVIOUS_VERSION"), os.Getenv("E2E_VERSION")
 	previousBundleImage = os.Getenv("E2E_PREVIOUS_BUNDLE_IMG")
+	Expect(oldestVersion).NotTo(BeEmpty(), "E2E_OLDEST_VERSION is set by `make test-e2e`")
 	Expect(previousVersion).NotTo(BeEmpty(), "E2E_PREVIOUS_VERSION is set by `make test-e2e`")
 	Expect(currentVersion).NotTo(BeEmpty(), "E2E_VERSION is set by `make test-e2e`")
 	Expect(previousBundleImage).NotTo(BeEmpty(), "E2E_PREVIOUS_BUNDLE_IMG is set by `make test-e2e`")
@@ -77,15 +79,19 @@ func approveInstallPlan(ns, version string) {
 	kubectl("-n", ns, "patch", "installplan", plan, "--type=merge", "-p", `{"spec":{"approved":true}}`)
 }
 
-// createPreviousCRs creates a Memcached and a MemcachedBackup the way users of the previous
-// release wrote them (memoryLimitMB: the 0.1.0 name of maxMemoryMB), and waits for their pods.
-func createPreviousCRs(ns string) {
+// createCRsOf creates a Memcached and a MemcachedBackup the way users of release version wrote
+// them (memoryLimitMB: the 0.1.0 name of maxMemoryMB), and waits for their pods.
+func createCRsOf(ns, version string) {
+	memory := "maxMemoryMB"
+	if version == "0.1.0" {
+		memory = "memoryLimitMB"
+	}
 	manifest := `apiVersion: cache.my.domain/v1
 kind: Memcached
 metadata: {name: memcached-sample}
 spec:
   replicaCount: 3
-  memcached: {memoryLimitMB: 96}
+  memcached: {` + memory + `: 96}
 ---
 apiVersion: cache.my.domain/v1
 kind: MemcachedBackup
@@ -147,21 +153,32 @@ func (p *liveProbe) stop() probeResult {
 	return res
 }
 
-// expectMigrated checks what an upgrade through OLM v0 to the current release leaves: the new CSV alone, the
-// operands on the new chart and memcached version, every pod owned by the new Deployment, the CRs
-// the same objects with their spec moved to the new names; with events, the Events that say so.
-// (An operator killed mid-upgrade may die with Events recorded but not yet sent.)
-func expectMigrated(ns string, uids map[string]types.UID, events bool) {
+// expectMigrated checks what an upgrade through OLM v0 from release from to the current release
+// leaves: the new CSV alone, the operands on the new chart and memcached version, every pod owned
+// by the new Deployment, the CRs the same objects with their spec moved to the new names; with
+// events, the Events that say so. (An operator killed mid-upgrade may die with Events recorded but
+// not yet sent.)
+func expectMigrated(ns, from string, uids map[string]types.UID, events bool) {
 	Eventually(csvPhase(ns, csvOf(currentVersion)), timeout, poll).Should(Equal("Succeeded"))
 	Eventually(func() string {
 		out, _ := kubectlOut("-n", ns, "get", "csv", "-o", "name")
 		return out
-	}, timeout, poll).ShouldNot(ContainSubstring(csvOf(previousVersion)), "the new CSV replaces the old one")
+	}, timeout, poll).ShouldNot(ContainSubstring(csvOf(from)), "the new CSV replaces the old one")
 	expectOperandsMigrated(ns, uids)
 	if events {
 		reasons := kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name=memcached-sample", "-o", "jsonpath={.items[*].reason}")
-		Expect(strings.Fields(reasons)).To(ContainElements("SelectorMigrated", "ChartUpgraded", "SpecMigrated", "PodRetiring"))
+		Expect(strings.Fields(reasons)).To(ContainElements(migrationEvents(from)))
 	}
+}
+
+// migrationEvents are the reasons of the Events an upgrade from release from records on a
+// Memcached: the chart's new version always; from 0.1.0 also its Deployment's new selector, the
+// spec's renamed fields, and the pods of the memcached version 0.1.0 pinned, retired one by one.
+func migrationEvents(from string) []string {
+	if from == "0.1.0" {
+		return []string{"ChartUpgraded", "SelectorMigrated", "SpecMigrated", "PodRetiring"}
+	}
+	return []string{"ChartUpgraded"}
 }
 
 // expectOperandsMigrated checks the operands after an upgrade to the current release, however it
@@ -218,27 +235,32 @@ func crUIDs(ns string) map[string]types.UID {
 	return map[string]types.UID{"memcached": mc.UID, "backup": backup.UID}
 }
 
-var _ = Describe("Upgrades from the previous release", Ordered, func() {
+var _ = Describe("Upgrades from earlier releases", Ordered, func() {
 	BeforeAll(upgradeEnv)
 	AfterAll(func() {
 		_, _ = kubectlOut("delete", "crd", "memcacheds.cache.my.domain", "memcachedbackups.cache.my.domain", "--ignore-not-found", "--timeout=2m")
 	})
 
-	It("upgrades through the catalog with a Manual approval, without a failed request, though the operator is killed during the operand upgrade", func() {
+	// From the oldest release, the catalog's skipRange leads straight to the channel's head: one
+	// InstallPlan, no release in between. That upgrade also rolls the memcached pods (the
+	// memcached version changed since), so the operator can be killed in the middle of it.
+	It("upgrades from the oldest release through the catalog's skipRange with a Manual approval, without a failed request, though the operator is killed during the operand upgrade", func() {
+		Expect(oldestVersion).NotTo(Equal(previousVersion), "a release between the oldest and this one, for skipRange to skip")
 		ns := "memcached-upgrade"
 		kubectl("create", "namespace", ns)
 		DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
-		subscribe(ns, subscription{targetNamespaces: []string{ns}, approval: "Manual", startingCSV: csvOf(previousVersion)})
+		subscribe(ns, subscription{targetNamespaces: []string{ns}, approval: "Manual", startingCSV: csvOf(oldestVersion)})
 
-		By("installing " + previousVersion + " with an approved InstallPlan")
-		approveInstallPlan(ns, previousVersion)
-		Eventually(csvPhase(ns, csvOf(previousVersion)), timeout, poll).Should(Equal("Succeeded"))
-		createPreviousCRs(ns)
+		By("installing " + oldestVersion + " with an approved InstallPlan")
+		approveInstallPlan(ns, oldestVersion)
+		Eventually(csvPhase(ns, csvOf(oldestVersion)), timeout, poll).Should(Equal("Succeeded"))
+		createCRsOf(ns, oldestVersion)
 		uids := crUIDs(ns)
 		p := startProbe(ns, "memcached-sample:11211")
 
-		By("approving the upgrade to " + currentVersion)
+		By("approving the upgrade to " + currentVersion + ", skipping " + previousVersion)
 		approveInstallPlan(ns, currentVersion)
+		Expect(kubectl("-n", ns, "get", "installplan", "-o", "jsonpath={.items[*].spec.clusterServiceVersionNames}")).NotTo(ContainSubstring(csvOf(previousVersion)))
 
 		// Watched from the approval on, not from the new CSV's Succeeded phase, which OLM may
 		// report after the rollout. Only the new operator writes Progressing (0.1.0 has none).
@@ -252,11 +274,11 @@ var _ = Describe("Upgrades from the previous release", Ordered, func() {
 		Eventually(func(g Gomega) int32 { return managerRestarts(g, ns) }, timeout, poll).Should(BeNumerically(">", restarts),
 			"the kubelet restarts the killed manager in its pod")
 
-		expectMigrated(ns, uids, false)
+		expectMigrated(ns, oldestVersion, uids, false)
 		Expect(p.stop().Failures).To(BeZero(), "no client request fails during the upgrade")
 	})
 
-	It("upgrades with operator-sdk run bundle-upgrade, then memcached through the CR, and reports a failing operand upgrade without rolling back", func() {
+	It("upgrades from the previous release with operator-sdk run bundle-upgrade, then memcached through the CR, and reports a failing operand upgrade without rolling back", func() {
 		ns := "memcached-bundle-upgrade"
 		kubectl("create", "namespace", ns)
 		DeferCleanup(func() {
@@ -265,12 +287,12 @@ var _ = Describe("Upgrades from the previous release", Ordered, func() {
 		})
 		sdk("run", "bundle", previousBundleImage, "-n", ns, "--index-image", indexImage, "--decompression-image", busyboxImage,
 			"--install-mode", "OwnNamespace", "--timeout", "5m")
-		createPreviousCRs(ns)
+		createCRsOf(ns, previousVersion)
 		uids := crUIDs(ns)
 		p := startProbe(ns, "memcached-sample:11211")
 
 		sdk("run", "bundle-upgrade", bundleImage, "-n", ns, "--timeout", "5m")
-		expectMigrated(ns, uids, true)
+		expectMigrated(ns, previousVersion, uids, true)
 
 		By("changing the memcached version through the CR")
 		kubectl("-n", ns, "patch", "memcached", "memcached-sample", "--type=merge", "-p", `{"spec":{"image":{"tag":"1.6.38"}}}`)
