@@ -41,9 +41,11 @@ type olmv1Settings struct {
 
 const olmv1Namespace = "olmv1-system"
 
-func olmv1ImageRef(name, version string) string { return RegistryHost + "/olmv1/" + name + ":" + version }
-func (c *Cluster) olmv1Manifests() string       { return c.path("olmv1", "olmv1.yaml") }
-func (c *Cluster) olmv1CRDManifests() string    { return c.path("olmv1", "crds.yaml") }
+func olmv1ImageRef(name, version string) string {
+	return RegistryHost + "/olmv1/" + name + ":" + version
+}
+func (c *Cluster) olmv1Manifests() string    { return c.path("olmv1", "olmv1.yaml") }
+func (c *Cluster) olmv1CRDManifests() string { return c.path("olmv1", "crds.yaml") }
 
 func (c *Cluster) olmv1Install(s olmv1Settings) error {
 	for name, inImage := range map[string]string{"catalogd": "/catalogd", "operator-controller": "/operator-controller"} {
@@ -93,11 +95,11 @@ func (c *Cluster) olmv1Install(s olmv1Settings) error {
 		}
 		objs = append(objs, map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
 			"metadata": map[string]any{"name": name, "namespace": olmv1Namespace},
-			"data": map[string]any{"tls.crt": b64(crt), "tls.key": b64(key), "ca.crt": b64(caPEM)}})
+			"data":     map[string]any{"tls.crt": b64(crt), "tls.key": b64(key), "ca.crt": b64(caPEM)}})
 	}
 	objs = append(objs, map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "olmv1-registries", "namespace": olmv1Namespace},
-		"data": map[string]any{"registries.conf": registriesConf(fmt.Sprintf("%s:%d", c.NodeIP, RegistryPort))}})
+		"data":     map[string]any{"registries.conf": registriesConf(fmt.Sprintf("%s:%d", c.NodeIP, RegistryPort))}})
 
 	var crds, rest bytes.Buffer
 	for _, o := range objs {
