@@ -213,11 +213,11 @@ bench: envtest $(KUBE_BIN)/kube-controller-manager $(HELM) ## Measure this opera
 RELEASE_DATE ?= $(shell date -u +%Y-%m-%dT00:00:00Z)
 
 .PHONY: release
-release: ## Release VERSION=x.y.z: bump the version, regenerate bundle and catalog, commit, and record the commit in releases.yaml.
+release: ## Release VERSION=x.y.z (RELEASE_NOTES=file: the release commit's message body): bump the version, regenerate bundle and catalog, commit, and record the commit in releases.yaml.
 	@test -z "$$(git status --porcelain)" || { echo "release: the tree has uncommitted changes" >&2; exit 1; }
 	go run ./hack/release bump -version $(VERSION) -created-at $(RELEASE_DATE) -channels $(CHANNELS)
 	$(MAKE) --no-print-directory bundle catalog VERSION=$(VERSION) CREATED_AT=$$(sed -n 's/^CREATED_AT ?= //p' Makefile)
-	git add -A && { git diff --cached --quiet || git commit -q -m "Release $(VERSION)"; }
+	git add -A && { git diff --cached --quiet || git commit -q -F <(printf 'Release %s\n\n' $(VERSION); cat $(or $(RELEASE_NOTES),/dev/null)); }
 	go run ./hack/release record -version $(VERSION) -commit HEAD
 	git add releases.yaml && git commit -q -m "releases.yaml: $(VERSION) is built from commit $$(git rev-parse --short HEAD)"
 

@@ -92,7 +92,7 @@ func releasedCRD(t *testing.T, commit, file string) *apiextensionsv1.CustomResou
 // crdFiles are the CRDs of the bundle.
 var crdFiles = []string{"cache.my.domain_memcacheds.yaml", "cache.my.domain_memcachedbackups.yaml"}
 
-// from02 are the changes of 1.0.0 to the CRDs of 0.2.0 that OLM v1's preflight reports as unsafe,
+// from02 are the changes of 1.0.0 to the CRDs of 0.2.0 (and 0.1.0) that OLM v1's preflight reports as unsafe,
 // each with its reason: 1.0.0 refuses at admission what the operator would refuse or fail on
 // later (issue #11, a security fix; docs/upgrades.md), and status no longer holds the manifest.
 // An OLM v1 install of 0.2.0 upgrades to 1.0.0 with the preflight off for that one step
@@ -116,18 +116,20 @@ var from02 = []struct {
 	{"^.status.deployedRelease.manifest", false, "the rendered manifest leaves status"},
 }
 
-// The CRDs of this tree pass OLM v1's CRD upgrade-safety preflight from the newest release, with
-// the preflight's own code (sigs.k8s.io/crdify, configured as operator-controller configures it):
-// from 1.0.0 on, a release never changes the API in a way that blocks an OLM v1 upgrade.
-func TestCRDUpgradeSafetyFromTheNewestRelease(t *testing.T) {
-	version, commit := newestRelease(t)
-	for _, f := range crdFiles {
-		errs := upgradeErrors(t, releasedCRD(t, commit, f), readCRD(t, filepath.Join("..", "..", "config", "crd", "bases", f)))
-		for _, e := range errs {
-			if strings.HasPrefix(version, "0.") && allowedFrom02(e) {
-				continue
+// The CRDs of this tree pass OLM v1's CRD upgrade-safety preflight from every release (the
+// catalog's skipRange leads from each straight to this one), with the preflight's own code
+// (sigs.k8s.io/crdify, configured as operator-controller configures it): from 1.0.0 on, a release
+// never changes the API in a way that blocks an OLM v1 upgrade.
+func TestCRDUpgradeSafetyFromEveryRelease(t *testing.T) {
+	for _, r := range releases(t) {
+		for _, f := range crdFiles {
+			errs := upgradeErrors(t, releasedCRD(t, r.Commit, f), readCRD(t, filepath.Join("..", "..", "config", "crd", "bases", f)))
+			for _, e := range errs {
+				if strings.HasPrefix(r.Version, "0.") && allowedFrom02(e) {
+					continue
+				}
+				t.Errorf("%s from %s: OLM v1 refuses to upgrade over this change: %s", f, r.Version, e)
 			}
-			t.Errorf("%s from %s: OLM v1 refuses to upgrade over this change: %s", f, version, e)
 		}
 	}
 }
@@ -148,31 +150,37 @@ func allowedFrom02(e string) bool {
 	return false
 }
 
-// newestRelease is the newest version releases.yaml records, and its commit.
-func newestRelease(t *testing.T) (string, string) {
+type release struct{ Version, Commit string }
+
+// releases are the releases releases.yaml records, oldest first.
+func releases(t *testing.T) []release {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "releases.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list struct {
-		Releases []struct{ Version, Commit string }
-	}
+	var list struct{ Releases []release }
 	if err := yaml.Unmarshal(raw, &list); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Releases) == 0 {
 		t.Fatal("releases.yaml records no release")
 	}
-	newest := list.Releases[len(list.Releases)-1] // oldest first
-	return newest.Version, newest.Commit
+	return list.Releases
 }
 
-// While an operator upgrade runs, the operator of the newest release still reconciles the CRs
-// that the new CRD now serves: every default of the new schema reaches it. Its chart must accept
-// them, or it fails every CR (and, before 1.0.0, held the upgrade back on those failures).
-func TestNewDefaultsPassTheNewestReleasesChart(t *testing.T) {
-	version, commit := newestRelease(t)
+// While an operator upgrade runs, the operator of the release upgraded from (any: skipRange)
+// still reconciles the CRs that the new CRD now serves: every default of the new schema reaches
+// it. Its chart must accept them, or it fails every CR (and, before 1.0.0, held the upgrade back
+// on those failures).
+func TestNewDefaultsPassEveryReleasesChart(t *testing.T) {
+	for _, r := range releases(t) {
+		newDefaultsPassChartOf(t, r)
+	}
+}
+
+func newDefaultsPassChartOf(t *testing.T, r release) {
+	version, commit := r.Version, r.Commit
 	raw, err := exec.Command("git", "-C", filepath.Join("..", ".."), "show", commit+":helm-charts/memcached/values.schema.json").Output()
 	if err != nil {
 		t.Fatalf("git show %s:helm-charts/memcached/values.schema.json: %v", commit, err)
