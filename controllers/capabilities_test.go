@@ -27,7 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/example/memcached-operator/internal/actionclient"
+	"github.com/example/memcached-operator/internal/helm/actionclient"
 )
 
 // The cluster's capabilities (the API versions charts test) are read once per

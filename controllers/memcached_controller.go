@@ -35,7 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/internal/actionclient"
+	"github.com/example/memcached-operator/internal/helm/actionclient"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -68,7 +68,7 @@ var RetireDelay = 10 * time.Second
 //     spec.memcached.memoryLimitMB -> maxMemoryMB), so CRs written for an older release converge
 //     to the current schema; the chart still reads the old name until then;
 //   - it retires the pods of an earlier release that an upgrade replacing the Deployment left
-//     running (see internal/actionclient): they serve until the new Deployment's pods are all
+//     running (see internal/helm/actionclient): they serve until the new Deployment's pods are all
 //     available, then leave the Service, and stop RetireDelay later, so no client request fails;
 //   - it reports the memcached pods in status: the version they run, replica counts, and the
 //     conditions Available and Progressing, from the release's Deployment.

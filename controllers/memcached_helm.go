@@ -17,19 +17,14 @@ limitations under the License.
 package controllers
 
 import (
-	"fmt"
+	"context"
 	"time"
 
-	"github.com/operator-framework/helm-operator-plugins/pkg/annotation"
-	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
-	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
-	"github.com/operator-framework/helm-operator-plugins/pkg/values"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
-	"helm.sh/helm/v3/pkg/chartutil"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/example/memcached-operator/internal/actionclient"
+	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -47,8 +42,7 @@ import (
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// HelmOptions are the operator-wide settings of the Helm reconcilers. A watch in watches.yaml may
-// set its own reconcilePeriod and maxConcurrentReconciles, which win over these.
+// HelmOptions are the operator-wide settings of the Helm reconciler of Memcached (see helm.Options).
 type HelmOptions struct {
 	// ReconcilePeriod re-renders and re-checks each release this often (drift repair).
 	ReconcilePeriod time.Duration
@@ -58,11 +52,10 @@ type HelmOptions struct {
 	MaxReleaseHistory int
 }
 
-// setupHelmReconciler builds the reconciler of one watch with the options of the Operator SDK
-// hybrid tutorial (override values, reconcile period, concurrency, install/upgrade/uninstall
-// annotations, dependent watches) plus this operator's values translation, and registers it with
-// the manager (see setupHelmController).
-func setupHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions, operatorNamespace string, direct client.Client) error {
+// setupMemcachedHelm sets up the Helm side of Memcached (internal/helm) with this operator's
+// values translation: the operator's image (RELATED_IMAGE_MEMCACHED) and namespace, and the
+// status conditions its Go side owns.
+func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, cfg Config, live client.Client) error {
 	img, overridden, err := operand.DefaultImage(w.Chart)
 	if err != nil {
 		return err
@@ -71,66 +64,14 @@ func setupHelmReconciler(mgr ctrl.Manager, w watches.Watch, opts HelmOptions, op
 	if overridden {
 		defaultImage = &img // else the chart's values.yaml already holds it
 	}
-
-	period := opts.ReconcilePeriod
-	if w.ReconcilePeriod != nil {
-		period = w.ReconcilePeriod.Duration
-	}
-	workers := opts.MaxConcurrentReconciles
-	if w.MaxConcurrentReconciles != nil {
-		workers = *w.MaxConcurrentReconciles
-	}
-
-	// Release records are read from the manager's cache (see actionclient.ReleaseStore).
-	store := actionclient.NewReleaseStore(mgr.GetClient())
-	configs, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), helmclient.StorageDriverMapper(store.DriverFor))
-	if err != nil {
-		return fmt.Errorf("helm action configuration: %w", err)
-	}
-
-	recorder := mgr.GetEventRecorder(helmControllerName(w.GroupVersionKind))
-	ropts := []reconciler.Option{
-		reconciler.WithClient(sharedStatusClient{Client: mgr.GetClient(), live: mgr.GetAPIReader()}),
-		// No rollback on a failed upgrade: the library's forced rollback recreates objects whose
-		// immutable fields changed, and a rollback of an upgrade that keeps failing loops. The
-		// wrapper backs off instead and keeps the failed release for inspection.
-		// Live reads: upgrades read the ReplicaSets they replace, which nothing else watches.
-		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, actionclient.Clients{Live: direct, Cached: mgr.GetClient()}, recorder, helmclient.WithFailureRollbacks(false))),
-		reconciler.WithEventRecorder(libraryEvents{recorder}),
-		reconciler.WithChart(*w.Chart),
-		reconciler.WithGroupVersionKind(w.GroupVersionKind),
-		reconciler.WithOverrideValues(w.OverrideValues),
-		reconciler.WithValueTranslator(ValuesTranslator(OperatorValues{Image: defaultImage, Namespace: operatorNamespace}, recorder)),
-		// The library sets its (identity) value mapper only in its SetupWithManager, which
-		// setupHelmController replaces; without a mapper every reconcile panics. The option is
-		// deprecated without a replacement that sets it (upstream home: default it in New).
-		//lint:ignore SA1019 the library gives no other way to set the mapper outside SetupWithManager
-		reconciler.WithValueMapper(values.MapperFunc(func(v chartutil.Values) chartutil.Values { return v })),
-		reconciler.WithReconcilePeriod(period),
-		reconciler.WithMaxReleaseHistory(opts.MaxReleaseHistory),
-		reconciler.WithWaitForDeletionTimeout(waitForDeletionTimeout),
-		reconciler.WithInstallAnnotations(annotation.DefaultInstallAnnotations...),
-		reconciler.WithUpgradeAnnotations(annotation.DefaultUpgradeAnnotations...),
-		reconciler.WithUninstallAnnotations(annotation.DefaultUninstallAnnotations...),
-		reconciler.WithLog(ctrl.Log.WithName("controllers").WithName(w.Kind)),
-	}
-	// The library's SetupWithManager is not used (see setupHelmController): the workers, the
-	// selector and the dependent watches are set up there, not with the library's options.
-	var dependents *dependentWatches
-	if w.WatchDependentResources == nil || *w.WatchDependentResources {
-		dependents = &dependentWatches{}
-		ropts = append(ropts, reconciler.WithPostHook(dependents))
-	}
-	r, err := reconciler.New(ropts...)
-	if err != nil {
-		return fmt.Errorf("build Helm reconciler for %s: %w", w.GroupVersionKind, err)
-	}
-	if err := setupHelmController(mgr, r, w.GroupVersionKind, workers, w.Selector, dependents); err != nil {
-		return fmt.Errorf("set up Helm reconciler for %s: %w", w.GroupVersionKind, err)
-	}
-	return nil
+	recorder := mgr.GetEventRecorder(helm.ControllerName(w.GroupVersionKind))
+	return helm.Setup(ctx, mgr, w, helm.Options{
+		Translator:      ValuesTranslator(OperatorValues{Image: defaultImage, Namespace: cfg.Namespace}, recorder),
+		GoConditions:    []string{ConditionAvailable, ConditionProgressing},
+		ReconcilePeriod: cfg.Helm.ReconcilePeriod,
+		Workers:         cfg.Helm.MaxConcurrentReconciles,
+		MaxHistory:      cfg.Helm.MaxReleaseHistory,
+		Namespaces:      cfg.WatchNamespaces,
+		Live:            live,
+	})
 }
-
-// waitForDeletionTimeout is how long an uninstall waits for the CR to be gone (the library's
-// default, which its own set-up would apply).
-const waitForDeletionTimeout = 30 * time.Second

@@ -30,12 +30,11 @@ import (
 	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"github.com/operator-framework/operator-lib/conditions"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/internal/actionclient"
+	"github.com/example/memcached-operator/internal/helm/actionclient"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -62,42 +61,21 @@ func WatchNamespaces(list string) []string {
 	return out
 }
 
-// Setup registers every controller of the operator with the manager: one Helm reconciler per
-// watch, the Go side of the Memcached API (spec migration, operand status), and the
-// MemcachedBackup controller, whose pods use the Memcached chart's image policy.
+// Setup registers every controller of the operator with the manager: the Helm side of the
+// Memcached API (its one entry in the watches file), its Go side (spec migration, operand status),
+// and the MemcachedBackup controller, whose pods use the Memcached chart's image policy.
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
-	ws, err := watches.Load(cfg.WatchesFile)
+	memcachedWatch, err := loadMemcachedWatch(cfg.WatchesFile)
 	if err != nil {
-		return fmt.Errorf("load watches file %s: %w", cfg.WatchesFile, err)
+		return err
 	}
-	if err := actionclient.IndexReleaseRecords(ctx, mgr.GetFieldIndexer()); err != nil {
-		return fmt.Errorf("index Helm release records: %w", err)
-	}
-	// Before the first reconcile: the records of releases that earlier versions made carry no
-	// label of the operator's yet, and the cache sees only labelled ones.
 	// One uncached client for what the cache does not hold.
 	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return err
 	}
-	taken, err := actionclient.LabelEarlierRecords(ctx, direct, metav1.GroupVersionKind(cachev1.GroupVersion.WithKind("Memcached")), cfg.WatchNamespaces)
-	if err != nil {
-		return fmt.Errorf("take over the release records of earlier versions: %w", err)
-	}
-	if taken > 0 {
-		ctrl.Log.WithName("setup").Info("took over release records written by an earlier version of the operator", "records", taken)
-	}
-	var memcachedWatch *watches.Watch
-	for i, w := range ws {
-		if err := setupHelmReconciler(mgr, w, cfg.Helm, cfg.Namespace, direct); err != nil {
-			return err
-		}
-		if w.GroupVersionKind == cachev1.GroupVersion.WithKind("Memcached") {
-			memcachedWatch = &ws[i]
-		}
-	}
-	if memcachedWatch == nil {
-		return fmt.Errorf("watches file %s has no entry for %s Memcached", cfg.WatchesFile, cachev1.GroupVersion)
+	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, direct); err != nil {
+		return err
 	}
 
 	img, _, err := operand.DefaultImage(memcachedWatch.Chart)
@@ -129,6 +107,24 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return fmt.Errorf("set up MemcachedBackup controller: %w", err)
 	}
 	return setupUpgradeable(mgr, direct)
+}
+
+// loadMemcachedWatch reads the watches file, whose one entry is the Memcached kind and its chart:
+// the operator's only Helm-driven API, whose values translation and Go side are Memcached's.
+func loadMemcachedWatch(file string) (*watches.Watch, error) {
+	ws, err := watches.Load(file)
+	if err != nil {
+		return nil, fmt.Errorf("load watches file %s: %w", file, err)
+	}
+	memcached := cachev1.GroupVersion.WithKind("Memcached")
+	if len(ws) != 1 || ws[0].GroupVersionKind != memcached {
+		var kinds []string
+		for _, w := range ws {
+			kinds = append(kinds, w.GroupVersionKind.String())
+		}
+		return nil, fmt.Errorf("watches file %s lists %v: it must list %s alone, the operator's only Helm-driven kind", file, kinds, memcached)
+	}
+	return &ws[0], nil
 }
 
 // setupUpgradeable reports the OperatorCondition Upgradeable when OLM runs the operator (it sets

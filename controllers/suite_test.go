@@ -50,7 +50,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
-	"github.com/example/memcached-operator/internal/actionclient"
+	"github.com/example/memcached-operator/internal/helm/actionclient"
 	"github.com/example/memcached-operator/internal/operand"
 )
 

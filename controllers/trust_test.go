@@ -39,7 +39,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/internal/actionclient"
+	"github.com/example/memcached-operator/internal/helm/actionclient"
 )
 
 // underReleasedCRD runs f while the API server serves a CRD (a file of config/crd/bases) as the

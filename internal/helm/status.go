@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package helm
 
 import (
 	"context"
@@ -26,9 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// goConditions are the condition types of a Helm-driven CR that the Go side owns.
-var goConditions = map[string]bool{ConditionAvailable: true, ConditionProgressing: true}
-
 // sharedStatusClient is the Helm reconciler's client. The library writes a CR's whole status
 // with only the fields it knows (conditions and deployedRelease), which would erase what the Go
 // side reports there. This client turns that write into a merge into the live status: the
@@ -38,16 +35,18 @@ var goConditions = map[string]bool{ConditionAvailable: true, ConditionProgressin
 // release's records.
 type sharedStatusClient struct {
 	client.Client
-	live client.Reader // the API server, uncached: the merge needs the current status
+	live         client.Reader   // the API server, uncached: the merge needs the current status
+	goConditions map[string]bool // the condition types the Go side owns (Options.GoConditions)
 }
 
 func (c sharedStatusClient) Status() client.SubResourceWriter {
-	return sharedStatusWriter{SubResourceWriter: c.Client.Status(), live: c.live, cache: c.Client}
+	return sharedStatusWriter{SubResourceWriter: c.Client.Status(), live: c.live, cache: c.Client, goConditions: c.goConditions}
 }
 
 type sharedStatusWriter struct {
 	client.SubResourceWriter
-	live, cache client.Reader
+	live, cache  client.Reader
+	goConditions map[string]bool
 }
 
 func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
@@ -63,7 +62,7 @@ func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts 
 	cached.SetGroupVersionKind(u.GroupVersionKind())
 	if err := w.cache.Get(ctx, client.ObjectKeyFromObject(u), cached); err == nil {
 		existing, _ := cached.Object["status"].(map[string]any)
-		if equality.Semantic.DeepEqual(mergeHelmStatus(existing, written), existing) {
+		if equality.Semantic.DeepEqual(mergeHelmStatus(existing, written, w.goConditions), existing) {
 			return nil
 		}
 	}
@@ -76,7 +75,7 @@ func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts 
 			return err
 		}
 		existing, _ := current.Object["status"].(map[string]any)
-		u.Object["status"] = mergeHelmStatus(existing, written)
+		u.Object["status"] = mergeHelmStatus(existing, written, w.goConditions)
 		u.SetResourceVersion(current.GetResourceVersion())
 		return w.SubResourceWriter.Update(ctx, u, opts...)
 	})
@@ -85,7 +84,7 @@ func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts 
 // mergeHelmStatus is the live status with the library's part replaced by what it wrote: the name
 // of its deployedRelease (the Go side reports its revision) and its conditions, followed by the Go
 // side's conditions as they are live (the library wrote back whatever it had read of those).
-func mergeHelmStatus(existing, written map[string]any) map[string]any {
+func mergeHelmStatus(existing, written map[string]any, goConditions map[string]bool) map[string]any {
 	out := maps.Clone(existing)
 	if out == nil {
 		out = map[string]any{}

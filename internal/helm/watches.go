@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package helm
 
 import (
 	"crypto/sha256"
@@ -43,10 +43,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/memcached-operator/internal/actionclient"
+	"github.com/example/memcached-operator/internal/helm/actionclient"
 )
 
-// setupHelmController registers a Helm reconciler with the manager. It does what the library's
+// setupController registers a Helm reconciler with the manager. It does what the library's
 // Reconciler.SetupWithManager does, except that every watch has a predicate, so a reconcile is
 // caused by a change someone else made and never by the operator's own writes (the library's
 // watches take no predicates; an upstream option for them would remove this file):
@@ -57,8 +57,8 @@ import (
 //     Kubernetes controllers record in them.
 //
 // The periodic reconcile (RequeueAfter) re-checks everything else.
-func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, gvk schema.GroupVersionKind, workers int, selector *metav1.LabelSelector, dependents *dependentWatches) error {
-	c, err := controller.New(helmControllerName(gvk), mgr, controller.Options{Reconciler: r, MaxConcurrentReconciles: workers})
+func setupController(mgr ctrl.Manager, r *reconciler.Reconciler, gvk schema.GroupVersionKind, workers int, selector *metav1.LabelSelector, dependents *dependentWatches) error {
+	c, err := controller.New(ControllerName(gvk), mgr, controller.Options{Reconciler: r, MaxConcurrentReconciles: workers})
 	if err != nil {
 		return err
 	}
@@ -102,8 +102,8 @@ func setupHelmController(mgr ctrl.Manager, r *reconciler.Reconciler, gvk schema.
 	return nil
 }
 
-// helmControllerName is the library's name for the controller of a kind, which its metrics carry.
-func helmControllerName(gvk schema.GroupVersionKind) string {
+// ControllerName is the library's name for the controller of a kind, which its metrics carry.
+func ControllerName(gvk schema.GroupVersionKind) string {
 	return strings.ToLower(gvk.Kind) + "-controller"
 }
 

@@ -1,0 +1,152 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package helm is the operator's adapter around helm-operator-plugins' reconciler: the one place
+// that knows how the library is wired and where it falls short. Setup builds the reconciler of one
+// Helm-driven kind with the Operator SDK hybrid tutorial's options and this operator's levers,
+// each of which has an upstream home (README, "upstream home"):
+//   - the action client of ./actionclient (no-op reconciles without writes, pending-release
+//     recovery, no rollback, Deployment replacement, release records read from the cache);
+//   - a status client that merges the library's status with the Go side's (status.go);
+//   - watches with predicates, so a reconcile is caused by others' changes only (watches.go);
+//   - the library's events on the events.k8s.io recorder (events.go).
+//
+// What the kind's values mean (its translator) and which status conditions the Go side owns are
+// the caller's: Options.
+package helm
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/operator-framework/helm-operator-plugins/pkg/annotation"
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"github.com/operator-framework/helm-operator-plugins/pkg/reconciler"
+	"github.com/operator-framework/helm-operator-plugins/pkg/values"
+	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"helm.sh/helm/v3/pkg/chartutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/memcached-operator/internal/helm/actionclient"
+)
+
+// Options are the settings of one Helm-driven kind. A watch in watches.yaml may set its own
+// reconcilePeriod and maxConcurrentReconciles, which win over ReconcilePeriod and Workers.
+type Options struct {
+	// Translator turns a CR into the chart's values.
+	Translator values.Translator
+	// GoConditions are the status condition types the Go side of the kind owns: the library's
+	// status writes keep them as they are (status.go).
+	GoConditions []string
+	// ReconcilePeriod re-renders and re-checks each release this often (drift repair).
+	ReconcilePeriod time.Duration
+	// Workers is the number of concurrent reconciles.
+	Workers int
+	// MaxHistory is the number of release revisions kept per CR.
+	MaxHistory int
+	// Namespaces are the watched namespaces (empty: all), where release records of earlier
+	// versions are taken over.
+	Namespaces []string
+	// Live is an uncached client, for what the manager's cache does not hold.
+	Live client.Client
+}
+
+// Setup registers the reconciler of the watch's kind with the manager: the release records' index
+// and the take-over of earlier versions' records (before the first reconcile: the cache sees only
+// labelled records), the release store on the manager's cache, the action client, the shared
+// status and the watches. The operator has one Helm-driven kind; a second would share the index
+// and must not call Setup again.
+func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options) error {
+	if err := actionclient.IndexReleaseRecords(ctx, mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("index Helm release records: %w", err)
+	}
+	taken, err := actionclient.LabelEarlierRecords(ctx, opts.Live, metav1.GroupVersionKind(w.GroupVersionKind), opts.Namespaces)
+	if err != nil {
+		return fmt.Errorf("take over the release records of earlier versions: %w", err)
+	}
+	if taken > 0 {
+		ctrl.Log.WithName("setup").Info("took over release records written by an earlier version of the operator", "records", taken)
+	}
+
+	period := opts.ReconcilePeriod
+	if w.ReconcilePeriod != nil {
+		period = w.ReconcilePeriod.Duration
+	}
+	workers := opts.Workers
+	if w.MaxConcurrentReconciles != nil {
+		workers = *w.MaxConcurrentReconciles
+	}
+
+	// Release records are read from the manager's cache (see actionclient.ReleaseStore).
+	store := actionclient.NewReleaseStore(mgr.GetClient())
+	configs, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), helmclient.StorageDriverMapper(store.DriverFor))
+	if err != nil {
+		return fmt.Errorf("helm action configuration: %w", err)
+	}
+
+	recorder := mgr.GetEventRecorder(ControllerName(w.GroupVersionKind))
+	goConditions := map[string]bool{}
+	for _, c := range opts.GoConditions {
+		goConditions[c] = true
+	}
+	ropts := []reconciler.Option{
+		reconciler.WithClient(sharedStatusClient{Client: mgr.GetClient(), live: mgr.GetAPIReader(), goConditions: goConditions}),
+		// No rollback on a failed upgrade: the library's forced rollback recreates objects whose
+		// immutable fields changed, and a rollback of an upgrade that keeps failing loops. The
+		// wrapper backs off instead and keeps the failed release for inspection.
+		// Live reads: upgrades read the ReplicaSets they replace, which nothing else watches.
+		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, actionclient.Clients{Live: opts.Live, Cached: mgr.GetClient()}, recorder, helmclient.WithFailureRollbacks(false))),
+		reconciler.WithEventRecorder(libraryEvents{recorder}),
+		reconciler.WithChart(*w.Chart),
+		reconciler.WithGroupVersionKind(w.GroupVersionKind),
+		reconciler.WithOverrideValues(w.OverrideValues),
+		reconciler.WithValueTranslator(opts.Translator),
+		// The library sets its (identity) value mapper only in its SetupWithManager, which
+		// setupController replaces; without a mapper every reconcile panics. The option is
+		// deprecated without a replacement that sets it (upstream home: default it in New).
+		//lint:ignore SA1019 the library gives no other way to set the mapper outside SetupWithManager
+		reconciler.WithValueMapper(values.MapperFunc(func(v chartutil.Values) chartutil.Values { return v })),
+		reconciler.WithReconcilePeriod(period),
+		reconciler.WithMaxReleaseHistory(opts.MaxHistory),
+		reconciler.WithWaitForDeletionTimeout(waitForDeletionTimeout),
+		reconciler.WithInstallAnnotations(annotation.DefaultInstallAnnotations...),
+		reconciler.WithUpgradeAnnotations(annotation.DefaultUpgradeAnnotations...),
+		reconciler.WithUninstallAnnotations(annotation.DefaultUninstallAnnotations...),
+		reconciler.WithLog(ctrl.Log.WithName("controllers").WithName(w.Kind)),
+	}
+	// The library's SetupWithManager is not used (see setupController): the workers, the
+	// selector and the dependent watches are set up there, not with the library's options.
+	var dependents *dependentWatches
+	if w.WatchDependentResources == nil || *w.WatchDependentResources {
+		dependents = &dependentWatches{}
+		ropts = append(ropts, reconciler.WithPostHook(dependents))
+	}
+	r, err := reconciler.New(ropts...)
+	if err != nil {
+		return fmt.Errorf("build Helm reconciler for %s: %w", w.GroupVersionKind, err)
+	}
+	if err := setupController(mgr, r, w.GroupVersionKind, workers, w.Selector, dependents); err != nil {
+		return fmt.Errorf("set up Helm reconciler for %s: %w", w.GroupVersionKind, err)
+	}
+	return nil
+}
+
+// waitForDeletionTimeout is how long an uninstall waits for the CR to be gone (the library's
+// default, which its own set-up would apply).
+const waitForDeletionTimeout = 30 * time.Second
