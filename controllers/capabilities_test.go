@@ -26,12 +26,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-
-	"github.com/example/memcached-operator/internal/helm/actionclient"
 )
 
 // The cluster's capabilities (the API versions charts test) are read once per
-// actionclient.CapabilitiesTTL, not for every render, yet an API installed in the cluster reaches
+// capabilitiesTTL (actionclient.DefaultCapabilitiesTTL in production), not for every render, yet an API installed in the cluster reaches
 // the chart: a Memcached asking for a ServiceMonitor fails until the Prometheus Operator's API
 // exists, then installs without anyone touching it.
 var _ = Describe("Cluster capabilities", Serial, func() {
@@ -55,7 +53,7 @@ var _ = Describe("Cluster capabilities", Serial, func() {
 				reads++
 			}
 		}
-		Expect(reads).To(BeNumerically("<=", int(time.Since(start)/actionclient.CapabilitiesTTL)+1),
+		Expect(reads).To(BeNumerically("<=", int(time.Since(start)/capabilitiesTTL)+1),
 			"%d reads of the server version for %v reconciles in %s", reads, reconciles("memcached-controller")-before, time.Since(start))
 
 		By("asking for a ServiceMonitor before the cluster serves the API")

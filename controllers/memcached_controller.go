@@ -59,9 +59,9 @@ const (
 // looks again, on the object as the other writer left it.
 const conflictRetry = 100 * time.Millisecond
 
-// RetireDelay is how long a pod of an earlier release stays up after leaving the Service, so that
-// every node's kube-proxy has stopped sending it connections before it stops.
-var RetireDelay = 10 * time.Second
+// DefaultRetireDelay is how long a pod of an earlier release stays up after leaving the Service,
+// so that every node's kube-proxy has stopped sending it connections before it stops.
+const DefaultRetireDelay = 10 * time.Second
 
 // MemcachedReconciler is the Go side of the Helm-driven Memcached API:
 //   - it moves spec fields that a chart release renamed to their new names (0.2.0:
@@ -75,6 +75,8 @@ var RetireDelay = 10 * time.Second
 type MemcachedReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
+	// RetireDelay: see DefaultRetireDelay.
+	RetireDelay time.Duration
 }
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
@@ -167,12 +169,12 @@ func (r *MemcachedReconciler) retireOldPods(ctx context.Context, mc *cachev1.Mem
 				return 0, 0, fmt.Errorf("take pod %s out of the Service: %w", p.Name, err)
 			}
 			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "PodRetiring", "RetirePod",
-				"Pod %s of an earlier release left the Service; it stops in %s", p.Name, RetireDelay)
-			requeue, left = RetireDelay, left+1
+				"Pod %s of an earlier release left the Service; it stops in %s", p.Name, r.RetireDelay)
+			requeue, left = r.RetireDelay, left+1
 			continue
 		}
 		since, err := time.Parse(time.RFC3339, at)
-		if wait := RetireDelay - time.Since(since); err == nil && wait > 0 {
+		if wait := r.RetireDelay - time.Since(since); err == nil && wait > 0 {
 			requeue, left = max(requeue, wait), left+1
 			continue
 		}

@@ -50,6 +50,8 @@ type HelmOptions struct {
 	MaxConcurrentReconciles int
 	// MaxReleaseHistory is the number of release revisions kept per CR.
 	MaxReleaseHistory int
+	// CapabilitiesTTL is how long renders reuse the cluster's capabilities (0: the default).
+	CapabilitiesTTL time.Duration
 }
 
 // setupMemcachedHelm sets up the Helm side of Memcached (internal/helm) with this operator's
@@ -73,5 +75,6 @@ func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, 
 		MaxHistory:      cfg.Helm.MaxReleaseHistory,
 		Namespaces:      cfg.WatchNamespaces,
 		Live:            live,
+		CapabilitiesTTL: cfg.Helm.CapabilitiesTTL,
 	})
 }

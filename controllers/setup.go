@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -47,6 +48,8 @@ type Config struct {
 	// Namespace is the operator's own (POD_NAMESPACE); "" outside a cluster.
 	Namespace string
 	Helm      HelmOptions
+	// RetireDelay: see DefaultRetireDelay (0: that).
+	RetireDelay time.Duration
 }
 
 // WatchNamespaces splits a comma-separated list of namespaces (WATCH_NAMESPACE, which OLM sets
@@ -92,7 +95,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	ctrl.Log.WithName("setup").Info("operand settings", "memcachedImage", img.String(), "openShift", platform.OpenShift)
 
-	operands := &MemcachedReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-operand-controller")}
+	retire := cfg.RetireDelay
+	if retire == 0 {
+		retire = DefaultRetireDelay
+	}
+	operands := &MemcachedReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-operand-controller"), RetireDelay: retire}
 	if err := operands.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached operand controller: %w", err)
 	}

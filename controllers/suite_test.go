@@ -50,7 +50,6 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
-	"github.com/example/memcached-operator/internal/helm/actionclient"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -64,6 +63,10 @@ const (
 	httpProxy    = "http://proxy.example.com:3128"
 	// reconcilePeriod is short so the idle test sees periodic reconciles quickly.
 	reconcilePeriod = 2 * time.Second
+	// retireDelay is short so the upgrade specs see old pods go quickly.
+	retireDelay = 2 * time.Second
+	// capabilitiesTTL is short: the capabilities test waits for a refresh.
+	capabilitiesTTL = 5 * time.Second
 )
 
 var (
@@ -125,12 +128,12 @@ var _ = BeforeSuite(func() {
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())
-	controllers.RetireDelay = 2 * time.Second
-	actionclient.CapabilitiesTTL = 5 * time.Second // the capabilities test waits for a refresh
 	Expect(controllers.Setup(ctx, mgr, controllers.Config{
 		WatchesFile: "watches.yaml",
 		Namespace:   "memcached-operator-system",
-		Helm:        controllers.HelmOptions{ReconcilePeriod: reconcilePeriod, MaxConcurrentReconciles: 2, MaxReleaseHistory: 10},
+		Helm: controllers.HelmOptions{ReconcilePeriod: reconcilePeriod, MaxConcurrentReconciles: 2, MaxReleaseHistory: 10,
+			CapabilitiesTTL: capabilitiesTTL},
+		RetireDelay: retireDelay,
 	})).To(Succeed())
 	go func() {
 		defer GinkgoRecover()

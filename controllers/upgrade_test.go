@@ -232,7 +232,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		Eventually(func(g Gomega) *metav1.Condition {
 			g.Expect(r.Reconcile(ctx, ctrl.Request{})).Error().NotTo(HaveOccurred())
 			return upgradeable.c
-		}, controllers.RetireDelay, interval).Should(HaveValue(And(HaveField("Status", metav1.ConditionFalse),
+		}, retireDelay, interval).Should(HaveValue(And(HaveField("Status", metav1.ConditionFalse),
 			HaveField("Message", ContainSubstring("Memcached "+ns+"/memcached-sample")))), "retiring pods hold operator upgrades back")
 		Eventually(func(g Gomega) {
 			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(oldPod), oldPod)

@@ -65,6 +65,9 @@ type Options struct {
 	Namespaces []string
 	// Live is an uncached client, for what the manager's cache does not hold.
 	Live client.Client
+	// CapabilitiesTTL is how long the cluster's capabilities are reused by every render; 0:
+	// actionclient.DefaultCapabilitiesTTL.
+	CapabilitiesTTL time.Duration
 }
 
 // Setup registers the reconciler of the watch's kind with the manager: the release records' index
@@ -101,6 +104,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 	}
 
 	recorder := mgr.GetEventRecorder(ControllerName(w.GroupVersionKind))
+	ttl := opts.CapabilitiesTTL
+	if ttl == 0 {
+		ttl = actionclient.DefaultCapabilitiesTTL
+	}
 	goConditions := map[string]bool{}
 	for _, c := range opts.GoConditions {
 		goConditions[c] = true
@@ -111,7 +118,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 		// immutable fields changed, and a rollback of an upgrade that keeps failing loops. The
 		// wrapper backs off instead and keeps the failed release for inspection.
 		// Live reads: upgrades read the ReplicaSets they replace, which nothing else watches.
-		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, actionclient.Clients{Live: opts.Live, Cached: mgr.GetClient()}, recorder, helmclient.WithFailureRollbacks(false))),
+		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, actionclient.Clients{Live: opts.Live, Cached: mgr.GetClient()}, recorder, ttl, helmclient.WithFailureRollbacks(false))),
 		reconciler.WithEventRecorder(libraryEvents{recorder}),
 		reconciler.WithChart(*w.Chart),
 		reconciler.WithGroupVersionKind(w.GroupVersionKind),

@@ -27,7 +27,7 @@ limitations under the License.
 //     failure off (WithFailureRollbacks(false)): a forced rollback recreates objects whose
 //     immutable fields changed, and rollbacks of a failing upgrade loop;
 //   - a release made by a newer chart than the operator's is left alone (no downgrade);
-//   - the cluster's capabilities are read once per CapabilitiesTTL for all releases, not for each
+//   - the cluster's capabilities are read once per TTL (DefaultCapabilitiesTTL) for all releases, not for each
 //     action, and a render is skipped only when the release was rendered under the current ones
 //     (capabilities.go);
 //   - each case records an Event on the CR.
@@ -87,8 +87,8 @@ type Clients struct {
 
 // NewGetter returns an ActionClientGetter whose clients add the behaviour this package describes,
 // recording an Event on the CR for each case. opts are the library's own client options.
-func NewGetter(configs helmclient.ActionConfigGetter, clients Clients, recorder events.EventRecorder, opts ...helmclient.ActionClientGetterOption) helmclient.ActionClientGetter {
-	caps := newCapabilities()
+func NewGetter(configs helmclient.ActionConfigGetter, clients Clients, recorder events.EventRecorder, capabilitiesTTL time.Duration, opts ...helmclient.ActionClientGetterOption) helmclient.ActionClientGetter {
+	caps := newCapabilities(capabilitiesTTL)
 	return helmclient.ActionClientGetterFunc(func(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
 		conf, err := configs.ActionConfigFor(ctx, obj)
 		if err != nil {
@@ -181,7 +181,7 @@ func interrupted(rel *release.Release) bool {
 }
 
 // Back-off of a failed upgrade retried with the same chart and values.
-var (
+const (
 	FailedRetryBase = 30 * time.Second
 	FailedRetryMax  = 10 * time.Minute
 )

@@ -29,10 +29,10 @@ import (
 	"k8s.io/client-go/discovery"
 )
 
-// CapabilitiesTTL is how long the cluster's capabilities (its Kubernetes version and API
-// versions, which charts test with .Capabilities) are reused before they are read again: a chart
-// sees an API installed in the cluster at most this late.
-var CapabilitiesTTL = 30 * time.Second
+// DefaultCapabilitiesTTL is how long the cluster's capabilities (its Kubernetes version and API
+// versions, which charts test with .Capabilities) are reused before they are read again, unless
+// NewGetter is given another: a chart sees an API installed in the cluster at most this late.
+const DefaultCapabilitiesTTL = 30 * time.Second
 
 // capabilities serves the cluster's capabilities to every Helm action. Helm reads them anew for
 // each install, upgrade and render, dropping the discovery cache first (three discovery requests
@@ -40,6 +40,7 @@ var CapabilitiesTTL = 30 * time.Second
 // reachable (one more).
 type capabilities struct {
 	mu      sync.Mutex
+	ttl     time.Duration
 	current *chartutil.Capabilities
 	fetched time.Time
 	// generation counts the changes of current; renders made under an older one are stale.
@@ -48,17 +49,17 @@ type capabilities struct {
 	rendered map[types.NamespacedName]int
 }
 
-func newCapabilities() *capabilities {
-	return &capabilities{rendered: map[types.NamespacedName]int{}}
+func newCapabilities(ttl time.Duration) *capabilities {
+	return &capabilities{ttl: ttl, rendered: map[types.NamespacedName]int{}}
 }
 
-// get returns the capabilities, read again through getter when older than CapabilitiesTTL, and
+// get returns the capabilities, read again through getter when older than their TTL, and
 // their generation. Each caller gets its own copy: Helm adds an action's extra API versions to
 // them in place.
 func (c *capabilities) get(getter action.RESTClientGetter) (*chartutil.Capabilities, int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.current == nil || time.Since(c.fetched) >= CapabilitiesTTL {
+	if c.current == nil || time.Since(c.fetched) >= c.ttl {
 		caps, err := readCapabilities(getter)
 		if err != nil {
 			return nil, 0, err
@@ -106,11 +107,11 @@ func sameCapabilities(a, b *chartutil.Capabilities) bool {
 }
 
 // reachable reports whether the API server answered the last read of the capabilities, within
-// CapabilitiesTTL.
+// their TTL.
 func (c *capabilities) reachable() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.current != nil && time.Since(c.fetched) < CapabilitiesTTL
+	return c.current != nil && time.Since(c.fetched) < c.ttl
 }
 
 // renderedUnder records that a release's chart was rendered under a generation of the

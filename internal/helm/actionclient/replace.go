@@ -40,7 +40,7 @@ import (
 
 // ReplaceTimeout bounds the wait for an object deleted with orphaned dependents to be gone (the
 // garbage collector removes it).
-var ReplaceTimeout = 2 * time.Minute
+const ReplaceTimeout = 2 * time.Minute
 
 // replaceDeployments prepares an upgrade that changes the selector of a Deployment, which the API
 // server refuses to update (Helm alone fails with "field is immutable", and a forced upgrade
