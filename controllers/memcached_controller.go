@@ -36,6 +36,8 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/helm/actionclient"
+	"github.com/example/memcached-operator/internal/helm/library"
+	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -44,15 +46,8 @@ const (
 	ConditionAvailable   = "Available"
 	ConditionProgressing = "Progressing"
 
-	// chartName is the app.kubernetes.io/name of the memcached chart's objects.
-	chartName = "memcached"
-	// labelComponent is a selector label of the chart's Service since 0.2.0: removing it from a
-	// pod takes the pod out of the Service.
-	labelComponent = "app.kubernetes.io/component"
 	// ReasonRetiringPods: pods of an earlier release leave the Service and stop (Progressing).
 	ReasonRetiringPods = "RetiringPods"
-	// annotationRetiredAt marks a pod of an earlier release that left the Service, and when.
-	annotationRetiredAt = "cache.my.domain/retired-at"
 )
 
 // conflictRetry is how soon a reconcile whose write lost a race with another writer of the CR
@@ -81,10 +76,6 @@ type MemcachedReconciler struct {
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 
-// helmFinalizer is the finalizer the Helm reconciler puts on each CR it has taken on (the
-// library's, unexported).
-const helmFinalizer = "uninstall-helm-release"
-
 // Reconcile migrates the spec if needed, retires old pods, then writes the status only when it changed.
 func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1.Memcached{}
@@ -106,7 +97,7 @@ func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if deploy == nil && !controllerutil.ContainsFinalizer(mc, helmFinalizer) {
+	if deploy == nil && !controllerutil.ContainsFinalizer(mc, library.Finalizer) {
 		// A new CR: the Helm side first adds its finalizer with an update that a status write
 		// now would make conflict. The Deployment it installs brings us back.
 		return ctrl.Result{}, nil
@@ -144,13 +135,13 @@ func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 func (r *MemcachedReconciler) retireOldPods(ctx context.Context, mc *cachev1.Memcached, deploy *appsv1.Deployment) (int, time.Duration, error) {
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(mc.Namespace),
-		client.MatchingLabels{labelName: chartName, labelInstance: mc.Name}); err != nil {
+		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name}); err != nil {
 		return 0, 0, fmt.Errorf("list pods of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
 	var old []*corev1.Pod
 	for i := range pods.Items {
 		// The chart's pods carry part-of; a bare pod someone else labelled alike is not ours.
-		if p := &pods.Items[i]; metav1.GetControllerOf(p) == nil && p.DeletionTimestamp == nil && p.Labels[labelPartOf] == partOf {
+		if p := &pods.Items[i]; metav1.GetControllerOf(p) == nil && p.DeletionTimestamp == nil && p.Labels[labels.PartOf] == labels.Operator {
 			old = append(old, p)
 		}
 	}
@@ -160,11 +151,11 @@ func (r *MemcachedReconciler) retireOldPods(ctx context.Context, mc *cachev1.Mem
 	var requeue time.Duration
 	left := 0
 	for _, p := range old {
-		at, marked := p.Annotations[annotationRetiredAt]
+		at, marked := p.Annotations[labels.RetiredAt]
 		if !marked {
 			before := p.DeepCopy()
-			delete(p.Labels, labelComponent)
-			metav1.SetMetaDataAnnotation(&p.ObjectMeta, annotationRetiredAt, time.Now().UTC().Format(time.RFC3339))
+			delete(p.Labels, labels.Component)
+			metav1.SetMetaDataAnnotation(&p.ObjectMeta, labels.RetiredAt, time.Now().UTC().Format(time.RFC3339))
 			if err := r.Patch(ctx, p, client.MergeFrom(before)); err != nil {
 				return 0, 0, fmt.Errorf("take pod %s out of the Service: %w", p.Name, err)
 			}
@@ -209,7 +200,7 @@ func (r *MemcachedReconciler) migrateSpec(ctx context.Context, mc *cachev1.Memca
 func (r *MemcachedReconciler) deploymentOf(ctx context.Context, mc *cachev1.Memcached) (*appsv1.Deployment, error) {
 	list := &appsv1.DeploymentList{}
 	if err := r.List(ctx, list, client.InNamespace(mc.Namespace),
-		client.MatchingLabels{labelName: chartName, labelInstance: mc.Name}); err != nil {
+		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name}); err != nil {
 		return nil, fmt.Errorf("list Deployments of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
 	for i := range list.Items {
@@ -263,7 +254,7 @@ func observeOperand(st *cachev1.MemcachedStatus, deploy *appsv1.Deployment, reti
 // templateVersion is the memcached version the Deployment's pod template runs.
 func templateVersion(deploy *appsv1.Deployment) string {
 	for _, c := range deploy.Spec.Template.Spec.Containers {
-		if c.Name == chartName {
+		if c.Name == labels.ChartName {
 			if img, err := operand.ParseImage(c.Image); err == nil {
 				return operand.Version(img)
 			}
@@ -298,11 +289,11 @@ func (r *MemcachedReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()["name"]}}}
 	})
 	toMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
-		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[labelInstance]}}}
+		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[labels.Instance]}}}
 	})
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		l := o.GetLabels()
-		return l[labelName] == chartName && l[labelInstance] != "" && l[labelPartOf] == partOf
+		return l[labels.Name] == labels.ChartName && l[labels.Instance] != "" && l[labels.PartOf] == labels.Operator
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-operand").

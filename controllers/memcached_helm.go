@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/memcached-operator/internal/helm"
+	"github.com/example/memcached-operator/internal/helm/library"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -66,7 +67,7 @@ func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, 
 	if overridden {
 		defaultImage = &img // else the chart's values.yaml already holds it
 	}
-	recorder := mgr.GetEventRecorder(helm.ControllerName(w.GroupVersionKind))
+	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	return helm.Setup(ctx, mgr, w, helm.Options{
 		Translator:      ValuesTranslator(OperatorValues{Image: defaultImage, Namespace: cfg.Namespace}, recorder),
 		GoConditions:    []string{ConditionAvailable, ConditionProgressing},

@@ -42,15 +42,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
 const (
 	// BackupAppName is the app.kubernetes.io/name of every object a MemcachedBackup owns.
-	BackupAppName = "memcached-backup"
-
-	labelName     = "app.kubernetes.io/name"
-	labelInstance = "app.kubernetes.io/instance"
+	BackupAppName = labels.BackupName
 )
 
 // MemcachedBackupReconciler keeps a Deployment of spec.size memcached pods per MemcachedBackup and
@@ -216,7 +214,7 @@ func setCondition(st *cachev1.MemcachedBackupStatus, backup *cachev1.MemcachedBa
 }
 
 func selectorLabels(backup *cachev1.MemcachedBackup) map[string]string {
-	return map[string]string{labelName: BackupAppName, labelInstance: backup.Name}
+	return map[string]string{labels.Name: BackupAppName, labels.Instance: backup.Name}
 }
 
 // mutateDeployment sets the fields of the Deployment this controller owns, and only those: fields
@@ -224,8 +222,8 @@ func selectorLabels(backup *cachev1.MemcachedBackup) map[string]string {
 func (r *MemcachedBackupReconciler) mutateDeployment(backup *cachev1.MemcachedBackup, deploy *appsv1.Deployment) error {
 	sel := selectorLabels(backup)
 	podLabels := map[string]string{
-		"app.kubernetes.io/component": "backup",
-		"app.kubernetes.io/part-of":   "memcached-operator",
+		labels.Component: "backup",
+		labels.PartOf:    labels.Operator,
 	}
 	for k, v := range sel {
 		podLabels[k] = v
@@ -237,7 +235,7 @@ func (r *MemcachedBackupReconciler) mutateDeployment(backup *cachev1.MemcachedBa
 	for k, v := range podLabels {
 		deploy.Labels[k] = v
 	}
-	deploy.Labels["app.kubernetes.io/managed-by"] = "memcached-operator"
+	deploy.Labels[labels.ManagedBy] = labels.Operator
 
 	deploy.Spec.Replicas = ptr.To(backup.Spec.Size)
 	if deploy.CreationTimestamp.IsZero() {
@@ -285,8 +283,8 @@ func mutateMemcachedContainer(c *corev1.Container, img operand.Image) {
 // SetupWithManager registers the controller: it owns the Deployments and watches their pods.
 func (r *MemcachedBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	podToBackup := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
-		name := o.GetLabels()[labelInstance]
-		if o.GetLabels()[labelName] != BackupAppName || name == "" {
+		name := o.GetLabels()[labels.Instance]
+		if o.GetLabels()[labels.Name] != BackupAppName || name == "" {
 			return nil
 		}
 		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}

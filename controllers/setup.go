@@ -23,7 +23,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +36,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/helm/actionclient"
+	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -163,7 +164,7 @@ func ClientOptions() client.Options {
 // Helm release records: the controllers read only those, and caching every Pod and Secret of the
 // cluster would cost memory.
 func CacheOptions(watchNamespaces []string) cache.Options {
-	memcachedPods, err := labels.NewRequirement(labelName, selection.In, []string{BackupAppName, chartName})
+	memcachedPods, err := k8slabels.NewRequirement(labels.Name, selection.In, []string{BackupAppName, labels.ChartName})
 	if err != nil {
 		panic(err) // constant arguments
 	}
@@ -171,7 +172,7 @@ func CacheOptions(watchNamespaces []string) cache.Options {
 		// Nothing reads managedFields from the cache; they are a good part of each object.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: labels.NewSelector().Add(*memcachedPods)},
+			&corev1.Pod{}: {Label: k8slabels.NewSelector().Add(*memcachedPods)},
 			// The Helm reconcilers watch the release records this operator wrote; no other Secret,
 			// and no Helm release of others, is needed.
 			&corev1.Secret{}: {Label: actionclient.RecordSelector()},

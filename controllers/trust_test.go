@@ -40,6 +40,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/helm/actionclient"
+	oplabels "github.com/example/memcached-operator/internal/labels"
 )
 
 // underReleasedCRD runs f while the API server serves a CRD (a file of config/crd/bases) as the
@@ -369,7 +370,7 @@ var _ = Describe("Objects the operator did not make", func() {
 		live := &corev1.Secret{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&theirRecord), live)).To(Succeed())
 		Expect(live.ResourceVersion).To(Equal(theirRecord.ResourceVersion), "their release record is not written to")
-		Expect(live.Labels).NotTo(HaveKey(actionclient.RecordLabel))
+		Expect(live.Labels).NotTo(HaveKey(oplabels.Record))
 
 		By("deleting the Memcached, which removes nothing of theirs")
 		deleteMemcached(ctx, key)
@@ -398,8 +399,8 @@ var _ = Describe("Release records of earlier versions", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(taken).To(Equal(1))
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ours), ours)).To(Succeed())
-		Expect(ours.Labels).To(HaveKeyWithValue(actionclient.RecordLabel, actionclient.RecordLabelValue))
+		Expect(ours.Labels).To(HaveKeyWithValue(oplabels.Record, oplabels.Operator))
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
-		Expect(theirs.Labels).NotTo(HaveKey(actionclient.RecordLabel))
+		Expect(theirs.Labels).NotTo(HaveKey(oplabels.Record))
 	})
 })

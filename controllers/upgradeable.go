@@ -44,9 +44,6 @@ import (
 const (
 	ReasonAsExpected     = "AsExpected"
 	ReasonWorkInProgress = "OperatorWorkInProgress"
-
-	labelPartOf = "app.kubernetes.io/part-of"
-	partOf      = "memcached-operator"
 )
 
 // DefaultMaxUpgradeHold is how long one piece of the operator's work may hold operator upgrades

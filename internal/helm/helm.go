@@ -44,6 +44,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/memcached-operator/internal/helm/actionclient"
+	"github.com/example/memcached-operator/internal/helm/library"
 )
 
 // Options are the settings of one Helm-driven kind. A watch in watches.yaml may set its own
@@ -103,7 +104,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 		return fmt.Errorf("helm action configuration: %w", err)
 	}
 
-	recorder := mgr.GetEventRecorder(ControllerName(w.GroupVersionKind))
+	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	ttl := opts.CapabilitiesTTL
 	if ttl == 0 {
 		ttl = actionclient.DefaultCapabilitiesTTL

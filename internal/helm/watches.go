@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -44,6 +43,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/example/memcached-operator/internal/helm/actionclient"
+	"github.com/example/memcached-operator/internal/helm/library"
 )
 
 // setupController registers a Helm reconciler with the manager. It does what the library's
@@ -58,7 +58,7 @@ import (
 //
 // The periodic reconcile (RequeueAfter) re-checks everything else.
 func setupController(mgr ctrl.Manager, r *reconciler.Reconciler, gvk schema.GroupVersionKind, workers int, selector *metav1.LabelSelector, dependents *dependentWatches) error {
-	c, err := controller.New(ControllerName(gvk), mgr, controller.Options{Reconciler: r, MaxConcurrentReconciles: workers})
+	c, err := controller.New(library.ControllerName(gvk), mgr, controller.Options{Reconciler: r, MaxConcurrentReconciles: workers})
 	if err != nil {
 		return err
 	}
@@ -100,11 +100,6 @@ func setupController(mgr ctrl.Manager, r *reconciler.Reconciler, gvk schema.Grou
 	}
 	ctrl.Log.WithName("setup").Info("watching resource", "group", gvk.Group, "version", gvk.Version, "kind", gvk.Kind)
 	return nil
-}
-
-// ControllerName is the library's name for the controller of a kind, which its metrics carry.
-func ControllerName(gvk schema.GroupVersionKind) string {
-	return strings.ToLower(gvk.Kind) + "-controller"
 }
 
 // dependentWatches is a post-release hook that watches every kind a release contains, as the

@@ -43,19 +43,14 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// The label of the release records this operator writes: its cache and its reads select on it,
-// so Helm releases that others made (the helm CLI, other operators) in the same namespaces are
-// neither cached nor read nor touched. RecordSelector selects them.
-const (
-	RecordLabel      = "cache.my.domain/operator"
-	RecordLabelValue = "memcached-operator"
+	"github.com/example/memcached-operator/internal/helm/library"
+	oplabels "github.com/example/memcached-operator/internal/labels"
 )
 
 // RecordSelector selects the release records this operator wrote.
 func RecordSelector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{"owner": "helm", RecordLabel: RecordLabelValue})
+	return labels.SelectorFromSet(labels.Set{library.RecordOwnerLabel: library.RecordOwner, oplabels.Record: oplabels.Operator})
 }
 
 // ReleaseStore serves Helm's release records from the manager's cache of the records this
@@ -135,7 +130,7 @@ func releaseOf(key string) string {
 }
 
 func (d *storeDriver) Get(key string) (*release.Release, error) {
-	list, err := d.cached(map[string]string{"owner": "helm", "name": releaseOf(key)})
+	list, err := d.cached(map[string]string{library.RecordOwnerLabel: library.RecordOwner, library.RecordNameLabel: releaseOf(key)})
 	if err != nil || list == nil {
 		return d.Secrets.Get(key)
 	}
@@ -173,7 +168,7 @@ const ReleaseNameIndex = "helm.sh/release-name"
 // are then found without scanning every record of the namespace, which made each read O(releases).
 func IndexReleaseRecords(ctx context.Context, indexer client.FieldIndexer) error {
 	return indexer.IndexField(ctx, &corev1.Secret{}, ReleaseNameIndex, func(o client.Object) []string {
-		if l := o.GetLabels(); l["owner"] == "helm" && l["name"] != "" {
+		if l := o.GetLabels(); l[library.RecordOwnerLabel] == library.RecordOwner && l[library.RecordNameLabel] != "" {
 			return []string{l["name"]}
 		}
 		return nil
@@ -185,7 +180,7 @@ func IndexReleaseRecords(ctx context.Context, indexer client.FieldIndexer) error
 func DeployedRevision(ctx context.Context, reader client.Reader, namespace, name string) (int32, error) {
 	list := &corev1.SecretList{}
 	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{ReleaseNameIndex: name},
-		client.MatchingLabels{"owner": "helm", "name": name, "status": release.StatusDeployed.String(), RecordLabel: RecordLabelValue}); err != nil {
+		client.MatchingLabels{library.RecordOwnerLabel: library.RecordOwner, library.RecordNameLabel: name, library.RecordStatusLabel: release.StatusDeployed.String(), oplabels.Record: oplabels.Operator}); err != nil {
 		return 0, fmt.Errorf("list the records of release %s/%s: %w", namespace, name, err)
 	}
 	var revision int32
@@ -201,12 +196,12 @@ func DeployedRevision(ctx context.Context, reader client.Reader, namespace, name
 // not caught up with this operator's writes of that release (or the labels name no release).
 func (d *storeDriver) cached(labels map[string]string) ([]corev1.Secret, error) {
 	name := labels["name"]
-	if name == "" || labels["owner"] != "helm" {
+	if name == "" || labels[library.RecordOwnerLabel] != library.RecordOwner {
 		return nil, nil
 	}
 	list := &corev1.SecretList{}
 	if err := d.store.cache.List(context.Background(), list, client.InNamespace(d.namespace),
-		client.MatchingFields{ReleaseNameIndex: name}, client.MatchingLabels(labels), client.MatchingLabels{RecordLabel: RecordLabelValue}); err != nil {
+		client.MatchingFields{ReleaseNameIndex: name}, client.MatchingLabels(labels), client.MatchingLabels{oplabels.Record: oplabels.Operator}); err != nil {
 		return nil, err
 	}
 	if !d.store.caughtUp(d.namespace, name, list.Items) {
@@ -328,7 +323,7 @@ func decodeRecord(data []byte) (*release.Release, error) {
 }
 
 // recordingSecrets is Helm's view of a namespace's Secrets. It marks the records it writes as
-// this operator's (RecordLabel), shows Helm only those, and tells the store which record versions
+// this operator's (oplabels.Record), shows Helm only those, and tells the store which record versions
 // it wrote.
 type recordingSecrets struct {
 	corev1client.SecretInterface
@@ -338,7 +333,7 @@ type recordingSecrets struct {
 
 func (r recordingSecrets) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error) {
 	s, err := r.SecretInterface.Get(ctx, name, opts)
-	if err == nil && s.Labels[RecordLabel] != RecordLabelValue {
+	if err == nil && s.Labels[oplabels.Record] != oplabels.Operator {
 		return nil, apierrors.NewNotFound(corev1.Resource("secrets"), name) // someone else's release
 	}
 	return s, err
@@ -349,7 +344,7 @@ func (r recordingSecrets) List(ctx context.Context, opts metav1.ListOptions) (*c
 	if err != nil {
 		return nil, err
 	}
-	req, err := labels.NewRequirement(RecordLabel, selection.Equals, []string{RecordLabelValue})
+	req, err := labels.NewRequirement(oplabels.Record, selection.Equals, []string{oplabels.Operator})
 	if err != nil {
 		return nil, err
 	}
@@ -387,5 +382,5 @@ func markOurs(s *corev1.Secret) {
 	if s.Labels == nil {
 		s.Labels = map[string]string{}
 	}
-	s.Labels[RecordLabel] = RecordLabelValue
+	s.Labels[oplabels.Record] = oplabels.Operator
 }

@@ -36,6 +36,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oplabels "github.com/example/memcached-operator/internal/labels"
 )
 
 // ReplaceTimeout bounds the wait for an object deleted with orphaned dependents to be gone (the
@@ -126,10 +128,11 @@ func (c *actionClient) replaceDeployment(ctx context.Context, desired *appsv1.De
 	return nil
 }
 
-// The chart's pods carry this label (every chart version): a ReplicaSet without it is not the chart's.
+// The chart's pods carry the label labels.PartOf=labels.Operator (every chart version): a
+// ReplicaSet without it is not the chart's.
 const (
-	partOfLabel = "app.kubernetes.io/part-of"
-	partOf      = "memcached-operator"
+	partOfLabel = oplabels.PartOf
+	partOf      = oplabels.Operator
 )
 
 // OwnedByRelease reports whether obj was made for the release of the CR cr: cr is its controller

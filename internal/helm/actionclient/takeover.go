@@ -26,9 +26,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/memcached-operator/internal/helm/library"
+	oplabels "github.com/example/memcached-operator/internal/labels"
 )
 
-// Releases made by the operator before 1.0.0 have records without RecordLabel. A record this
+// Releases made by the operator before 1.0.0 have records without oplabels.Record. A record this
 // operator made, of any version, is controlled by its CR (the Helm reconciler's storage sets the
 // owner reference); one made by the helm CLI or another operator is not. So records controlled by
 // a CR of kind are taken over (labelled), and no other record is.
@@ -37,11 +40,11 @@ import (
 // namespaces (all if empty), so the cache sees them before the first reconcile. It reads
 // uncached, a page at a time, and returns how many it labelled.
 func LabelEarlierRecords(ctx context.Context, c client.Client, gvk metav1.GroupVersionKind, namespaces []string) (int, error) {
-	unlabelled, err := labels.NewRequirement(RecordLabel, selection.DoesNotExist, nil)
+	unlabelled, err := labels.NewRequirement(oplabels.Record, selection.DoesNotExist, nil)
 	if err != nil {
 		return 0, err
 	}
-	sel := labels.SelectorFromSet(labels.Set{"owner": "helm"}).Add(*unlabelled)
+	sel := labels.SelectorFromSet(labels.Set{library.RecordOwnerLabel: library.RecordOwner}).Add(*unlabelled)
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
@@ -51,7 +54,7 @@ func LabelEarlierRecords(ctx context.Context, c client.Client, gvk metav1.GroupV
 		for {
 			list := &corev1.SecretList{}
 			if err := c.List(ctx, list, opts...); err != nil {
-				return n, fmt.Errorf("list release records without %s: %w", RecordLabel, err)
+				return n, fmt.Errorf("list release records without %s: %w", oplabels.Record, err)
 			}
 			for i := range list.Items {
 				s := &list.Items[i]
@@ -78,13 +81,13 @@ func LabelEarlierRecords(ctx context.Context, c client.Client, gvk metav1.GroupV
 func (c *actionClient) takeOver(name string) error {
 	ctx := context.Background()
 	list := &corev1.SecretList{}
-	if err := c.client.List(ctx, list, client.InNamespace(c.owner.GetNamespace()), client.MatchingLabels{"owner": "helm", "name": name}); err != nil {
+	if err := c.client.List(ctx, list, client.InNamespace(c.owner.GetNamespace()), client.MatchingLabels{library.RecordOwnerLabel: library.RecordOwner, library.RecordNameLabel: name}); err != nil {
 		return fmt.Errorf("list the records of release %s: %w", name, err)
 	}
 	var foreign []string
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Labels[RecordLabel] == RecordLabelValue {
+		if s.Labels[oplabels.Record] == oplabels.Operator {
 			continue
 		}
 		if ref := metav1.GetControllerOf(s); ref == nil || ref.UID != c.owner.GetUID() {
@@ -99,7 +102,7 @@ func (c *actionClient) takeOver(name string) error {
 	}
 	taken := 0
 	for i := range list.Items {
-		if s := &list.Items[i]; s.Labels[RecordLabel] != RecordLabelValue {
+		if s := &list.Items[i]; s.Labels[oplabels.Record] != oplabels.Operator {
 			if err := labelRecord(ctx, c.client, s); err != nil {
 				return err
 			}

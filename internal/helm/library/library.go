@@ -1,0 +1,48 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package library holds the names that helm-operator-plugins and Helm use but do not export,
+// copied here: the one place to check when either is upgraded. (The operator's own labels are in
+// internal/labels.)
+package library
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+const (
+	// Finalizer is the finalizer the library's reconciler puts on each CR it has taken on
+	// (pkg/reconciler, uninstallFinalizer).
+	Finalizer = "uninstall-helm-release"
+	// ConditionReleaseFailed is the condition the library sets when an install or upgrade fails
+	// (pkg/reconciler/internal/conditions, TypeReleaseFailed).
+	ConditionReleaseFailed = "ReleaseFailed"
+
+	// The labels of Helm's release records (helm.sh/helm/v3/pkg/storage/driver, Secrets driver):
+	// RecordOwner is "helm" on every record, RecordName the release's name, RecordStatus its state.
+	RecordOwnerLabel  = "owner"
+	RecordOwner       = "helm"
+	RecordNameLabel   = "name"
+	RecordStatusLabel = "status"
+)
+
+// ControllerName is the library's name for the controller of a kind (its SetupWithManager), which
+// its metrics and Events carry.
+func ControllerName(gvk schema.GroupVersionKind) string {
+	return strings.ToLower(gvk.Kind) + "-controller"
+}

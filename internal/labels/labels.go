@@ -1,0 +1,45 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package labels holds the labels and annotations the operator sets and selects on, in one
+// place. (The names it copies from Helm and helm-operator-plugins are in internal/helm/library.go.)
+package labels
+
+const (
+	// The Kubernetes recommended labels, on everything the chart renders and a MemcachedBackup owns.
+	Name      = "app.kubernetes.io/name"
+	Instance  = "app.kubernetes.io/instance"
+	Component = "app.kubernetes.io/component" // a selector label of the chart's Service since 0.2.0
+	PartOf    = "app.kubernetes.io/part-of"
+	ManagedBy = "app.kubernetes.io/managed-by"
+
+	// Operator is the value of PartOf on every pod the operator makes (all chart versions), and of
+	// ManagedBy on what the Go side makes.
+	Operator = "memcached-operator"
+
+	// ChartName is the Name of the memcached chart's objects; BackupName that of a
+	// MemcachedBackup's.
+	ChartName  = "memcached"
+	BackupName = "memcached-backup"
+
+	// Record marks the Helm release records this operator writes (value Operator): its cache and
+	// its reads select on it, so Helm releases that others made in the same namespaces are
+	// neither cached nor read nor touched.
+	Record = "cache.my.domain/operator"
+
+	// RetiredAt marks a pod of an earlier release that left the Service, and when (an annotation).
+	RetiredAt = "cache.my.domain/retired-at"
+)
