@@ -44,6 +44,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
+	"github.com/example/memcached-operator/internal/operand"
 )
 
 // watchNamespaceEnv holds the namespaces to watch, comma-separated; empty means all. OLM sets it
@@ -79,6 +80,7 @@ func main() {
 
 	o.controllers.WatchNamespaces = controllers.WatchNamespaces(os.Getenv(watchNamespaceEnv))
 	o.controllers.Namespace = os.Getenv("POD_NAMESPACE")
+	o.controllers.RelatedImage = os.Getenv(operand.RelatedImageEnv)
 	setMemoryLimit()
 	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
 		setupLog.Error(err, "operator stopped")

@@ -56,17 +56,9 @@ type HelmOptions struct {
 }
 
 // setupMemcachedHelm sets up the Helm side of Memcached (internal/helm) with this operator's
-// values translation: the operator's image (RELATED_IMAGE_MEMCACHED) and namespace, and the
-// status conditions its Go side owns.
-func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, cfg Config, live client.Client) error {
-	img, overridden, err := operand.DefaultImage(w.Chart)
-	if err != nil {
-		return err
-	}
-	var defaultImage *operand.Image
-	if overridden {
-		defaultImage = &img // else the chart's values.yaml already holds it
-	}
+// values translation: its image for CRs that name none (nil: the chart's own) and its namespace,
+// and the status conditions its Go side owns.
+func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, cfg Config, defaultImage *operand.Image, live client.Client) error {
 	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	return helm.Setup(ctx, mgr, w, helm.Options{
 		Translator:      ValuesTranslator(OperatorValues{Image: defaultImage, Namespace: cfg.Namespace}, recorder),

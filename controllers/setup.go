@@ -48,7 +48,10 @@ type Config struct {
 	WatchNamespaces []string
 	// Namespace is the operator's own (POD_NAMESPACE); "" outside a cluster.
 	Namespace string
-	Helm      HelmOptions
+	// RelatedImage is the memcached image of CRs that name none (RELATED_IMAGE_MEMCACHED, which
+	// OLM lists in relatedImages and a mirror may replace); "": the chart's pinned image.
+	RelatedImage string
+	Helm         HelmOptions
 	// RetireDelay: see DefaultRetireDelay (0: that).
 	RetireDelay time.Duration
 }
@@ -78,14 +81,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, direct); err != nil {
-		return err
-	}
-
-	img, _, err := operand.DefaultImage(memcachedWatch.Chart)
+	img, overridden, err := operand.DefaultImage(memcachedWatch.Chart, cfg.RelatedImage)
 	if err != nil {
 		return err
 	}
+	var chartImage *operand.Image
+	if overridden {
+		chartImage = &img // else the chart's values.yaml already holds it
+	}
+	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, chartImage, direct); err != nil {
+		return err
+	}
+
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("discovery client: %w", err)

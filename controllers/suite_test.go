@@ -50,7 +50,6 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
-	"github.com/example/memcached-operator/internal/operand"
 )
 
 // The suite runs the operator's controllers, set up exactly as main.go does, against a real
@@ -90,8 +89,7 @@ var _ = BeforeSuite(func() {
 
 	// watches.yaml names its chart relative to the operator's working directory, the repo root.
 	Expect(os.Chdir(repoRoot())).To(Succeed())
-	// What OLM gives the operator: a mirrored memcached image and the cluster proxy.
-	Expect(os.Setenv(operand.RelatedImageEnv, relatedImage)).To(Succeed())
+	// What OLM gives the operator: the cluster proxy (and a mirrored memcached image, in Config).
 	Expect(os.Setenv("HTTP_PROXY", httpProxy)).To(Succeed())
 	Expect(os.Setenv("NO_PROXY", "127.0.0.1,localhost")).To(Succeed())
 
@@ -129,8 +127,9 @@ var _ = BeforeSuite(func() {
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())
 	Expect(controllers.Setup(ctx, mgr, controllers.Config{
-		WatchesFile: "watches.yaml",
-		Namespace:   "memcached-operator-system",
+		WatchesFile:  "watches.yaml",
+		Namespace:    "memcached-operator-system",
+		RelatedImage: relatedImage,
 		Helm: controllers.HelmOptions{ReconcilePeriod: reconcilePeriod, MaxConcurrentReconciles: 2, MaxReleaseHistory: 10,
 			CapabilitiesTTL: capabilitiesTTL},
 		RetireDelay: retireDelay,

@@ -20,7 +20,6 @@ package operand
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -82,10 +81,10 @@ func ChartImage(chrt *chart.Chart) (Image, error) {
 	return Image{Repository: repo, Tag: tag, Digest: digest}, nil
 }
 
-// DefaultImage is the memcached image of pods whose CR names none: the RELATED_IMAGE_MEMCACHED of
-// the operator if set, else the chart's pinned image. overridden says which one applies.
-func DefaultImage(chrt *chart.Chart) (img Image, overridden bool, err error) {
-	if ref := os.Getenv(RelatedImageEnv); ref != "" {
+// DefaultImage is the memcached image of pods whose CR names none: relatedImage (the operator's
+// RELATED_IMAGE_MEMCACHED) if set, else the chart's pinned image. overridden says which one applies.
+func DefaultImage(chrt *chart.Chart, relatedImage string) (img Image, overridden bool, err error) {
+	if ref := relatedImage; ref != "" {
 		img, err := ParseImage(ref)
 		if err != nil {
 			return Image{}, false, fmt.Errorf("%s: %w", RelatedImageEnv, err)

@@ -63,8 +63,7 @@ func TestDefaultImage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	t.Setenv(operand.RelatedImageEnv, "")
-	img, overridden, err := operand.DefaultImage(chrt)
+	img, overridden, err := operand.DefaultImage(chrt, "")
 	if err != nil || overridden {
 		t.Fatalf("DefaultImage = %v, %v, %v", img, overridden, err)
 	}
@@ -72,14 +71,12 @@ func TestDefaultImage(t *testing.T) {
 		t.Errorf("the chart's image %v must be the official memcached at the chart's appVersion %s", img, chrt.Metadata.AppVersion)
 	}
 
-	t.Setenv(operand.RelatedImageEnv, "mirror.local/memcached:1.6.38")
-	img, overridden, err = operand.DefaultImage(chrt)
+	img, overridden, err = operand.DefaultImage(chrt, "mirror.local/memcached:1.6.38")
 	if err != nil || !overridden || img.String() != "mirror.local/memcached:1.6.38" {
 		t.Errorf("with %s set: DefaultImage = %v, %v, %v", operand.RelatedImageEnv, img, overridden, err)
 	}
 
-	t.Setenv(operand.RelatedImageEnv, "mirror.local/memcached")
-	if _, _, err := operand.DefaultImage(chrt); err == nil {
+	if _, _, err := operand.DefaultImage(chrt, "mirror.local/memcached"); err == nil {
 		t.Errorf("an untagged %s must be refused", operand.RelatedImageEnv)
 	}
 }
