@@ -107,7 +107,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if retire == 0 {
 		retire = DefaultRetireDelay
 	}
-	operands := &MemcachedReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-operand-controller"), RetireDelay: retire}
+	operands := &MemcachedOperandReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-operand-controller"), RetireDelay: retire}
 	if err := operands.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached operand controller: %w", err)
 	}

@@ -49,7 +49,7 @@ const ReplaceTimeout = 2 * time.Minute
 // deletes every pod at once). The Deployment is deleted with its ReplicaSets orphaned, and those
 // ReplicaSets with their pods orphaned: the pods keep running and serving. The upgrade then
 // creates the Deployment with its new selector and new pods, and the operator retires the
-// ownerless old pods once the new ones are available (see controllers.MemcachedReconciler).
+// ownerless old pods once the new ones are available (see controllers.MemcachedOperandReconciler).
 //
 // ReplicaSets left ownerless that the new Deployment would adopt are orphaned too, so that an
 // upgrade cut off between the two deletions resumes the same way.

@@ -58,7 +58,7 @@ const conflictRetry = 100 * time.Millisecond
 // so that every node's kube-proxy has stopped sending it connections before it stops.
 const DefaultRetireDelay = 10 * time.Second
 
-// MemcachedReconciler is the Go side of the Helm-driven Memcached API:
+// MemcachedOperandReconciler is the Go side of the Helm-driven Memcached API:
 //   - it moves spec fields that a chart release renamed to their new names (0.2.0:
 //     spec.memcached.memoryLimitMB -> maxMemoryMB), so CRs written for an older release converge
 //     to the current schema; the chart still reads the old name until then;
@@ -67,7 +67,7 @@ const DefaultRetireDelay = 10 * time.Second
 //     available, then leave the Service, and stop RetireDelay later, so no client request fails;
 //   - it reports the memcached pods in status: the version they run, replica counts, and the
 //     conditions Available and Progressing, from the release's Deployment.
-type MemcachedReconciler struct {
+type MemcachedOperandReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	// RetireDelay: see DefaultRetireDelay.
@@ -77,7 +77,7 @@ type MemcachedReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 
 // Reconcile migrates the spec if needed, retires old pods, then writes the status only when it changed.
-func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -132,7 +132,7 @@ func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // left running when its Deployment was replaced) out of service once the Deployment has all its
 // new pods available: first out of the Service, then, RetireDelay later, deleted. It returns how
 // many such pods are left and when to look again.
-func (r *MemcachedReconciler) retireOldPods(ctx context.Context, mc *cachev1.Memcached, deploy *appsv1.Deployment) (int, time.Duration, error) {
+func (r *MemcachedOperandReconciler) retireOldPods(ctx context.Context, mc *cachev1.Memcached, deploy *appsv1.Deployment) (int, time.Duration, error) {
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(mc.Namespace),
 		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name}); err != nil {
@@ -178,7 +178,7 @@ func (r *MemcachedReconciler) retireOldPods(ctx context.Context, mc *cachev1.Mem
 
 // migrateSpec moves deprecated spec fields to their new names. It patches with the
 // resourceVersion it read, so a concurrent edit of the CR is never overwritten.
-func (r *MemcachedReconciler) migrateSpec(ctx context.Context, mc *cachev1.Memcached) (bool, error) {
+func (r *MemcachedOperandReconciler) migrateSpec(ctx context.Context, mc *cachev1.Memcached) (bool, error) {
 	if mc.Spec.Memcached == nil || mc.Spec.Memcached.MemoryLimitMB == 0 {
 		return false, nil
 	}
@@ -197,7 +197,7 @@ func (r *MemcachedReconciler) migrateSpec(ctx context.Context, mc *cachev1.Memca
 // deploymentOf finds the memcached Deployment of a release by its labels, which every chart
 // version sets (the Deployment's name depends on the release name), among the Deployments Helm
 // made for the release: one that only looks alike is not the Memcached's.
-func (r *MemcachedReconciler) deploymentOf(ctx context.Context, mc *cachev1.Memcached) (*appsv1.Deployment, error) {
+func (r *MemcachedOperandReconciler) deploymentOf(ctx context.Context, mc *cachev1.Memcached) (*appsv1.Deployment, error) {
 	list := &appsv1.DeploymentList{}
 	if err := r.List(ctx, list, client.InNamespace(mc.Namespace),
 		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name}); err != nil {
@@ -284,7 +284,7 @@ func setMemcachedCondition(st *cachev1.MemcachedStatus, typ string, status metav
 
 // SetupWithManager reconciles on spec changes of a Memcached and on any change of its Deployment
 // or its release records.
-func (r *MemcachedReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	recordToMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()["name"]}}}
 	})
