@@ -49,6 +49,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -357,6 +358,19 @@ func (c *actionClient) backOff(last *release.Release, chrt *chart.Chart, vals ma
 	if err != nil {
 		return fmt.Errorf("read the history of release %s: %w", last.Name, err)
 	}
+	next := last.Info.LastDeployed.Add(retryDelay(history, chrt, vals))
+	if time.Now().Before(next.Time) {
+		return fmt.Errorf("the upgrade of release %s to chart %s failed (%s); the same upgrade is retried at %s, or at once when the resource changes",
+			last.Name, chartVersion(chrt), last.Info.Description, next.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// retryDelay is the back-off after the newest revision of history, a failed upgrade to chrt with
+// vals: FailedRetryBase, doubled for each consecutive earlier revision that failed the same way
+// (not one cut off by a stopped operator), up to FailedRetryMax.
+func retryDelay(history []*release.Release, chrt *chart.Chart, vals map[string]any) time.Duration {
+	history = slices.Clone(history)
 	sort.Slice(history, func(i, j int) bool { return history[i].Version > history[j].Version })
 	delay := FailedRetryBase
 	for _, r := range history[1:] {
@@ -365,13 +379,7 @@ func (c *actionClient) backOff(last *release.Release, chrt *chart.Chart, vals ma
 		}
 		delay *= 2
 	}
-	delay = min(delay, FailedRetryMax)
-	next := last.Info.LastDeployed.Add(delay)
-	if time.Now().Before(next.Time) {
-		return fmt.Errorf("the upgrade of release %s to chart %s failed (%s); the same upgrade is retried at %s, or at once when the resource changes",
-			last.Name, chartVersion(chrt), last.Info.Description, next.UTC().Format(time.RFC3339))
-	}
-	return nil
+	return min(delay, FailedRetryMax)
 }
 
 // sameInputs reports whether a release was made from this chart version and these values.

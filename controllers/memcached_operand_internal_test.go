@@ -1,0 +1,74 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+)
+
+// What the Go side reports of a Memcached's pods, from its Deployment and the pods of an earlier
+// release still up.
+func TestObserveOperand(t *testing.T) {
+	deployment := func(image string, generation, observed int64, replicas, updated, ready, available int32, conditions ...appsv1.DeploymentCondition) *appsv1.Deployment {
+		return &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Generation: generation},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "memcached", Image: image}}}}},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: replicas, UpdatedReplicas: updated,
+				ReadyReplicas: ready, AvailableReplicas: available, Conditions: conditions},
+		}
+	}
+	stuck := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+		Reason: "ProgressDeadlineExceeded", Message: "ReplicaSet has timed out progressing"}
+	for _, tc := range []struct {
+		name                  string
+		deploy                *appsv1.Deployment
+		retiring              int
+		wantVersion           string
+		available, progressing string // "status/reason"
+	}{
+		{"no Deployment yet", nil, 0, "1.6.38", "False/DeploymentMissing", "True/DeploymentMissing"},
+		{"every pod on the new version", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 0, "1.6.39", "True/PodsAvailable", "False/Complete"},
+		{"a change the Deployment controller has not seen", deployment("docker.io/library/memcached:1.6.39", 3, 2, 3, 3, 3, 3), 0, "1.6.38", "True/PodsAvailable", "True/RollingOut"},
+		{"rolling out with a surge pod", deployment("docker.io/library/memcached:1.6.39", 2, 2, 4, 1, 4, 4), 0, "1.6.38", "True/PodsAvailable", "True/RollingOut"},
+		{"new pods done, old ones retiring", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 2, "1.6.38", "True/PodsAvailable", "True/" + ReasonRetiringPods},
+		{"too few available", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 1, 1), 0, "1.6.38", "False/PodsUnavailable", "True/RollingOut"},
+		{"past its progress deadline", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 1, 2, 2, stuck), 0, "1.6.38", "False/PodsUnavailable", "False/RolloutFailed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &cachev1.MemcachedStatus{Version: "1.6.38"}
+			observeOperand(st, tc.deploy, tc.retiring)
+			if st.Version != tc.wantVersion {
+				t.Errorf("version = %q, want %q", st.Version, tc.wantVersion)
+			}
+			got := map[string]string{}
+			for _, c := range st.Conditions {
+				got[c.Type] = string(c.Status) + "/" + c.Reason
+			}
+			if got[ConditionAvailable] != tc.available || got[ConditionProgressing] != tc.progressing {
+				t.Errorf("Available, Progressing = %q, %q; want %q, %q", got[ConditionAvailable], got[ConditionProgressing], tc.available, tc.progressing)
+			}
+		})
+	}
+}
