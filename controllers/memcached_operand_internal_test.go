@@ -42,10 +42,10 @@ func TestObserveOperand(t *testing.T) {
 	stuck := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
 		Reason: "ProgressDeadlineExceeded", Message: "ReplicaSet has timed out progressing"}
 	for _, tc := range []struct {
-		name                  string
-		deploy                *appsv1.Deployment
-		retiring              int
-		wantVersion           string
+		name                   string
+		deploy                 *appsv1.Deployment
+		retiring               int
+		wantVersion            string
 		available, progressing string // "status/reason"
 	}{
 		{"no Deployment yet", nil, 0, "1.6.38", "False/DeploymentMissing", "True/DeploymentMissing"},

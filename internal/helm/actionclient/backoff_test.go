@@ -35,7 +35,9 @@ func TestRetryDelay(t *testing.T) {
 		return &release.Release{Name: "m", Version: version, Chart: c, Config: v,
 			Info: &release.Info{Status: status, Description: description}}
 	}
-	failed := func(version int) *release.Release { return rev(version, release.StatusFailed, chrt, vals, "upgrade failed") }
+	failed := func(version int) *release.Release {
+		return rev(version, release.StatusFailed, chrt, vals, "upgrade failed")
+	}
 	for _, tc := range []struct {
 		name    string
 		history []*release.Release
