@@ -23,8 +23,8 @@ limitations under the License.
 //     requests by verb while converging (from the audit log), and its CPU seconds;
 //   - then idle: CPU, API requests and writes per periodic reconcile, RSS and peak RSS.
 //
-// It writes bench/results/results.md (min/median/max over repetitions, and ratios paired within a
-// repetition) and bench/results/results.png. `make bench` builds what it needs and runs it.
+// It writes results/results.md (min/median/max over repetitions, and ratios paired within a
+// repetition) and results/results.png. `make bench` builds what it needs and runs it.
 package main
 
 import (
@@ -55,12 +55,12 @@ type options struct {
 func main() {
 	var o options
 	var sizes, variants string
-	flag.StringVar(&o.repo, "repo", "../..", "the operator's repository (CRDs, chart, watches.yaml)")
-	flag.StringVar(&o.binDir, "bin-dir", "../../bin/bench", "folder of the manager and helm-operator binaries")
+	flag.StringVar(&o.repo, "repo", "..", "the operator's repository (CRDs, chart, watches.yaml)")
+	flag.StringVar(&o.binDir, "bin-dir", "../bin/bench", "folder of the manager and helm-operator binaries")
 	flag.StringVar(&o.kubeBin, "kube-bin", "", "folder of etcd, kube-apiserver and kube-controller-manager")
 	flag.StringVar(&o.kubeVersion, "kube-version", "", "the Kubernetes version of -kube-bin (the chart is rendered for it)")
-	flag.StringVar(&o.helm, "helm", "../../bin/helm", "the helm binary (renders the chart for the raw-create limit)")
-	flag.StringVar(&o.out, "out", "../../bench/results", "folder for results.md and results.png")
+	flag.StringVar(&o.helm, "helm", "../bin/helm", "the helm binary (renders the chart for the raw-create limit)")
+	flag.StringVar(&o.out, "out", "results", "folder for results.md and results.png")
 	flag.StringVar(&versions, "versions", "", "the versions measured, for the report")
 	flag.StringVar(&sizes, "n", "100,300,1000", "numbers of Memcached CRs")
 	flag.IntVar(&o.reps, "reps", 3, "repetitions of each measurement")

@@ -1,6 +1,6 @@
 // `make bench`: this operator against the stock helm-operator and the raw-create limit, on a
 // control plane of the project's own Kubernetes binaries.
-module github.com/example/memcached-operator/hack/bench
+module github.com/example/memcached-operator/bench
 
 go 1.26.0
 
