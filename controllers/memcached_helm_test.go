@@ -23,8 +23,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -33,7 +31,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,42 +41,6 @@ const (
 	timeout  = 30 * time.Second
 	interval = 100 * time.Millisecond
 )
-
-// deployedCondition returns the Deployed condition the Helm reconciler wrote, if any.
-func deployedCondition(ctx context.Context, key types.NamespacedName) func(g Gomega) cachev1.HelmCondition {
-	return memcachedCondition(ctx, key, "Deployed")
-}
-
-// memcachedCondition reads one condition of a Memcached (empty when it has none of that type).
-func memcachedCondition(ctx context.Context, key types.NamespacedName, typ string) func(g Gomega) cachev1.HelmCondition {
-	return func(g Gomega) cachev1.HelmCondition {
-		mc := &cachev1.Memcached{}
-		g.Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
-		for _, c := range mc.Status.Conditions {
-			if c.Type == typ {
-				return c
-			}
-		}
-		return cachev1.HelmCondition{}
-	}
-}
-
-func releaseSecrets(ctx context.Context, ns, release string) []string {
-	secrets := &corev1.SecretList{}
-	Expect(k8sClient.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": release})).To(Succeed())
-	var names []string
-	for _, s := range secrets.Items {
-		names = append(names, s.Name)
-	}
-	return names
-}
-
-// releaseStore reads and writes the Helm release records of a namespace directly, as Helm does.
-func releaseStore(ns string) *storage.Storage {
-	clientset, err := kubernetes.NewForConfig(cfg)
-	Expect(err).NotTo(HaveOccurred())
-	return storage.Init(driver.NewSecrets(clientset.CoreV1().Secrets(ns)))
-}
 
 var _ = Describe("Memcached (Helm API)", func() {
 	var (

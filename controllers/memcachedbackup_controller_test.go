@@ -23,7 +23,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -31,40 +30,6 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 )
-
-// backupPod makes a pod as the Deployment's ReplicaSet would (envtest runs no controllers).
-func backupPod(ctx context.Context, ns, backup, name string, ready bool) *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
-			"app.kubernetes.io/name": "memcached-backup", "app.kubernetes.io/instance": backup}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: relatedImage}}},
-	}
-	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}
-	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
-	return pod
-}
-
-func backupStatus(ctx context.Context, key types.NamespacedName) func(g Gomega) cachev1.MemcachedBackupStatus {
-	return func(g Gomega) cachev1.MemcachedBackupStatus {
-		b := &cachev1.MemcachedBackup{}
-		g.Expect(k8sClient.Get(ctx, key, b)).To(Succeed())
-		return b.Status
-	}
-}
-
-func conditionStatus(typ string, status metav1.ConditionStatus) OmegaMatcher {
-	return WithTransform(func(st cachev1.MemcachedBackupStatus) metav1.ConditionStatus {
-		if c := meta.FindStatusCondition(st.Conditions, typ); c != nil {
-			return c.Status
-		}
-		return ""
-	}, Equal(status))
-}
 
 var _ = Describe("MemcachedBackup (Go API)", func() {
 	var (

@@ -30,13 +30,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,7 +41,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
@@ -210,24 +206,6 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// reconciles returns controller-runtime's count of finished reconciles of a controller.
-func reconciles(controller string) float64 {
-	families, err := crmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if label(m, "controller") == controller {
-				total += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return total
-}
-
 func label(m *dto.Metric, name string) string {
 	for _, l := range m.GetLabel() {
 		if l.GetName() == name {
@@ -235,55 +213,4 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
-}
-
-// newNamespace makes a namespace for one test; envtest cannot delete namespaces (no
-// namespace controller), so each test uses its own.
-func newNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
-	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
-	return ns.Name
-}
-
-// repoRoot is the folder of the operator's go.mod, whatever the working directory.
-func repoRoot() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		panic(err)
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/example/memcached-operator\n") {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			panic("no go.mod of github.com/example/memcached-operator above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// cr is a CR of kind written as a user's manifest writes it, from a YAML spec (typed Go structs
-// cannot write fields the current API dropped or renamed, nor invalid values).
-func cr(kind, ns, name, spec string) *unstructured.Unstructured {
-	obj := &unstructured.Unstructured{}
-	Expect(yaml.Unmarshal([]byte("apiVersion: cache.my.domain/v1\nkind: "+kind+"\nspec:\n"+spec), &obj.Object)).To(Succeed())
-	obj.SetName(name)
-	obj.SetNamespace(ns)
-	return obj
-}
-
-// eventReasons returns the reasons of the Events recorded on an object of kind.
-func eventReasons(ctx context.Context, kind string, key types.NamespacedName) func(g Gomega) []string {
-	return func(g Gomega) []string {
-		events := &corev1.EventList{}
-		g.Expect(k8sClient.List(ctx, events, client.InNamespace(key.Namespace))).To(Succeed())
-		var reasons []string
-		for _, e := range events.Items {
-			if e.InvolvedObject.Name == key.Name && e.InvolvedObject.Kind == kind {
-				reasons = append(reasons, e.Reason)
-			}
-		}
-		return reasons
-	}
 }

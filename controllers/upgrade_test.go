@@ -17,19 +17,11 @@ limitations under the License.
 package controllers_test
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/release"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -37,121 +29,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/yaml"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
 )
-
-// chartOfRelease loads the memcached chart of a released version from the commit releases.yaml
-// records for it, as the operator of that version shipped it.
-func chartOfRelease(version string) *chart.Chart {
-	raw, err := os.ReadFile("releases.yaml")
-	Expect(err).NotTo(HaveOccurred())
-	var list struct {
-		Releases []struct{ Version, Commit string }
-	}
-	Expect(yaml.Unmarshal(raw, &list)).To(Succeed())
-	for _, r := range list.Releases {
-		if r.Version != version {
-			continue
-		}
-		archive, err := exec.Command("git", "archive", "--format=tar", r.Commit, "helm-charts/memcached").Output()
-		Expect(err).NotTo(HaveOccurred(), "git archive %s: the tests need the repository's history", r.Commit)
-		dir := GinkgoT().TempDir()
-		untar := exec.Command("tar", "-x", "-C", dir)
-		untar.Stdin = bytes.NewReader(archive)
-		Expect(untar.Run()).To(Succeed())
-		chrt, err := loader.Load(filepath.Join(dir, "helm-charts", "memcached"))
-		Expect(err).NotTo(HaveOccurred())
-		return chrt
-	}
-	Fail("releases.yaml has no version " + version)
-	return nil
-}
-
-// chartAsVersion is this tree's memcached chart under another version number.
-func chartAsVersion(version string) *chart.Chart {
-	chrt, err := loader.Load(filepath.Join("helm-charts", "memcached"))
-	Expect(err).NotTo(HaveOccurred())
-	chrt.Metadata.Version = version
-	return chrt
-}
-
-// installRelease installs a chart with Helm itself, as an earlier operator version did.
-func installRelease(ctx context.Context, ns, name string, chrt *chart.Chart, vals map[string]any) {
-	httpClient, err := rest.HTTPClientFor(cfg)
-	Expect(err).NotTo(HaveOccurred())
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
-	Expect(err).NotTo(HaveOccurred())
-	// Helm itself sets no owner on its release records (the CR does not exist yet).
-	configs, err := helmclient.NewActionConfigGetter(cfg, mapper, helmclient.StorageDriverMapper(
-		helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{DisableOwnerRefInjection: true})))
-	Expect(err).NotTo(HaveOccurred())
-	owner := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
-	conf, err := configs.ActionConfigFor(ctx, owner)
-	Expect(err).NotTo(HaveOccurred())
-	install := action.NewInstall(conf)
-	install.ReleaseName, install.Namespace = name, ns
-	_, err = install.Run(chrt, vals)
-	Expect(err).NotTo(HaveOccurred())
-}
-
-// ownRecords makes a CR the owner of its release's records, as the storage of the operator's
-// earlier versions did (installRelease writes them as Helm itself does, before the CR exists): the
-// operator takes over only records its CR owns.
-func ownRecords(ctx context.Context, key types.NamespacedName) {
-	mc := &cachev1.Memcached{}
-	Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
-	secrets := &corev1.SecretList{}
-	Expect(k8sClient.List(ctx, secrets, client.InNamespace(key.Namespace), client.MatchingLabels{"owner": "helm", "name": key.Name})).To(Succeed())
-	Expect(secrets.Items).NotTo(BeEmpty())
-	for i := range secrets.Items {
-		s := &secrets.Items[i]
-		Expect(controllerutil.SetControllerReference(mc, s, scheme)).To(Succeed())
-		Expect(k8sClient.Update(ctx, s)).To(Succeed())
-	}
-}
-
-// createMemcached creates a Memcached from a YAML spec, the way a user's manifest does (see cr).
-func createMemcached(ctx context.Context, key types.NamespacedName, spec string) {
-	Expect(k8sClient.Create(ctx, cr("Memcached", key.Namespace, key.Name, spec))).To(Succeed())
-}
-
-// deleteMemcached deletes a Memcached, if there is one, and waits until its uninstall is done and
-// it is gone.
-func deleteMemcached(ctx context.Context, key types.NamespacedName) {
-	mc := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
-	Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, mc))).To(Succeed())
-	Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key, mc)) }, timeout, interval).Should(BeTrue())
-}
-
-// setRollout writes a Deployment's status as its controller would (envtest runs none).
-func setRollout(ctx context.Context, key types.NamespacedName, replicas, updated, available int32) {
-	Eventually(func(g Gomega) {
-		d := &appsv1.Deployment{}
-		g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
-		d.Status = appsv1.DeploymentStatus{
-			ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: updated,
-			ReadyReplicas: available, AvailableReplicas: available,
-		}
-		g.Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
-	}, timeout, interval).Should(Succeed())
-}
-
-func memcachedStatus(ctx context.Context, key types.NamespacedName) func(g Gomega) cachev1.MemcachedStatus {
-	return func(g Gomega) cachev1.MemcachedStatus {
-		mc := &cachev1.Memcached{}
-		g.Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
-		return mc.Status
-	}
-}
 
 func hasCondition(typ string, status metav1.ConditionStatus, reason string) OmegaMatcher {
 	return ContainElement(And(HaveField("Type", typ), HaveField("Status", status), HaveField("Reason", reason)))

@@ -1,0 +1,297 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+)
+
+// Helpers shared by the envtest specs of this package.
+
+// deployedCondition returns the Deployed condition the Helm reconciler wrote, if any.
+func deployedCondition(ctx context.Context, key types.NamespacedName) func(g Gomega) cachev1.HelmCondition {
+	return memcachedCondition(ctx, key, "Deployed")
+}
+
+// memcachedCondition reads one condition of a Memcached (empty when it has none of that type).
+func memcachedCondition(ctx context.Context, key types.NamespacedName, typ string) func(g Gomega) cachev1.HelmCondition {
+	return func(g Gomega) cachev1.HelmCondition {
+		mc := &cachev1.Memcached{}
+		g.Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+		for _, c := range mc.Status.Conditions {
+			if c.Type == typ {
+				return c
+			}
+		}
+		return cachev1.HelmCondition{}
+	}
+}
+
+func releaseSecrets(ctx context.Context, ns, release string) []string {
+	secrets := &corev1.SecretList{}
+	Expect(k8sClient.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": release})).To(Succeed())
+	var names []string
+	for _, s := range secrets.Items {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// releaseStore reads and writes the Helm release records of a namespace directly, as Helm does.
+func releaseStore(ns string) *storage.Storage {
+	clientset, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return storage.Init(driver.NewSecrets(clientset.CoreV1().Secrets(ns)))
+}
+
+// backupPod makes a pod as the Deployment's ReplicaSet would (envtest runs no controllers).
+func backupPod(ctx context.Context, ns, backup, name string, ready bool) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+			"app.kubernetes.io/name": "memcached-backup", "app.kubernetes.io/instance": backup}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: relatedImage}}},
+	}
+	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}
+	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+	return pod
+}
+
+func backupStatus(ctx context.Context, key types.NamespacedName) func(g Gomega) cachev1.MemcachedBackupStatus {
+	return func(g Gomega) cachev1.MemcachedBackupStatus {
+		b := &cachev1.MemcachedBackup{}
+		g.Expect(k8sClient.Get(ctx, key, b)).To(Succeed())
+		return b.Status
+	}
+}
+
+func conditionStatus(typ string, status metav1.ConditionStatus) OmegaMatcher {
+	return WithTransform(func(st cachev1.MemcachedBackupStatus) metav1.ConditionStatus {
+		if c := meta.FindStatusCondition(st.Conditions, typ); c != nil {
+			return c.Status
+		}
+		return ""
+	}, Equal(status))
+}
+
+// reconciles returns controller-runtime's count of finished reconciles of a controller.
+func reconciles(controller string) float64 {
+	families, err := crmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label(m, "controller") == controller {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+// newNamespace makes a namespace for one test; envtest cannot delete namespaces (no
+// namespace controller), so each test uses its own.
+func newNamespace(ctx context.Context) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+// repoRoot is the folder of the operator's go.mod, whatever the working directory.
+func repoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/example/memcached-operator\n") {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			panic("no go.mod of github.com/example/memcached-operator above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// cr is a CR of kind written as a user's manifest writes it, from a YAML spec (typed Go structs
+// cannot write fields the current API dropped or renamed, nor invalid values).
+func cr(kind, ns, name, spec string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	Expect(yaml.Unmarshal([]byte("apiVersion: cache.my.domain/v1\nkind: "+kind+"\nspec:\n"+spec), &obj.Object)).To(Succeed())
+	obj.SetName(name)
+	obj.SetNamespace(ns)
+	return obj
+}
+
+// eventReasons returns the reasons of the Events recorded on an object of kind.
+func eventReasons(ctx context.Context, kind string, key types.NamespacedName) func(g Gomega) []string {
+	return func(g Gomega) []string {
+		events := &corev1.EventList{}
+		g.Expect(k8sClient.List(ctx, events, client.InNamespace(key.Namespace))).To(Succeed())
+		var reasons []string
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == key.Name && e.InvolvedObject.Kind == kind {
+				reasons = append(reasons, e.Reason)
+			}
+		}
+		return reasons
+	}
+}
+
+// chartOfRelease loads the memcached chart of a released version from the commit releases.yaml
+// records for it, as the operator of that version shipped it.
+func chartOfRelease(version string) *chart.Chart {
+	raw, err := os.ReadFile("releases.yaml")
+	Expect(err).NotTo(HaveOccurred())
+	var list struct {
+		Releases []struct{ Version, Commit string }
+	}
+	Expect(yaml.Unmarshal(raw, &list)).To(Succeed())
+	for _, r := range list.Releases {
+		if r.Version != version {
+			continue
+		}
+		archive, err := exec.Command("git", "archive", "--format=tar", r.Commit, "helm-charts/memcached").Output()
+		Expect(err).NotTo(HaveOccurred(), "git archive %s: the tests need the repository's history", r.Commit)
+		dir := GinkgoT().TempDir()
+		untar := exec.Command("tar", "-x", "-C", dir)
+		untar.Stdin = bytes.NewReader(archive)
+		Expect(untar.Run()).To(Succeed())
+		chrt, err := loader.Load(filepath.Join(dir, "helm-charts", "memcached"))
+		Expect(err).NotTo(HaveOccurred())
+		return chrt
+	}
+	Fail("releases.yaml has no version " + version)
+	return nil
+}
+
+// chartAsVersion is this tree's memcached chart under another version number.
+func chartAsVersion(version string) *chart.Chart {
+	chrt, err := loader.Load(filepath.Join("helm-charts", "memcached"))
+	Expect(err).NotTo(HaveOccurred())
+	chrt.Metadata.Version = version
+	return chrt
+}
+
+// installRelease installs a chart with Helm itself, as an earlier operator version did.
+func installRelease(ctx context.Context, ns, name string, chrt *chart.Chart, vals map[string]any) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	Expect(err).NotTo(HaveOccurred())
+	// Helm itself sets no owner on its release records (the CR does not exist yet).
+	configs, err := helmclient.NewActionConfigGetter(cfg, mapper, helmclient.StorageDriverMapper(
+		helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{DisableOwnerRefInjection: true})))
+	Expect(err).NotTo(HaveOccurred())
+	owner := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	conf, err := configs.ActionConfigFor(ctx, owner)
+	Expect(err).NotTo(HaveOccurred())
+	install := action.NewInstall(conf)
+	install.ReleaseName, install.Namespace = name, ns
+	_, err = install.Run(chrt, vals)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+// ownRecords makes a CR the owner of its release's records, as the storage of the operator's
+// earlier versions did (installRelease writes them as Helm itself does, before the CR exists): the
+// operator takes over only records its CR owns.
+func ownRecords(ctx context.Context, key types.NamespacedName) {
+	mc := &cachev1.Memcached{}
+	Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+	secrets := &corev1.SecretList{}
+	Expect(k8sClient.List(ctx, secrets, client.InNamespace(key.Namespace), client.MatchingLabels{"owner": "helm", "name": key.Name})).To(Succeed())
+	Expect(secrets.Items).NotTo(BeEmpty())
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		Expect(controllerutil.SetControllerReference(mc, s, scheme)).To(Succeed())
+		Expect(k8sClient.Update(ctx, s)).To(Succeed())
+	}
+}
+
+// createMemcached creates a Memcached from a YAML spec, the way a user's manifest does (see cr).
+func createMemcached(ctx context.Context, key types.NamespacedName, spec string) {
+	Expect(k8sClient.Create(ctx, cr("Memcached", key.Namespace, key.Name, spec))).To(Succeed())
+}
+
+// deleteMemcached deletes a Memcached, if there is one, and waits until its uninstall is done and
+// it is gone.
+func deleteMemcached(ctx context.Context, key types.NamespacedName) {
+	mc := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
+	Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, mc))).To(Succeed())
+	Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key, mc)) }, timeout, interval).Should(BeTrue())
+}
+
+// setRollout writes a Deployment's status as its controller would (envtest runs none).
+func setRollout(ctx context.Context, key types.NamespacedName, replicas, updated, available int32) {
+	Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: updated,
+			ReadyReplicas: available, AvailableReplicas: available,
+		}
+		g.Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+}
+
+func memcachedStatus(ctx context.Context, key types.NamespacedName) func(g Gomega) cachev1.MemcachedStatus {
+	return func(g Gomega) cachev1.MemcachedStatus {
+		mc := &cachev1.Memcached{}
+		g.Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+		return mc.Status
+	}
+}
