@@ -75,7 +75,7 @@ func renderChart(t testing.TB, values map[string]any, apiVersions ...string) []*
 const chartNamespace = "default"
 
 // The operator installs releases without Helm's client-side "OpenAPI validation", which on API
-// servers with server-side field validation validates nothing (see actionclient.skipParamCheck).
+// servers with server-side field validation validates nothing (see actionclient.skipOpenAPIValidation).
 // What it would have caught, the API server's strict field validation catches here: every object
 // the chart renders, with every feature on, has no unknown or duplicate field.
 var _ = Describe("The chart's objects", func() {

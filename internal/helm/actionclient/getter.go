@@ -18,6 +18,7 @@ package actionclient
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
@@ -42,6 +43,7 @@ type Clients struct {
 // recording an Event on the CR for each case. opts are the library's own client options.
 func NewGetter(configs helmclient.ActionConfigGetter, clients Clients, recorder events.EventRecorder, capabilitiesTTL time.Duration, opts ...helmclient.ActionClientGetterOption) helmclient.ActionClientGetter {
 	caps := newCapabilities(capabilitiesTTL)
+	opts = append(slices.Clip(opts), skipOpenAPIValidation...)
 	return helmclient.ActionClientGetterFunc(func(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
 		conf, err := configs.ActionConfigFor(ctx, obj)
 		if err != nil {

@@ -149,7 +149,7 @@ func OwnedByRelease(obj, cr client.Object) bool {
 
 // render renders the release an upgrade would make (a dry run).
 func (c *actionClient) render(name, namespace string, chrt *chart.Chart, vals map[string]any, opts []helmclient.UpgradeOption) (*release.Release, error) {
-	render := append(append([]helmclient.UpgradeOption{}, opts...), skipParamCheck, func(u *action.Upgrade) error {
+	render := append(append([]helmclient.UpgradeOption{}, opts...), func(u *action.Upgrade) error {
 		u.DryRun = true
 		return nil
 	})

@@ -57,7 +57,7 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 			sameInputs(cur, chrt, vals) && c.caps.renderedAt(key) == c.generation {
 			return cur, nil
 		}
-		rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, append(opts, skipParamCheck)...)
+		rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
 		if err == nil && cur != nil && rel.Manifest == cur.Manifest {
 			// Up to date under these capabilities; a different render is upgraded next, and
 			// only that upgrade's success marks it.
@@ -98,7 +98,7 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "UpgradeFailed", "UpgradeRelease", "Upgrade of release %s to chart %s: %v", name, to, err)
 		return nil, err
 	}
-	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, append(opts, skipParamCheck)...)
+	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
 	if err != nil {
 		err = c.explainConflict(name, err)
 		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "UpgradeFailed", "UpgradeRelease",
@@ -113,12 +113,9 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 	return rel, nil
 }
 
-// Install installs a release (see skipParamCheck).
+// Install installs a release.
 func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]any, opts ...helmclient.InstallOption) (*release.Release, error) {
-	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, append(opts, func(i *action.Install) error {
-		i.DisableOpenAPIValidation = true
-		return nil
-	})...)
+	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
 	if errors.Is(err, driver.ErrReleaseExists) {
 		return rel, c.takeOver(name)
 	}
@@ -156,16 +153,23 @@ func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption
 	return resp, err
 }
 
-// skipParamCheck turns off what Helm calls OpenAPI validation. On every API server this operator
+// skipOpenAPIValidation turns off, for every install, upgrade and render, what Helm calls OpenAPI
+// validation (the library's default options of its clients). On every API server this operator
 // supports (1.27+ serves the fieldValidation parameter) that validation validates nothing: kubectl's
 // validator asks the server's OpenAPI v3 document whether it supports fieldValidation and, since it
 // does, leaves validation to the server, to which Helm does not send the parameter. The question
 // alone costs a fetch and parse of the OpenAPI document per install, upgrade and render, most of an
 // install's CPU. The API server still rejects invalid objects, and the chart's rendered objects
 // are checked with strict field validation in the tests.
-func skipParamCheck(u *action.Upgrade) error {
-	u.DisableOpenAPIValidation = true
-	return nil
+var skipOpenAPIValidation = []helmclient.ActionClientGetterOption{
+	helmclient.AppendInstallOptions(func(i *action.Install) error {
+		i.DisableOpenAPIValidation = true
+		return nil
+	}),
+	helmclient.AppendUpgradeOptions(func(u *action.Upgrade) error {
+		u.DisableOpenAPIValidation = true
+		return nil
+	}),
 }
 
 func isDryRun(conf *action.Configuration, opts []helmclient.UpgradeOption) bool {
