@@ -195,6 +195,20 @@ func eventReasons(ctx context.Context, kind string, key types.NamespacedName) fu
 // chartOfRelease loads the memcached chart of a released version from the commit releases.yaml
 // records for it, as the operator of that version shipped it.
 func chartOfRelease(version string) *chart.Chart {
+	commit := releaseCommit(version)
+	archive, err := exec.Command("git", "archive", "--format=tar", commit, "helm-charts/memcached").Output()
+	Expect(err).NotTo(HaveOccurred(), "git archive %s: the tests need the repository's history", commit)
+	dir := GinkgoT().TempDir()
+	untar := exec.Command("tar", "-x", "-C", dir)
+	untar.Stdin = bytes.NewReader(archive)
+	Expect(untar.Run()).To(Succeed())
+	chrt, err := loader.Load(filepath.Join(dir, "helm-charts", "memcached"))
+	Expect(err).NotTo(HaveOccurred())
+	return chrt
+}
+
+// releaseCommit is the commit releases.yaml records for a version.
+func releaseCommit(version string) string {
 	raw, err := os.ReadFile("releases.yaml")
 	Expect(err).NotTo(HaveOccurred())
 	var list struct {
@@ -202,21 +216,12 @@ func chartOfRelease(version string) *chart.Chart {
 	}
 	Expect(yaml.Unmarshal(raw, &list)).To(Succeed())
 	for _, r := range list.Releases {
-		if r.Version != version {
-			continue
+		if r.Version == version {
+			return r.Commit
 		}
-		archive, err := exec.Command("git", "archive", "--format=tar", r.Commit, "helm-charts/memcached").Output()
-		Expect(err).NotTo(HaveOccurred(), "git archive %s: the tests need the repository's history", r.Commit)
-		dir := GinkgoT().TempDir()
-		untar := exec.Command("tar", "-x", "-C", dir)
-		untar.Stdin = bytes.NewReader(archive)
-		Expect(untar.Run()).To(Succeed())
-		chrt, err := loader.Load(filepath.Join(dir, "helm-charts", "memcached"))
-		Expect(err).NotTo(HaveOccurred())
-		return chrt
 	}
 	Fail("releases.yaml has no version " + version)
-	return nil
+	return ""
 }
 
 // chartAsVersion is this tree's memcached chart under another version number.

@@ -78,23 +78,6 @@ func readCRDFile(path string) *apiextensionsv1.CustomResourceDefinition {
 	return crd
 }
 
-// releaseCommit is the commit releases.yaml records for a version.
-func releaseCommit(version string) string {
-	raw, err := os.ReadFile("releases.yaml")
-	Expect(err).NotTo(HaveOccurred())
-	var list struct {
-		Releases []struct{ Version, Commit string }
-	}
-	Expect(yaml.Unmarshal(raw, &list)).To(Succeed())
-	for _, r := range list.Releases {
-		if r.Version == version {
-			return r.Commit
-		}
-	}
-	Fail("releases.yaml has no version " + version)
-	return ""
-}
-
 var _ = Describe("What was made before 1.0.0", func() {
 	var (
 		ctx context.Context
