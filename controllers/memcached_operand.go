@@ -35,7 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/internal/helm/actionclient"
+	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/helm/library"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/operand"
@@ -63,7 +63,7 @@ const DefaultRetireDelay = 10 * time.Second
 //     spec.memcached.memoryLimitMB -> maxMemoryMB), so CRs written for an older release converge
 //     to the current schema; the chart still reads the old name until then;
 //   - it retires the pods of an earlier release that an upgrade replacing the Deployment left
-//     running (see internal/helm/actionclient): they serve until the new Deployment's pods are all
+//     running (see internal/helm): they serve until the new Deployment's pods are all
 //     available, then leave the Service, and stop RetireDelay later, so no client request fails;
 //   - it reports the memcached pods in status: the version they run, replica counts, and the
 //     conditions Available and Progressing, from the release's Deployment.
@@ -108,7 +108,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	st := mc.Status.DeepCopy()
 	observeOperand(st, deploy, retiring)
-	revision, err := actionclient.DeployedRevision(ctx, r.Client, mc.Namespace, mc.Name)
+	revision, err := helm.DeployedRevision(ctx, r.Client, mc.Namespace, mc.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -204,7 +204,7 @@ func (r *MemcachedOperandReconciler) deploymentOf(ctx context.Context, mc *cache
 		return nil, fmt.Errorf("list Deployments of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
 	for i := range list.Items {
-		if d := &list.Items[i]; d.DeletionTimestamp == nil && actionclient.OwnedByRelease(d, mc) {
+		if d := &list.Items[i]; d.DeletionTimestamp == nil && helm.OwnedByRelease(d, mc) {
 			return d, nil
 		}
 	}

@@ -35,7 +35,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/internal/helm/actionclient"
+	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/operand"
 )
@@ -182,7 +182,7 @@ func CacheOptions(watchNamespaces []string) cache.Options {
 			&corev1.Pod{}: {Label: k8slabels.NewSelector().Add(*memcachedPods)},
 			// The Helm reconcilers watch the release records this operator wrote; no other Secret,
 			// and no Helm release of others, is needed.
-			&corev1.Secret{}: {Label: actionclient.RecordSelector()},
+			&corev1.Secret{}: {Label: helm.RecordSelector()},
 		}}
 	for _, ns := range watchNamespaces {
 		if opts.DefaultNamespaces == nil {

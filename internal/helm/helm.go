@@ -40,6 +40,7 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"helm.sh/helm/v3/pkg/chartutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -158,3 +159,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 // waitForDeletionTimeout is how long an uninstall waits for the CR to be gone (the library's
 // default, which its own set-up would apply).
 const waitForDeletionTimeout = 30 * time.Second
+
+// RecordSelector selects the release records this operator writes: the manager's Secret cache
+// needs no other.
+func RecordSelector() k8slabels.Selector { return actionclient.RecordSelector() }
+
+// OwnedByRelease reports whether obj was made for the release of the CR cr (see
+// actionclient.OwnedByRelease).
+func OwnedByRelease(obj, cr client.Object) bool { return actionclient.OwnedByRelease(obj, cr) }
+
+// DeployedRevision is the revision of the deployed release of the CR name in namespace, from the
+// release records in the cache (see actionclient.DeployedRevision).
+func DeployedRevision(ctx context.Context, c client.Reader, namespace, name string) (int32, error) {
+	return actionclient.DeployedRevision(ctx, c, namespace, name)
+}
