@@ -29,9 +29,6 @@ const (
 	// Finalizer is the finalizer the library's reconciler puts on each CR it has taken on
 	// (pkg/reconciler, uninstallFinalizer).
 	Finalizer = "uninstall-helm-release"
-	// ConditionReleaseFailed is the condition the library sets when an install or upgrade fails
-	// (pkg/reconciler/internal/conditions, TypeReleaseFailed).
-	ConditionReleaseFailed = "ReleaseFailed"
 
 	// The labels of Helm's release records (helm.sh/helm/v3/pkg/storage/driver, Secrets driver):
 	// RecordOwner is "helm" on every record, RecordName the release's name, RecordStatus its state.
