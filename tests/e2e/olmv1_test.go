@@ -148,11 +148,10 @@ var _ = Describe("Through OLM v1", Ordered, func() {
 	})
 
 	DescribeTable("upgrades from the previous release without a failed request",
-		func(target func() string) {
+		func(ns string, target func() string) {
 			applyOLMv1(previousVersion, "")
 			Eventually(extensionCondition("Installed"), 5*time.Minute, poll).Should(HavePrefix("True/"))
 			Expect(installedVersion()).To(Equal(previousVersion))
-			ns := "memcached-olmv1-upgrade"
 			kubectl("create", "namespace", ns)
 			DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
 			createCRsOf(ns, previousVersion)
@@ -167,10 +166,10 @@ var _ = Describe("Through OLM v1", Ordered, func() {
 			expectOperandsMigrated(ns, uids)
 			Expect(p.stop().Failures).To(BeZero(), "no client request fails during the upgrade")
 		},
-		Entry("by the ClusterExtension's version", func() string { return currentVersion }),
+		Entry("by the ClusterExtension's version", "memcached-olmv1-version", func() string { return currentVersion }),
 		// The catalog's graph (CatalogProvided, the default policy) leads from the previous
 		// release to the channel's head.
-		Entry("to the channel's head, by a version range", func() string { return ">=" + previousVersion }),
+		Entry("to the channel's head, by a version range", "memcached-olmv1-range", func() string { return ">=" + previousVersion }),
 	)
 })
 

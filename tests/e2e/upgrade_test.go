@@ -166,8 +166,9 @@ func expectMigrated(ns, from string, uids map[string]types.UID, events bool) {
 	}, timeout, poll).ShouldNot(ContainSubstring(csvOf(from)), "the new CSV replaces the old one")
 	expectOperandsMigrated(ns, uids)
 	if events {
-		reasons := kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name=memcached-sample", "-o", "jsonpath={.items[*].reason}")
-		Expect(strings.Fields(reasons)).To(ContainElements(migrationEvents(from)))
+		Eventually(func() []string {
+			return strings.Fields(kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name=memcached-sample", "-o", "jsonpath={.items[*].reason}"))
+		}, timeout, poll).Should(ContainElements(migrationEvents(from)))
 	}
 }
 
@@ -189,6 +190,9 @@ func expectOperandsMigrated(ns string, uids map[string]types.UID) {
 		mc := &cachev1.Memcached{}
 		g.Expect(k8s.Get(ctx(), key, mc)).To(Succeed())
 		g.Expect(mc.UID).To(Equal(uids["memcached"]), "the same Memcached")
+		// Only the current release reports the revision, and an upgrade makes a new one: the
+		// state below is the new operator's, not the old one's before it was replaced.
+		g.Expect(mc.Status.DeployedRelease).To(HaveField("Revision", BeNumerically(">", 1)), "the release upgraded by the new operator")
 		g.Expect(mc.Spec.Memcached).To(HaveField("MaxMemoryMB", BeEquivalentTo(96)))
 		g.Expect(mc.Spec.Memcached).To(HaveField("MemoryLimitMB", BeZero()))
 		g.Expect(mc.Status.Version).To(Equal("1.6.39"))
