@@ -110,17 +110,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 	if ttl == 0 {
 		ttl = actionclient.DefaultCapabilitiesTTL
 	}
+	// No rollback on a failed upgrade: the library's forced rollback recreates objects whose
+	// immutable fields changed, and a rollback of an upgrade that keeps failing loops. The
+	// wrapper backs off instead and keeps the failed release for inspection.
+	// Live reads: upgrades read the ReplicaSets they replace, which nothing else watches.
+	getter, err := actionclient.NewGetter(configs, actionclient.Clients{Live: opts.Live, Cached: mgr.GetClient()}, recorder, ttl, helmclient.WithFailureRollbacks(false))
+	if err != nil {
+		return fmt.Errorf("helm action client: %w", err)
+	}
 	goConditions := map[string]bool{}
 	for _, c := range opts.GoConditions {
 		goConditions[c] = true
 	}
 	ropts := []reconciler.Option{
 		reconciler.WithClient(sharedStatusClient{Client: mgr.GetClient(), live: mgr.GetAPIReader(), goConditions: goConditions}),
-		// No rollback on a failed upgrade: the library's forced rollback recreates objects whose
-		// immutable fields changed, and a rollback of an upgrade that keeps failing loops. The
-		// wrapper backs off instead and keeps the failed release for inspection.
-		// Live reads: upgrades read the ReplicaSets they replace, which nothing else watches.
-		reconciler.WithActionClientGetter(actionclient.NewGetter(configs, actionclient.Clients{Live: opts.Live, Cached: mgr.GetClient()}, recorder, ttl, helmclient.WithFailureRollbacks(false))),
+		reconciler.WithActionClientGetter(getter),
 		reconciler.WithEventRecorder(libraryEvents{recorder}),
 		reconciler.WithChart(*w.Chart),
 		reconciler.WithGroupVersionKind(w.GroupVersionKind),

@@ -18,6 +18,7 @@ package actionclient
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -40,41 +41,61 @@ type Clients struct {
 }
 
 // NewGetter returns an ActionClientGetter whose clients add the behaviour this package describes,
-// recording an Event on the CR for each case. opts are the library's own client options.
-func NewGetter(configs helmclient.ActionConfigGetter, clients Clients, recorder events.EventRecorder, capabilitiesTTL time.Duration, opts ...helmclient.ActionClientGetterOption) helmclient.ActionClientGetter {
+// recording an Event on the CR for each case. opts are the library's own client options. The
+// library's getter is built once; each client it makes gets the shared capabilities (sharedCaps).
+func NewGetter(configs helmclient.ActionConfigGetter, clients Clients, recorder events.EventRecorder, capabilitiesTTL time.Duration, opts ...helmclient.ActionClientGetterOption) (helmclient.ActionClientGetter, error) {
 	caps := newCapabilities(capabilitiesTTL)
-	opts = append(slices.Clip(opts), skipOpenAPIValidation...)
+	library, err := helmclient.NewActionClientGetter(sharedCaps{configs: configs, caps: caps}, append(slices.Clip(opts), skipOpenAPIValidation...)...)
+	if err != nil {
+		return nil, err
+	}
 	return helmclient.ActionClientGetterFunc(func(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
-		conf, err := configs.ActionConfigFor(ctx, obj)
+		// One action configuration serves both the library's client and the wrapper.
+		made := &madeConfig{}
+		ac, err := library.ActionClientFor(context.WithValue(ctx, madeConfigKey{}, made), obj)
 		if err != nil {
 			return nil, err
 		}
-		capsNow, generation, err := caps.get(conf.RESTClientGetter)
-		if err != nil {
-			return nil, err
+		if made.conf == nil {
+			return nil, fmt.Errorf("the library made a client for %s without asking for its configuration", client.ObjectKeyFromObject(obj))
 		}
-		conf.Capabilities = capsNow
-		if kc, ok := conf.KubeClient.(*kube.Client); ok {
-			conf.KubeClient = reachableClient{Client: kc, caps: caps}
-		}
-		// One action configuration serves both the library's client and the in-sync check.
-		getter, err := helmclient.NewActionClientGetter(fixedConfig{conf}, opts...)
-		if err != nil {
-			return nil, err
-		}
-		ac, err := getter.ActionClientFor(ctx, obj)
-		if err != nil {
-			return nil, err
-		}
-		return &actionClient{ActionInterface: ac, conf: conf, caps: caps, generation: generation,
+		return &actionClient{ActionInterface: ac, conf: made.conf, caps: caps, generation: made.generation,
 			client: clients.Live, cached: clients.Cached, owner: obj, recorder: recorder}, nil
-	})
+	}), nil
 }
 
-type fixedConfig struct{ conf *action.Configuration }
+// sharedCaps gives each action configuration the cluster's capabilities of caps, and the
+// reachability check answered from them, and leaves the configuration in the caller's
+// madeConfig (in the context the library passes on), for the wrapper to use the same one.
+type sharedCaps struct {
+	configs helmclient.ActionConfigGetter
+	caps    *capabilities
+}
 
-func (f fixedConfig) ActionConfigFor(context.Context, client.Object) (*action.Configuration, error) {
-	return f.conf, nil
+type madeConfigKey struct{}
+
+type madeConfig struct {
+	conf       *action.Configuration
+	generation int // of the capabilities conf holds
+}
+
+func (s sharedCaps) ActionConfigFor(ctx context.Context, obj client.Object) (*action.Configuration, error) {
+	conf, err := s.configs.ActionConfigFor(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	capsNow, generation, err := s.caps.get(conf.RESTClientGetter)
+	if err != nil {
+		return nil, err
+	}
+	conf.Capabilities = capsNow
+	if kc, ok := conf.KubeClient.(*kube.Client); ok {
+		conf.KubeClient = reachableClient{Client: kc, caps: s.caps}
+	}
+	if made, ok := ctx.Value(madeConfigKey{}).(*madeConfig); ok {
+		made.conf, made.generation = conf, generation
+	}
+	return conf, nil
 }
 
 type actionClient struct {
@@ -85,8 +106,8 @@ type actionClient struct {
 	generation int
 	client     client.Client
 	cached     client.Client
-	// current is the release Get last returned: the reconcile's next step (a dry-run upgrade)
-	// compares against it.
+	// current is the release Get last returned, which lastRelease serves to the reconcile's
+	// next steps (a dry-run upgrade, an upgrade) without reading it again.
 	current  *release.Release
 	owner    client.Object // the CR of the release
 	recorder events.EventRecorder

@@ -52,8 +52,8 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		// these values, and the chart was rendered for it under the current capabilities: its
 		// manifest is what the chart renders. This is every periodic reconcile of an unchanged
 		// CR in an unchanged cluster.
-		cur := c.current
-		if cur != nil && cur.Name == name && cur.Info != nil && cur.Info.Status == release.StatusDeployed &&
+		cur, _ := c.lastRelease(name) // none: render
+		if cur != nil && cur.Info != nil && cur.Info.Status == release.StatusDeployed &&
 			sameInputs(cur, chrt, vals) && c.caps.renderedAt(key) == c.generation {
 			return cur, nil
 		}
@@ -65,13 +65,9 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		}
 		return rel, err
 	}
-	// The library read the release (Get) just before upgrading it.
-	last := c.current
-	if last == nil || last.Name != name {
-		var err error
-		if last, err = c.conf.Releases.Last(name); err != nil {
-			return nil, fmt.Errorf("read release %s: %w", name, err)
-		}
+	last, err := c.lastRelease(name)
+	if err != nil {
+		return nil, fmt.Errorf("read release %s: %w", name, err)
 	}
 	from, to := c.runningChart(last), chartVersion(chrt)
 	newest := chartVersion(last.Chart) // a failed or cut-off upgrade to a newer chart counts too
@@ -151,6 +147,15 @@ func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption
 		c.caps.forget(types.NamespacedName{Namespace: c.owner.GetNamespace(), Name: name})
 	}
 	return resp, err
+}
+
+// lastRelease is the newest revision of release name: the one Get returned, as the library reads
+// the release at the start of each reconcile, else read from the (cached) release records.
+func (c *actionClient) lastRelease(name string) (*release.Release, error) {
+	if c.current != nil && c.current.Name == name {
+		return c.current, nil
+	}
+	return c.conf.Releases.Last(name)
 }
 
 // skipOpenAPIValidation turns off, for every install, upgrade and render, what Helm calls OpenAPI
