@@ -166,3 +166,40 @@ func TestDescriptorsCoverExamples(t *testing.T) {
 		}
 	}
 }
+
+// What an OKD catalog reads besides the community requirements: the platforms the operator
+// supports, as labels (OperatorHub filters on them), and a maturity that matches the channel the
+// package defaults to.
+func TestCatalogMetadata(t *testing.T) {
+	csv := loadCSV(t)
+	for _, label := range []string{"operatorframework.io/arch.amd64", "operatorframework.io/os.linux"} {
+		if csv.Labels[label] != "supported" {
+			t.Errorf("label %s = %q, want supported", label, csv.Labels[label])
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "bundle", "metadata", "annotations.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct{ Annotations map[string]string }
+	if err := yaml.Unmarshal(raw, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if channel := meta.Annotations["operators.operatorframework.io.bundle.channel.default.v1"]; channel != "stable" || csv.Spec.Maturity != "stable" {
+		t.Errorf("default channel %q, maturity %q: a release in the stable channel says it is stable", channel, csv.Spec.Maturity)
+	}
+}
+
+// The catalog image is built on a pinned opm, the one that validated the catalog: an image
+// built from catalog.Dockerfile today and next year serves the catalog the same way.
+func TestCatalogDockerfilePinsOPM(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(root, "catalog.Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^FROM (\S+)`).FindAllStringSubmatch(string(raw), -1) {
+		if !regexp.MustCompile(`^quay\.io/operator-framework/opm:v\d+\.\d+\.\d+$`).MatchString(m[1]) {
+			t.Errorf("catalog.Dockerfile: FROM %s, want quay.io/operator-framework/opm:v<version>", m[1])
+		}
+	}
+}
