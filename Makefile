@@ -181,7 +181,8 @@ CATALOG_ROOT ?= catalog
 catalog: $(OPM) ## Write catalog/ from catalog-template.yaml, releases.yaml and the bundles of every release; validate it.
 	go run ./hack/release catalog -opm $(OPM) -version $(VERSION) -out $(CATALOG_ROOT) \
 		-image-template '$(IMAGE_TAG_BASE)-bundle:v{{.Version}}'
-	rm -f $(CATALOG_ROOT).Dockerfile && $(OPM) generate dockerfile $(CATALOG_ROOT)
+	rm -f $(CATALOG_ROOT).Dockerfile && $(OPM) generate dockerfile $(CATALOG_ROOT) \
+		--base-image quay.io/operator-framework/opm:$(OPM_VERSION) --builder-image quay.io/operator-framework/opm:$(OPM_VERSION)
 
 .PHONY: catalog-validate
 catalog-validate: $(OPM) ## Validate catalog/ (opm validate).

@@ -1,12 +1,12 @@
 # The builder image is expected to contain
 # /bin/opm (with serve subcommand)
-FROM quay.io/operator-framework/opm:latest as builder
+FROM quay.io/operator-framework/opm:v1.73.0 as builder
 
 # Copy FBC root into image at /configs and pre-populate serve cache
 ADD catalog /configs
 RUN ["/bin/opm", "serve", "/configs", "--cache-dir=/tmp/cache", "--cache-only"]
 
-FROM quay.io/operator-framework/opm:latest
+FROM quay.io/operator-framework/opm:v1.73.0
 # The base image is expected to contain
 # /bin/opm (with serve subcommand) and /bin/grpc_health_probe
 
