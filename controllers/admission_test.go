@@ -204,6 +204,16 @@ var _ = Describe("Admission of bad input", func() {
 			"spec.priorityClassName in body should match"),
 		Entry("a priorityClassName of the system classes", "Memcached", "  priorityClassName: system-cluster-critical",
 			"priorityClassName: the system- priority classes are for kube-system"),
+		Entry("an image pull secret name that adds pod fields", "Memcached", "  imagePullSecrets: [{name: \"x\\n      hostNetwork: true\"}]",
+			"spec.imagePullSecrets[0].name in body should match"),
+		Entry("an image pull secret without a name", "Memcached", "  imagePullSecrets: [{}]",
+			"spec.imagePullSecrets[0].name: Required value"),
+		Entry("the same image pull secret twice", "Memcached", "  imagePullSecrets: [{name: mirror}, {name: mirror}]",
+			"spec.imagePullSecrets[1]: Duplicate value"),
+		Entry("more than 8 image pull secrets", "MemcachedBackup", "  size: 1\n  imagePullSecrets: [{name: a}, {name: b}, {name: c}, {name: d}, {name: e}, {name: f}, {name: g}, {name: h}, {name: i}]",
+			"spec.imagePullSecrets: Too many: 9: must have at most 8 items"),
+		Entry("a MemcachedBackup image pull secret with an upper-case name", "MemcachedBackup", "  size: 1\n  imagePullSecrets: [{name: Mirror}]",
+			"spec.imagePullSecrets[0].name in body should match"),
 
 		// NetworkPolicy
 		Entry("an allowed client that selects nothing", "Memcached", "  networkPolicy: {allowedClients: [{}]}",

@@ -119,6 +119,7 @@ func TestChartCannotBeSteeredByValues(t *testing.T) {
 	for _, attack := range []map[string]any{
 		{"podDisruptionBudget": map[string]any{"maxUnavailable": "1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system"}},
 		{"priorityClassName": "x\n      hostNetwork: true\n      hostPID: true"},
+		{"imagePullSecrets": []any{map[string]any{"name": "x\n      hostNetwork: true"}}},
 	} {
 		vals := valuesFor(schema, rand.New(rand.NewPCG(0, 0)), []string{"x"}).(map[string]any)
 		maps.Copy(vals, attack)
@@ -172,7 +173,7 @@ const releaseName = "memcached-sample"
 // podSpecFields and containerFields are what the chart means to set in a pod; anything else in a
 // rendered pod came from a value.
 var (
-	podSpecFields   = []string{"affinity", "automountServiceAccountToken", "containers", "nodeSelector", "priorityClassName", "securityContext", "serviceAccountName", "tolerations"}
+	podSpecFields   = []string{"affinity", "automountServiceAccountToken", "containers", "imagePullSecrets", "nodeSelector", "priorityClassName", "securityContext", "serviceAccountName", "tolerations"}
 	containerFields = []string{"args", "image", "imagePullPolicy", "lifecycle", "livenessProbe", "name", "ports", "readinessProbe", "resources", "securityContext"}
 )
 
@@ -286,6 +287,16 @@ func checkDeployment(obj map[string]any, vals map[string]any) []string {
 	for k, v := range vals["podLabels"].(map[string]any) {
 		if d.Spec.Template.Labels[k] != v {
 			problems = append(problems, fmt.Sprintf("pod label %.80q is %.80q, want %.80q", k, d.Spec.Template.Labels[k], v))
+		}
+	}
+	secrets, _ := vals["imagePullSecrets"].([]any)
+	if len(spec.ImagePullSecrets) != len(secrets) {
+		problems = append(problems, fmt.Sprintf("%d image pull secrets, want the %d of the value", len(spec.ImagePullSecrets), len(secrets)))
+	} else {
+		for i, ref := range spec.ImagePullSecrets {
+			if want := dig(secrets[i].(map[string]any), "name"); ref.Name != want {
+				problems = append(problems, fmt.Sprintf("image pull secret %.80q, want the value %.80q", ref.Name, want))
+			}
 		}
 	}
 	if tol, _ := vals["tolerations"].([]any); len(spec.Tolerations) != len(tol) {

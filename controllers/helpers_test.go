@@ -300,3 +300,14 @@ func memcachedStatus(ctx context.Context, key types.NamespacedName) func(g Gomeg
 		return mc.Status
 	}
 }
+
+// withSpec is the CR of kind at key as it is now, with its spec replaced by spec (as cr takes it),
+// ready for an Update.
+func withSpec(ctx context.Context, kind string, key types.NamespacedName, spec string) *unstructured.Unstructured {
+	live := &unstructured.Unstructured{}
+	live.SetAPIVersion("cache.my.domain/v1")
+	live.SetKind(kind)
+	Expect(k8sClient.Get(ctx, key, live)).To(Succeed())
+	live.Object["spec"] = cr(kind, key.Namespace, key.Name, spec).Object["spec"]
+	return live
+}
