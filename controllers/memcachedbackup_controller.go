@@ -251,6 +251,10 @@ func (r *MemcachedBackupReconciler) mutateDeployment(backup *cachev1.MemcachedBa
 	}
 	tmpl.Spec.AutomountServiceAccountToken = ptr.To(false)
 	tmpl.Spec.SecurityContext = r.Platform.PodSecurityContext()
+	tmpl.Spec.ImagePullSecrets = nil
+	for _, s := range backup.Spec.ImagePullSecrets {
+		tmpl.Spec.ImagePullSecrets = append(tmpl.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s.Name})
+	}
 
 	i := slices.IndexFunc(tmpl.Spec.Containers, func(c corev1.Container) bool { return c.Name == "memcached" })
 	if i < 0 {

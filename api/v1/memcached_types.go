@@ -131,6 +131,15 @@ type MemcachedSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod labels",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PodLabels map[string]LabelValue `json:"podLabels,omitempty"`
 
+	// imagePullSecrets are Secrets in this namespace that the pods pull their images with, e.g.
+	// from a private mirror (see LocalSecretReference).
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image pull secrets",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	ImagePullSecrets []LocalSecretReference `json:"imagePullSecrets,omitempty"`
+
 	// priorityClassName of the pods: the name of a PriorityClass (a DNS subdomain). The system-
 	// classes are for kube-system only, and refused.
 	// +kubebuilder:validation:MaxLength=253

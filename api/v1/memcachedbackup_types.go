@@ -28,6 +28,26 @@ type MemcachedBackupSpec struct {
 	// +required
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	Size int32 `json:"size"`
+
+	// imagePullSecrets are Secrets in this namespace that the pods pull their images with, e.g.
+	// from a private mirror (see LocalSecretReference).
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image pull secrets",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	ImagePullSecrets []LocalSecretReference `json:"imagePullSecrets,omitempty"`
+}
+
+// LocalSecretReference names a Secret in the namespace of the CR that refers to it. The operator
+// never reads it: the kubelet does, for the pods of that namespace only.
+type LocalSecretReference struct {
+	// name of the Secret (a DNS subdomain).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	Name string `json:"name"`
 }
 
 // Condition types of a MemcachedBackup.
