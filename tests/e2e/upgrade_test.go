@@ -119,13 +119,19 @@ type liveProbe struct{ ns, name string }
 
 func startProbe(ns, addr string) *liveProbe {
 	p := &liveProbe{ns: ns, name: "upgrade-probe"}
-	pod := probePod(ns, p.name, "-addr", addr, "-interval", "50ms", "-linger", "45s")
+	pod := probePod(ns, p.name, "-addr", addr, "-interval", "50ms", "-linger", "45s", "-wait-ready", "2m")
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60) // the linger, to read its report
 	Expect(k8s.Create(ctx(), pod)).To(Succeed())
 	Eventually(func(g Gomega) corev1.PodPhase {
 		g.Expect(k8s.Get(ctx(), client.ObjectKeyFromObject(pod), pod)).To(Succeed())
 		return pod.Status.Phase
 	}, timeout, poll).Should(Equal(corev1.PodRunning))
+	// Counting starts once the Service routes: a new Service works only when kube-proxy has
+	// synced it, which is no part of an upgrade.
+	Eventually(func() string {
+		logs, _ := kubectlOut("-n", ns, "logs", p.name)
+		return logs
+	}, timeout, poll).Should(ContainSubstring("first request served; probing"), "memcache-probe reaches memcached through the Service")
 	return p
 }
 

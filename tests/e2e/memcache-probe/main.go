@@ -52,6 +52,7 @@ func main() {
 	duration := flag.Duration("duration", 0, "keep probing this long (until SIGTERM if 0 and -keys is 0)")
 	interval := flag.Duration("interval", 50*time.Millisecond, "pause between probes")
 	linger := flag.Duration("linger", 0, "after the report, stay up this long")
+	waitReady := flag.Duration("wait-ready", 0, "before probing, wait this long at most for a first served request, uncounted (a new Service is routed only once kube-proxy has synced it)")
 	flag.Parse()
 	if *addr == "" {
 		fmt.Fprintln(os.Stderr, "-addr is required")
@@ -62,6 +63,7 @@ func main() {
 	if *keys > 0 {
 		res = fixedKeys(*addr, *keys)
 	} else {
+		awaitServed(*addr, *waitReady, *interval)
 		res = probe(*addr, *duration, *interval)
 	}
 	out, _ := json.Marshal(res)
@@ -78,6 +80,26 @@ func fixedKeys(addr string, n int) result {
 		res.record(setGet(addr, fmt.Sprintf("probe-%d", i), fmt.Sprintf("value-%d", i)))
 	}
 	return res
+}
+
+// awaitServed retries a request until one is served or wait has passed, and says which on stderr.
+func awaitServed(addr string, wait, interval time.Duration) {
+	if wait <= 0 {
+		return
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		err := setGet(addr, "ready", "1")
+		if err == nil {
+			fmt.Fprintf(os.Stderr, "%s first request served; probing\n", time.Now().Format(time.RFC3339Nano))
+			return
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "%s no request served within %s (%v); probing anyway\n", time.Now().Format(time.RFC3339Nano), wait, err)
+			return
+		}
+		time.Sleep(interval)
+	}
 }
 
 func probe(addr string, duration, interval time.Duration) result {
