@@ -71,8 +71,8 @@ func main() {
 	flag.StringVar(&o.lockName, "leader-election-id", "memcached-operator-lock", "Name of the leader lock ConfigMap in the operator's namespace.")
 	flag.StringVar(&o.controllers.WatchesFile, "watches-file", "watches.yaml", "Path of the Helm watches file.")
 	flag.DurationVar(&o.controllers.Helm.ReconcilePeriod, "reconcile-period", time.Minute, "How often each Helm release is re-checked for drift.")
-	flag.IntVar(&o.controllers.Helm.MaxConcurrentReconciles, "max-concurrent-reconciles", runtime.NumCPU(), "Workers per controller: each Helm-driven kind, the Go side of Memcached, MemcachedBackup.")
-	flag.IntVar(&o.controllers.Helm.MaxReleaseHistory, "max-release-history", 10, "Helm release revisions kept per Memcached.")
+	flag.IntVar(&o.controllers.Helm.Workers, "max-concurrent-reconciles", runtime.NumCPU(), "Workers per controller: each Helm-driven kind, the Go side of Memcached, MemcachedBackup.")
+	flag.IntVar(&o.controllers.Helm.MaxHistory, "max-release-history", 10, "Helm release revisions kept per Memcached.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -122,7 +122,7 @@ func run(ctx context.Context, o options) error {
 		Cache:                  controllers.CacheOptions(o.controllers.WatchNamespaces),
 		Client:                 controllers.ClientOptions(),
 		// The Go side of Memcached writes the status of as many CRs as the Helm side installs.
-		Controller: config.Controller{MaxConcurrentReconciles: o.controllers.Helm.MaxConcurrentReconciles},
+		Controller: config.Controller{MaxConcurrentReconciles: o.controllers.Helm.Workers},
 		// Leader for life (operator-lib) is used instead of controller-runtime's lease election.
 		LeaderElection: false,
 	})

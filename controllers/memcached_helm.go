@@ -18,7 +18,6 @@ package controllers
 
 import (
 	"context"
-	"time"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,31 +42,16 @@ import (
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// HelmOptions are the operator-wide settings of the Helm reconciler of Memcached (see helm.Options).
-type HelmOptions struct {
-	// ReconcilePeriod re-renders and re-checks each release this often (drift repair).
-	ReconcilePeriod time.Duration
-	// MaxConcurrentReconciles is the number of workers per watched kind.
-	MaxConcurrentReconciles int
-	// MaxReleaseHistory is the number of release revisions kept per CR.
-	MaxReleaseHistory int
-	// CapabilitiesTTL is how long renders reuse the cluster's capabilities (0: the default).
-	CapabilitiesTTL time.Duration
-}
-
 // setupMemcachedHelm sets up the Helm side of Memcached (internal/helm) with this operator's
 // values translation: its image for CRs that name none (nil: the chart's own) and its namespace,
 // and the status conditions its Go side owns.
 func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, cfg Config, defaultImage *operand.Image, live client.Client) error {
 	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	return helm.Setup(ctx, mgr, w, helm.Options{
-		Translator:      ValuesTranslator(OperatorValues{Image: defaultImage, Namespace: cfg.Namespace}, recorder),
-		GoConditions:    []string{ConditionAvailable, ConditionProgressing},
-		ReconcilePeriod: cfg.Helm.ReconcilePeriod,
-		Workers:         cfg.Helm.MaxConcurrentReconciles,
-		MaxHistory:      cfg.Helm.MaxReleaseHistory,
-		Namespaces:      cfg.WatchNamespaces,
-		Live:            live,
-		CapabilitiesTTL: cfg.Helm.CapabilitiesTTL,
+		Translator:   ValuesTranslator(OperatorValues{Image: defaultImage, Namespace: cfg.Namespace}, recorder),
+		GoConditions: []string{ConditionAvailable, ConditionProgressing},
+		Settings:     cfg.Helm,
+		Namespaces:   cfg.WatchNamespaces,
+		Live:         live,
 	})
 }

@@ -51,7 +51,7 @@ type Config struct {
 	// RelatedImage is the memcached image of CRs that name none (RELATED_IMAGE_MEMCACHED, which
 	// OLM lists in relatedImages and a mirror may replace); "": the chart's pinned image.
 	RelatedImage string
-	Helm         HelmOptions
+	Helm         helm.Settings
 	// RetireDelay: see DefaultRetireDelay (0: that).
 	RetireDelay time.Duration
 }

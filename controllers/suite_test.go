@@ -46,6 +46,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
+	"github.com/example/memcached-operator/internal/helm"
 )
 
 // The suite runs the operator's controllers, set up exactly as main.go does, against a real
@@ -126,7 +127,7 @@ var _ = BeforeSuite(func() {
 		WatchesFile:  "watches.yaml",
 		Namespace:    "memcached-operator-system",
 		RelatedImage: relatedImage,
-		Helm: controllers.HelmOptions{ReconcilePeriod: reconcilePeriod, MaxConcurrentReconciles: 2, MaxReleaseHistory: 10,
+		Helm: helm.Settings{ReconcilePeriod: reconcilePeriod, Workers: 2, MaxHistory: 10,
 			CapabilitiesTTL: capabilitiesTTL},
 		RetireDelay: retireDelay,
 	})).To(Succeed())

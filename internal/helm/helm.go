@@ -48,28 +48,35 @@ import (
 	"github.com/example/memcached-operator/internal/helm/library"
 )
 
-// Options are the settings of one Helm-driven kind. A watch in watches.yaml may set its own
-// reconcilePeriod and maxConcurrentReconciles, which win over ReconcilePeriod and Workers.
-type Options struct {
-	// Translator turns a CR into the chart's values.
-	Translator values.Translator
-	// GoConditions are the status condition types the Go side of the kind owns: the library's
-	// status writes keep them as they are (status.go).
-	GoConditions []string
+// Settings are the operator-wide settings of the Helm reconcilers (the manager's flags). A watch
+// in watches.yaml may set its own reconcilePeriod and maxConcurrentReconciles, which win over
+// ReconcilePeriod and Workers.
+type Settings struct {
 	// ReconcilePeriod re-renders and re-checks each release this often (drift repair).
 	ReconcilePeriod time.Duration
 	// Workers is the number of concurrent reconciles.
 	Workers int
 	// MaxHistory is the number of release revisions kept per CR.
 	MaxHistory int
+	// CapabilitiesTTL is how long the cluster's capabilities are reused by every render; 0:
+	// actionclient.DefaultCapabilitiesTTL.
+	CapabilitiesTTL time.Duration
+}
+
+// Options are what Setup needs for one Helm-driven kind: the settings, and what the kind's
+// values and status mean.
+type Options struct {
+	Settings
+	// Translator turns a CR into the chart's values.
+	Translator values.Translator
+	// GoConditions are the status condition types the Go side of the kind owns: the library's
+	// status writes keep them as they are (status.go).
+	GoConditions []string
 	// Namespaces are the watched namespaces (empty: all), where release records of earlier
 	// versions are taken over.
 	Namespaces []string
 	// Live is an uncached client, for what the manager's cache does not hold.
 	Live client.Client
-	// CapabilitiesTTL is how long the cluster's capabilities are reused by every render; 0:
-	// actionclient.DefaultCapabilitiesTTL.
-	CapabilitiesTTL time.Duration
 }
 
 // Setup registers the reconciler of the watch's kind with the manager: the release records' index

@@ -46,10 +46,10 @@ const (
 // ClusterExtension's spec.
 func applyOLMv1(version, patch string) {
 	manifests := kubectl("kustomize", "config/olmv1")
-	shipped := regexpValue(manifests, "ref: ")
+	shipped := yamlValue(manifests, "ref: ")
 	Expect(shipped).NotTo(BeEmpty(), "config/olmv1 names a catalog image")
 	manifests = strings.Replace(manifests, "ref: "+shipped, "ref: "+catalogImage, 1)
-	shippedVersion := regexpValue(manifests, "version: ")
+	shippedVersion := yamlValue(manifests, "version: ")
 	manifests = strings.Replace(manifests, "version: "+shippedVersion, "version: "+quote(version), 1)
 	f := filepath.Join(GinkgoT().TempDir(), "olmv1.yaml")
 	Expect(os.WriteFile(f, []byte(manifests), 0o644)).To(Succeed())
@@ -59,8 +59,8 @@ func applyOLMv1(version, patch string) {
 	}
 }
 
-// regexpValue is the value of the first "key value" line of a YAML text.
-func regexpValue(text, key string) string {
+// yamlValue is the value of the first "key value" line of a YAML text.
+func yamlValue(text, key string) string {
 	for _, line := range strings.Split(text, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key); ok {
 			return strings.TrimSpace(v)
