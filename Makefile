@@ -110,9 +110,12 @@ test: verify-generated vet lint lint-chart envtest ## Unit and envtest tests, st
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test ./... -coverprofile cover.out
 	cd hack/cluster && go test ./...
 
+# The last e2e run's output; on failure, `make test-e2e` ends with what failed, read from it.
+E2E_LOG ?= $(LOCALBIN)/e2e.log
+
 .PHONY: test-e2e
 test-e2e: host-packages cluster-binaries cluster-tool olm-binaries olmv1-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) ## End-to-end suites on the local cluster with OLM v0 and v1 (root); always tears the cluster down. E2E_ARGS='-ginkgo.focus=...' picks specs.
-	status=0; \
+	status=0; rm -f $(E2E_LOG); \
 	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && \
 	  $(MAKE) --no-print-directory olm-install olmv1-install e2e-olm-images e2e-release-images && \
 	  KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECACHEDIR=$(CLUSTER_STATE)/kubectl-cache PATH="$(KUBE_BIN):$$PATH" \
@@ -121,8 +124,13 @@ test-e2e: host-packages cluster-binaries cluster-tool olm-binaries olmv1-binarie
 	    E2E_BUNDLE_IMG=$(E2E_BUNDLE_IMG) E2E_CATALOG_IMG=$(E2E_CATALOG_IMG) \
 	    E2E_VERSION=$(VERSION) E2E_OLDEST_VERSION=$(OLDEST_VERSION) E2E_PREVIOUS_VERSION=$(PREVIOUS_VERSION) E2E_PREVIOUS_BUNDLE_IMG=$(E2E_IMAGE_TAG_BASE)-bundle:v$(PREVIOUS_VERSION) \
 	    E2E_INDEX_IMG=localhost:5000/opm:$(OPM_VERSION) E2E_BUSYBOX_IMG=localhost:5000/busybox:stable \
-	    go test -tags e2e ./tests/e2e/... -count=1 -timeout 60m -v -ginkgo.v $(E2E_ARGS) || status=$$?; \
+	    go test -tags e2e ./tests/e2e/... -count=1 -timeout 60m -v -ginkgo.v $(E2E_ARGS) 2>&1 | tee $(E2E_LOG) || status=$$?; \
 	  $(CLUSTER_TOOL) down $(CLUSTER_FLAGS) || status=1; \
+	  if [ $$status -ne 0 ]; then \
+	    echo "--- what failed (the whole run: $(E2E_LOG)) ---"; \
+	    sed 's/\x1b\[[0-9;]*m//g' $(E2E_LOG) 2>/dev/null | grep -m1 'Random Seed'; \
+	    sed 's/\x1b\[[0-9;]*m//g' $(E2E_LOG) 2>/dev/null | awk '/^ *\[FAILED\] / && !/\[FAILED\] in \[/ {p=1} p {print} /^ *In \[/ {p=0}' | head -n 120; \
+	  fi; \
 	  exit $$status
 
 ##@ Build
@@ -243,9 +251,15 @@ deploy: manifests $(KUSTOMIZE) ## Deploy the operator (IMG=..., optional MEMCACH
 	$(if $(MEMCACHED_IMG),cd config/manager && $(KUSTOMIZE) edit set image docker.io/library/memcached=$(MEMCACHED_IMG))
 	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
 
+# The CRDs go first, and with them every CR, while the operator still runs to uninstall their
+# releases and remove their finalizers; deleted together, the CRs would hold the CRDs forever.
 .PHONY: undeploy
-undeploy: $(KUSTOMIZE) ## Remove the operator from the current cluster.
+undeploy: $(KUSTOMIZE) ## Remove every CR (their releases uninstalled), then the operator, from the current cluster.
+	$(KUSTOMIZE) build config/crd | kubectl delete --ignore-not-found --timeout=$(UNDEPLOY_TIMEOUT) -f - || { \
+	  echo "undeploy: CRs still hold the CRDs after $(UNDEPLOY_TIMEOUT); the operator is left running to uninstall their releases. Is it running? See docs/troubleshooting.md" >&2; \
+	  kubectl get memcached,memcachedbackup -A >&2 || true; exit 1; }
 	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found=$(ignore-not-found) -f -
+UNDEPLOY_TIMEOUT ?= 5m
 
 ##@ Local cluster (a real single-node cluster without Docker; needs root)
 

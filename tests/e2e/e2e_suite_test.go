@@ -96,6 +96,10 @@ var _ = ReportAfterEach(func(report SpecReport) {
 		{"get", "pods,deployments,memcached,memcachedbackup,configmaps", "-A", "-o", "wide"},
 		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
 		{"describe", "pods", "-n", e2eNamespace},
+		// OLM v1: what it was asked for, what it says, and why.
+		{"get", "clusterextensions,clustercatalogs", "-o", "yaml"},
+		{"-n", "olmv1-system", "logs", "deployment/operator-controller-controller-manager", "--tail=100"},
+		{"-n", "olmv1-system", "logs", "deployment/catalogd-controller-manager", "--tail=50"},
 	}
 	// The operator's logs wherever it runs (the OLM specs install it in namespaces of their own),
 	// and those its containers wrote before their last restart.
@@ -114,6 +118,28 @@ var _ = ReportAfterEach(func(report SpecReport) {
 		fmt.Fprintf(GinkgoWriter, "\n$ kubectl %s\n%s\n", strings.Join(args, " "), out)
 	}
 })
+
+// deleteNamespace deletes ns the way docs/olm.md asks when the operator may run in it: the CRs
+// first, while the operator still runs to uninstall their releases and remove their finalizers,
+// then the namespace. Deleted together, the namespace's Role and RoleBinding can go before the
+// operator has handled the CRs, and they stay Terminating (docs/troubleshooting.md).
+func deleteNamespace(ns string) {
+	_, _ = kubectlOut("-n", ns, "delete", "memcached,memcachedbackup", "--all", "--ignore-not-found", "--timeout=2m")
+	_, _ = kubectlOut("delete", "namespace", ns, "--wait=false")
+}
+
+// deleteCRDs deletes the operator's CRDs, which OLM v0 leaves behind, and waits until they are
+// gone, so that the next install starts clean; CRs that still hold them are named on failure.
+func deleteCRDs() {
+	_, _ = kubectlOut("delete", "crd", "memcacheds.cache.my.domain", "memcachedbackups.cache.my.domain", "--ignore-not-found", "--wait=false")
+	Eventually(func() string {
+		out, _ := kubectlOut("get", "crd", "-o", "name")
+		return out
+	}, timeout, poll).ShouldNot(ContainSubstring("cache.my.domain"), func() string {
+		out, _ := kubectlOut("get", "memcached,memcachedbackup", "-A", "-o", "custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,FINALIZERS:.metadata.finalizers")
+		return "CRs hold the CRDs back:\n" + out
+	})
+}
 
 // kubectlOut runs kubectl and returns its combined output.
 func kubectlOut(args ...string) (string, error) {

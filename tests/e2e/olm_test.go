@@ -154,14 +154,12 @@ func samplesReconcile(ns string) {
 var _ = Describe("Through OLM", Ordered, func() {
 	BeforeAll(olmEnv)
 	// OLM leaves the CRDs of an uninstalled operator; remove them so other specs start clean.
-	AfterAll(func() {
-		_, _ = kubectlOut("delete", "crd", "memcacheds.cache.my.domain", "memcachedbackups.cache.my.domain", "--ignore-not-found", "--timeout=2m")
-	})
+	AfterAll(deleteCRDs)
 
 	It("installs with operator-sdk run bundle, reconciles both samples, and operator-sdk cleanup removes it", func() {
 		ns := "memcached-run-bundle"
 		kubectl("create", "namespace", ns)
-		DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
+		DeferCleanup(deleteNamespace, ns)
 		sdk("run", "bundle", bundleImage, "-n", ns, "--index-image", indexImage, "--decompression-image", busyboxImage,
 			"--install-mode", "OwnNamespace", "--timeout", "5m")
 		Expect(csvPhase(ns, csvName)()).To(Equal("Succeeded"))
@@ -178,10 +176,10 @@ var _ = Describe("Through OLM", Ordered, func() {
 	DescribeTable("installs from the catalog through a CatalogSource, OperatorGroup and Subscription, with the rights of its install mode",
 		func(ns string, targetNamespaces []string, workNamespace string) {
 			kubectl("create", "namespace", ns)
-			DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
+			DeferCleanup(deleteNamespace, ns)
 			if workNamespace != ns {
 				kubectl("create", "namespace", workNamespace)
-				DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", workNamespace, "--wait=false") })
+				DeferCleanup(deleteNamespace, workNamespace)
 			}
 			subscribe(ns, subscription{targetNamespaces: targetNamespaces, approval: "Automatic", relatedImage: memcachedImage})
 
@@ -214,7 +212,7 @@ var _ = Describe("Through OLM", Ordered, func() {
 		kubectl("create", "namespace", ns)
 		DeferCleanup(func() {
 			_, _ = exec.Command(operatorSDK, "cleanup", "memcached-operator", "-n", ns).CombinedOutput()
-			_, _ = kubectlOut("delete", "namespace", ns, "--wait=false")
+			deleteNamespace(ns)
 		})
 		sdk("run", "bundle", bundleImage, "-n", ns, "--index-image", indexImage, "--decompression-image", busyboxImage,
 			"--install-mode", "OwnNamespace", "--timeout", "5m")

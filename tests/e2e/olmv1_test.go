@@ -105,7 +105,7 @@ var _ = Describe("Through OLM v1", Ordered, func() {
 	BeforeAll(func() {
 		upgradeEnv()
 		// No CRDs of an earlier spec: OLM v1 refuses to adopt objects it did not install.
-		_, _ = kubectlOut("delete", "crd", "memcacheds.cache.my.domain", "memcachedbackups.cache.my.domain", "--ignore-not-found", "--timeout=2m")
+		deleteCRDs()
 	})
 	AfterEach(removeOLMv1)
 
@@ -129,7 +129,7 @@ var _ = Describe("Through OLM v1", Ordered, func() {
 
 		ns := "memcached-olmv1"
 		kubectl("create", "namespace", ns)
-		DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
+		DeferCleanup(deleteNamespace, ns)
 		samplesReconcile(ns) // and deletes them: CRs go before the operator (docs/olm.md)
 
 		By("deleting the ClusterExtension: OLM v1 removes the operator, its RBAC and its CRDs; the installer's objects stay")
@@ -153,7 +153,7 @@ var _ = Describe("Through OLM v1", Ordered, func() {
 			Eventually(extensionCondition("Installed"), 5*time.Minute, poll).Should(HavePrefix("True/"))
 			Expect(installedVersion()).To(Equal(previousVersion))
 			kubectl("create", "namespace", ns)
-			DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
+			DeferCleanup(deleteNamespace, ns)
 			createCRsOf(ns, previousVersion)
 			uids := crUIDs(ns)
 			p := startProbe(ns, "memcached-sample:11211")

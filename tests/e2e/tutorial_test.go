@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/helm/library"
 )
 
 const (
@@ -104,6 +105,44 @@ func probeIn(ns, name string, args ...string) (corev1.PodPhase, string) {
 		return pod.Status.Phase
 	}, timeout, poll).Should(Or(Equal(corev1.PodSucceeded), Equal(corev1.PodFailed)))
 	return pod.Status.Phase, kubectl("-n", ns, "logs", name)
+}
+
+// operatorPods returns the names of the operator's running, not terminating pods.
+func operatorPods(g Gomega) []string {
+	pods := &corev1.PodList{}
+	g.Expect(k8s.List(ctx(), pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
+	var names []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
+// smallCRs creates a one-pod Memcached and MemcachedBackup, named as the samples, in ns and waits
+// until the operator has deployed them.
+func smallCRs(ns string) {
+	Expect(k8s.Create(ctx(), &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mcName},
+		Spec: cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](1)}})).To(Succeed())
+	Expect(k8s.Create(ctx(), &cachev1.MemcachedBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: backupName},
+		Spec: cachev1.MemcachedBackupSpec{Size: 1}})).To(Succeed())
+	kubectl("-n", ns, "wait", "memcached/"+mcName, "--for=condition=Deployed", "--timeout=3m")
+	kubectl("-n", ns, "wait", "memcachedbackup/"+backupName, "--for=condition=Available", "--timeout=3m")
+}
+
+// releaseGone checks that the release of the Memcached ns/name is uninstalled: its objects and its
+// records are gone.
+func releaseGone(ns, name string) func(g Gomega) {
+	return func(g Gomega) {
+		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}} {
+			err := k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: name}, obj)
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s/%s still exists", obj, ns, name)
+		}
+		secrets := &corev1.SecretList{}
+		g.Expect(k8s.List(ctx(), secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": name})).To(Succeed())
+		g.Expect(secrets.Items).To(BeEmpty(), "the release records of %s/%s are gone", ns, name)
+	}
 }
 
 var _ = Describe("The tutorial on a real cluster", Ordered, func() {
@@ -208,17 +247,6 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 			g.Expect(lock.OwnerReferences[0].Kind).To(Equal("Pod"))
 			return lock.OwnerReferences[0].Name
 		}
-		operatorPods := func(g Gomega) []string {
-			pods := &corev1.PodList{}
-			g.Expect(k8s.List(ctx(), pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
-			var names []string
-			for _, p := range pods.Items {
-				if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-					names = append(names, p.Name)
-				}
-			}
-			return names
-		}
 		Eventually(operatorPods, timeout, poll).Should(HaveLen(2))
 		var first string
 		Eventually(func(g Gomega) {
@@ -278,8 +306,45 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 		}, timeout, poll).Should(Succeed())
 	})
 
-	It("leaves no operator objects after make undeploy", func() {
+	It("uninstalls the release of a CR deleted while the operator was down, once it is back", func() {
+		ns := "memcached-operator-down"
+		kubectl("create", "namespace", ns)
+		DeferCleanup(deleteNamespace, ns)
+		smallCRs(ns)
+
+		kubectl("-n", operatorNamespace, "scale", "deployment", operatorDeployment, "--replicas=0")
+		Eventually(operatorPods, timeout, poll).Should(BeEmpty())
+		kubectl("-n", ns, "delete", "memcached", mcName, "--wait=false")
+		Consistently(func(g Gomega) []string {
+			mc := &cachev1.Memcached{}
+			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: mcName}, mc)).To(Succeed())
+			return mc.Finalizers
+		}, 5*time.Second, poll).Should(ContainElement(library.Finalizer), "the finalizer holds the CR until the operator has uninstalled its release")
+
+		kubectl("-n", operatorNamespace, "scale", "deployment", operatorDeployment, "--replicas=1")
+		Eventually(releaseGone(ns, mcName), timeout, poll).Should(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: mcName}, &cachev1.Memcached{}))
+		}, timeout, poll).Should(BeTrue())
+	})
+
+	It("deletes a namespace with live Memcached and MemcachedBackup CRs: everything goes, nothing stays Terminating", func() {
+		ns := "memcached-doomed"
+		kubectl("create", "namespace", ns)
+		smallCRs(ns)
+		kubectl("delete", "namespace", ns, "--timeout=3m")
+		out, _ := kubectlOut("get", "namespace", ns)
+		Expect(out).To(ContainSubstring("NotFound"))
+	})
+
+	It("leaves no operator objects after make undeploy, and with CRs present removes them and their releases first", func() {
+		ns := "memcached-left"
+		kubectl("create", "namespace", ns)
+		DeferCleanup(deleteNamespace, ns)
+		smallCRs(ns)
+
 		mustMake("undeploy")
+		Eventually(releaseGone(ns, mcName), timeout, poll).Should(Succeed())
 		Eventually(func(g Gomega) {
 			out, _ := kubectlOut("get", "namespace", operatorNamespace)
 			g.Expect(out).To(ContainSubstring("NotFound"))

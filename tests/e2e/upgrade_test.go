@@ -247,9 +247,7 @@ func crUIDs(ns string) map[string]types.UID {
 
 var _ = Describe("Upgrades from earlier releases", Ordered, func() {
 	BeforeAll(upgradeEnv)
-	AfterAll(func() {
-		_, _ = kubectlOut("delete", "crd", "memcacheds.cache.my.domain", "memcachedbackups.cache.my.domain", "--ignore-not-found", "--timeout=2m")
-	})
+	AfterAll(deleteCRDs)
 
 	// From the oldest release, the catalog's skipRange leads straight to the channel's head: one
 	// InstallPlan, no release in between. That upgrade also rolls the memcached pods (the
@@ -258,7 +256,7 @@ var _ = Describe("Upgrades from earlier releases", Ordered, func() {
 		Expect(oldestVersion).NotTo(Equal(previousVersion), "a release between the oldest and this one, for skipRange to skip")
 		ns := "memcached-upgrade"
 		kubectl("create", "namespace", ns)
-		DeferCleanup(func() { _, _ = kubectlOut("delete", "namespace", ns, "--wait=false") })
+		DeferCleanup(deleteNamespace, ns)
 		subscribe(ns, subscription{targetNamespaces: []string{ns}, approval: "Manual", startingCSV: csvOf(oldestVersion)})
 
 		By("installing " + oldestVersion + " with an approved InstallPlan")
@@ -293,7 +291,7 @@ var _ = Describe("Upgrades from earlier releases", Ordered, func() {
 		kubectl("create", "namespace", ns)
 		DeferCleanup(func() {
 			_, _ = kubectlOut("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "reject-"+ns, "--ignore-not-found")
-			_, _ = kubectlOut("delete", "namespace", ns, "--wait=false")
+			deleteNamespace(ns)
 		})
 		sdk("run", "bundle", previousBundleImage, "-n", ns, "--index-image", indexImage, "--decompression-image", busyboxImage,
 			"--install-mode", "OwnNamespace", "--timeout", "5m")
