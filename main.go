@@ -21,7 +21,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"flag"
 	"os"
 	"runtime"
@@ -30,7 +29,6 @@ import (
 	"time"
 
 	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
-	"github.com/operator-framework/operator-lib/leader"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -44,6 +42,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
+	"github.com/example/memcached-operator/internal/leader"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -142,11 +141,19 @@ func run(ctx context.Context, o options) error {
 	go func() { done <- mgr.Start(ctx) }()
 
 	if o.leaderElect {
-		if err := becomeLeader(ctx, restCfg, scheme, o.lockName); err != nil {
+		lease, err := becomeLeader(ctx, restCfg, scheme, o.lockName)
+		if err != nil {
 			if ctx.Err() != nil { // stopped while waiting: shut down quietly
 				return <-done
 			}
 			return err
+		}
+		if lease != nil {
+			// The process ends when another pod holds the lock (internal/leader).
+			if err := mgr.Add(lease); err != nil {
+				return err
+			}
+			o.controllers.MayRecoverPending = lease.MayRecover
 		}
 	}
 	if err := controllers.Setup(ctx, mgr, o.controllers); err != nil {
@@ -185,22 +192,26 @@ func goMemLimit(goMemLimitEnv, containerLimit string) int64 {
 }
 
 // becomeLeader blocks until this pod holds the leader lock, a ConfigMap owned by the pod and
-// released when the pod is deleted. Outside a cluster there is no pod to own it: it says so and
-// goes on, as a single instance.
-func becomeLeader(ctx context.Context, restCfg *rest.Config, scheme *k8sruntime.Scheme, lockName string) error {
+// released when the pod is deleted, and returns the lease (nil outside a cluster, where there is no
+// pod to own it: it says so and goes on, as a single instance).
+func becomeLeader(ctx context.Context, restCfg *rest.Config, scheme *k8sruntime.Scheme, lockName string) (*leader.Lease, error) {
 	cl, err := client.New(restCfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	setupLog.Info("waiting to become the leader", "lock", lockName)
-	err = leader.Become(ctx, lockName, leader.WithClient(cl))
+	lease, err := leader.Become(ctx, cl, lockName)
 	switch {
-	case errors.Is(err, leader.ErrNoNamespace):
-		setupLog.Info("not running in a cluster (no service account namespace): leader election skipped; run only one instance")
-		return nil
 	case err != nil:
-		return err
+		return nil, err
+	case lease == nil:
+		setupLog.Info("not running in a cluster (no service account namespace): leader election skipped; run only one instance")
+		return nil, nil
 	}
-	setupLog.Info("became the leader", "lock", lockName, "pod", os.Getenv("POD_NAME"))
-	return nil
+	if took, from := lease.TookOver(); took {
+		setupLog.Info("became the leader, taking the lock over", "lock", lockName, "pod", os.Getenv("POD_NAME"), "previousPod", from)
+	} else {
+		setupLog.Info("became the leader again after a restart in the same pod", "lock", lockName, "pod", os.Getenv("POD_NAME"))
+	}
+	return lease, nil
 }

@@ -48,10 +48,11 @@ import (
 func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, cfg Config, defaultImage *operand.Image, live client.Client) error {
 	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	return helm.Setup(ctx, mgr, w, helm.Options{
-		Translator:   ValuesTranslator(OperatorValues{Image: defaultImage, Namespace: cfg.Namespace}, recorder),
-		GoConditions: []string{ConditionAvailable, ConditionProgressing},
-		Settings:     cfg.Helm,
-		Namespaces:   cfg.WatchNamespaces,
-		Live:         live,
+		Translator:        ValuesTranslator(OperatorValues{Image: defaultImage, Namespace: cfg.Namespace}, recorder),
+		GoConditions:      []string{ConditionAvailable, ConditionProgressing},
+		Settings:          cfg.Helm,
+		Namespaces:        cfg.WatchNamespaces,
+		Live:              live,
+		MayRecoverPending: cfg.MayRecoverPending,
 	})
 }

@@ -54,6 +54,9 @@ type Config struct {
 	Helm         helm.Settings
 	// RetireDelay: see DefaultRetireDelay (0: that).
 	RetireDelay time.Duration
+	// MayRecoverPending says whether a release left pending by an interrupted operation may be
+	// recovered now (leader.Lease.MayRecover); nil: always, as the single instance.
+	MayRecoverPending func(context.Context) error
 }
 
 // WatchNamespaces splits a comma-separated list of namespaces (WATCH_NAMESPACE, which OLM sets

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,7 +73,23 @@ var (
 	scheme    = runtime.NewScheme()
 	writes    = &writeCounter{}
 	cancel    context.CancelFunc
+	// recovery stands in for the leader lease: while it holds an error, releases left pending
+	// are not recovered (internal/leader).
+	recovery recoveryGate
 )
+
+// recoveryGate is a MayRecoverPending a test opens and closes.
+type recoveryGate struct{ closed atomic.Pointer[error] }
+
+func (g *recoveryGate) mayRecover(context.Context) error {
+	if err := g.closed.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+func (g *recoveryGate) close(err error) { g.closed.Store(&err) }
+func (g *recoveryGate) open()           { g.closed.Store(nil) }
 
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -129,7 +146,8 @@ var _ = BeforeSuite(func() {
 		RelatedImage: relatedImage,
 		Helm: helm.Settings{ReconcilePeriod: reconcilePeriod, Workers: 2, MaxHistory: 10,
 			CapabilitiesTTL: capabilitiesTTL},
-		RetireDelay: retireDelay,
+		RetireDelay:       retireDelay,
+		MayRecoverPending: recovery.mayRecover,
 	})).To(Succeed())
 	go func() {
 		defer GinkgoRecover()

@@ -18,6 +18,7 @@ package controllers_test
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -135,7 +136,9 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 			ContainElements("SelectorMigrated", "ChartUpgraded", "SpecMigrated", "PodRetiring"))
 	})
 
-	It("finishes an upgrade to a new chart cut off by a killed operator at once, and reports the chart it moved from", func() {
+	// cutOffUpgrade leaves the CR's release as an operator killed in the middle of an upgrade to a
+	// new chart does: revision 2 pending, revision 1 deployed; and returns revision 2.
+	cutOffUpgrade := func() *release.Release {
 		installRelease(ctx, ns, key.Name, chartAsVersion("0.1.9"), map[string]any{"replicaCount": 1})
 		createMemcached(ctx, key, "  replicaCount: 1\n")
 		ownRecords(ctx, key)
@@ -152,10 +155,19 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		Expect(err).NotTo(HaveOccurred())
 		first.Info.Status = release.StatusDeployed
 		Expect(releases.Update(first)).To(Succeed())
+		return cut
+	}
+	poke := func(value string) {
+		Expect(k8sClient.Patch(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}},
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"test.memcached/poke":"`+value+`"}}}`)))).To(Succeed())
+	}
+
+	It("finishes an upgrade to a new chart cut off by a killed operator at once, and reports the chart it moved from", func() {
+		cut := cutOffUpgrade()
+		releases := releaseStore(ns)
 
 		By("starting a reconcile, as the next operator does")
-		Expect(k8sClient.Patch(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}},
-			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"test.memcached/poke":"1"}}}`)))).To(Succeed())
+		poke("1")
 		// Well within FailedRetryBase: the cut-off revision did not fail, so it has no back-off.
 		Eventually(func(g Gomega) []string {
 			var msgs []string
@@ -174,6 +186,29 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(recovered.Info.Status).To(Equal(release.StatusFailed))
 		Expect(recovered.Info.Description).To(ContainSubstring("interrupted"))
+	})
+
+	It("leaves a pending release alone while another process may still work on it (two leaders at once), and recovers it after", func() {
+		recovery.close(errors.New("another pod's process may still be finishing the operation"))
+		DeferCleanup(recovery.open)
+		cutOffUpgrade()
+		releases := releaseStore(ns)
+		poke("1")
+		Eventually(memcachedCondition(ctx, key, "Irreconcilable"), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue),
+			HaveField("Message", And(ContainSubstring("revision 2 is pending-upgrade, and is not recovered yet"), ContainSubstring("may still be finishing")))))
+		Consistently(func(g Gomega) release.Status {
+			rel, err := releases.Get(key.Name, 2)
+			g.Expect(err).NotTo(HaveOccurred())
+			return rel.Info.Status
+		}, 3*time.Second, interval).Should(Equal(release.StatusPendingUpgrade), "the other process's revision is left as it is")
+		Expect(releaseSecrets(ctx, ns, key.Name)).To(HaveLen(2), "no revision is added")
+
+		recovery.open()
+		poke("2")
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("ReleaseRecovered"))
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
+		Eventually(memcachedCondition(ctx, key, "Irreconcilable"), timeout, interval).Should(HaveField("Status", metav1.ConditionFalse))
 	})
 
 	It("reports the version the pods run and the progress of a rollout, next to the Helm conditions", func() {

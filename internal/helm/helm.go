@@ -77,6 +77,8 @@ type Options struct {
 	Namespaces []string
 	// Live is an uncached client, for what the manager's cache does not hold.
 	Live client.Client
+	// MayRecoverPending: see actionclient.Config.
+	MayRecoverPending func(context.Context) error
 }
 
 // Setup registers the reconciler of the watch's kind with the manager: the release records' index
@@ -121,7 +123,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 	// immutable fields changed, and a rollback of an upgrade that keeps failing loops. The
 	// wrapper backs off instead and keeps the failed release for inspection.
 	// Live reads: upgrades read the ReplicaSets they replace, which nothing else watches.
-	getter, err := actionclient.NewGetter(configs, actionclient.Clients{Live: opts.Live, Cached: mgr.GetClient()}, recorder, ttl, helmclient.WithFailureRollbacks(false))
+	getter, err := actionclient.NewGetter(configs, actionclient.Config{
+		Clients:           actionclient.Clients{Live: opts.Live, Cached: mgr.GetClient()},
+		Recorder:          recorder,
+		CapabilitiesTTL:   ttl,
+		MayRecoverPending: opts.MayRecoverPending,
+	}, helmclient.WithFailureRollbacks(false))
 	if err != nil {
 		return fmt.Errorf("helm action client: %w", err)
 	}

@@ -40,11 +40,23 @@ type Clients struct {
 	Cached client.Client
 }
 
-// NewGetter returns an ActionClientGetter whose clients add the behaviour this package describes,
-// recording an Event on the CR for each case. opts are the library's own client options. The
-// library's getter is built once; each client it makes gets the shared capabilities (sharedCaps).
-func NewGetter(configs helmclient.ActionConfigGetter, clients Clients, recorder events.EventRecorder, capabilitiesTTL time.Duration, opts ...helmclient.ActionClientGetterOption) (helmclient.ActionClientGetter, error) {
-	caps := newCapabilities(capabilitiesTTL)
+// Config is what the wrapper needs beyond the library's options.
+type Config struct {
+	Clients
+	// Recorder records an Event on the CR for each case the wrapper handles.
+	Recorder events.EventRecorder
+	// CapabilitiesTTL is how long the cluster's capabilities are reused (capabilities.go).
+	CapabilitiesTTL time.Duration
+	// MayRecoverPending returns nil if a release left pending may be recovered now, or why not
+	// (another process may still be working on it); nil: always (pending.go).
+	MayRecoverPending func(context.Context) error
+}
+
+// NewGetter returns an ActionClientGetter whose clients add the behaviour this package describes.
+// opts are the library's own client options. The library's getter is built once; each client it
+// makes gets the shared capabilities (sharedCaps).
+func NewGetter(configs helmclient.ActionConfigGetter, cfg Config, opts ...helmclient.ActionClientGetterOption) (helmclient.ActionClientGetter, error) {
+	caps := newCapabilities(cfg.CapabilitiesTTL)
 	library, err := helmclient.NewActionClientGetter(sharedCaps{configs: configs, caps: caps}, append(slices.Clip(opts), skipOpenAPIValidation...)...)
 	if err != nil {
 		return nil, err
@@ -60,7 +72,7 @@ func NewGetter(configs helmclient.ActionConfigGetter, clients Clients, recorder 
 			return nil, fmt.Errorf("the library made a client for %s without asking for its configuration", client.ObjectKeyFromObject(obj))
 		}
 		return &actionClient{ActionInterface: ac, conf: made.conf, caps: caps, generation: made.generation,
-			client: clients.Live, cached: clients.Cached, owner: obj, recorder: recorder}, nil
+			client: cfg.Live, cached: cfg.Cached, owner: obj, recorder: cfg.Recorder, mayRecover: cfg.MayRecoverPending, ctx: ctx}, nil
 	}), nil
 }
 
@@ -111,4 +123,8 @@ type actionClient struct {
 	current  *release.Release
 	owner    client.Object // the CR of the release
 	recorder events.EventRecorder
+	// mayRecover: see Config.MayRecoverPending.
+	mayRecover func(context.Context) error
+	// ctx is the reconcile's: the library's client interface passes none to Get.
+	ctx context.Context
 }

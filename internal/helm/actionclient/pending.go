@@ -29,7 +29,8 @@ import (
 // Get returns a release; one left pending is recovered first. Only the leader reconciles (leader
 // for life) and a CR is never reconciled twice at once, so a pending release seen at the start of a
 // reconcile belongs to an operation that was cut off (the operator's pod was killed), not to one in
-// progress.
+// progress. Unless two processes lead at once (the lock went while its holder still ran): then
+// mayRecover holds the recovery back until the other process must have ended (internal/leader).
 func (c *actionClient) Get(name string, opts ...helmclient.GetOption) (*release.Release, error) {
 	rel, err := c.ActionInterface.Get(name, opts...)
 	if err != nil || rel.Info == nil || !rel.Info.Status.IsPending() {
@@ -42,6 +43,11 @@ func (c *actionClient) Get(name string, opts ...helmclient.GetOption) (*release.
 
 func (c *actionClient) recoverPending(rel *release.Release) (*release.Release, error) {
 	was := rel.Info.Status
+	if c.mayRecover != nil {
+		if err := c.mayRecover(c.ctx); err != nil {
+			return nil, fmt.Errorf("release %s revision %d is %s, and is not recovered yet: %w", rel.Name, rel.Version, was, err)
+		}
+	}
 	if was == release.StatusPendingInstall && rel.Version == 1 {
 		// Nothing was ever deployed: forget the record; the next install adopts what the cut-off
 		// install created (its objects carry the release's annotations).
