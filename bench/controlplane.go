@@ -44,6 +44,9 @@ type controlPlane struct {
 	kcm       *exec.Cmd
 	kcmLog    *os.File
 	kcmConfig string // kubeconfig file of kube-controller-manager's user
+	// restarted are control-plane processes the chaos scenarios started again after stopping
+	// envtest's; they are stopped before envtest cleans up their folders.
+	restarted []*exec.Cmd
 }
 
 // operatorUser is the user the operator runs as: the audit log tells its requests apart.
@@ -140,6 +143,10 @@ func (cp *controlPlane) kubeconfig(user string) (string, error) {
 
 func (cp *controlPlane) stop() {
 	cp.stopKCM()
+	for _, cmd := range cp.restarted {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
 	if cp.env != nil {
 		_ = cp.env.Stop()
 	}

@@ -25,6 +25,9 @@ limitations under the License.
 //
 // It writes results/results.md (min/median/max over repetitions, and ratios paired within a
 // repetition) and results/results.png. `make bench` builds what it needs and runs it.
+//
+// `bench chaos` (`make chaos`) runs fault scenarios on the same control plane instead (chaos.go)
+// and writes results/chaos.md.
 package main
 
 import (
@@ -53,6 +56,10 @@ type options struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "chaos" {
+		chaosMain(os.Args[2:])
+		return
+	}
 	var o options
 	var sizes, variants string
 	flag.StringVar(&o.repo, "repo", "..", "the operator's repository (CRDs, chart, watches.yaml)")
@@ -81,8 +88,8 @@ func main() {
 		fail(fmt.Errorf("-kube-bin and -kube-version are required"))
 	}
 
-	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime; the bench prints its own progress
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	logSilently()
+	ctx, stop := signalContext()
 	defer stop()
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		fail(err)
@@ -142,6 +149,15 @@ func run(ctx context.Context, o options) ([]result, error) {
 		}
 	}
 	return results, nil
+}
+
+// logSilently discards controller-runtime's logs: envtest logs through it, and the bench prints
+// its own progress.
+func logSilently() { logf.SetLogger(logr.Discard()) }
+
+// signalContext is cancelled on SIGINT or SIGTERM, so that what was started is stopped.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
 func progress(format string, args ...any) {

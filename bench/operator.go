@@ -48,19 +48,43 @@ type operatorProcess struct {
 }
 
 func startOperator(o options, cp *controlPlane, variant string) (*operatorProcess, error) {
-	metricsPort, err := freePort()
+	cmd, p, err := operatorCommand(o, cp, variant, false)
 	if err != nil {
 		return nil, err
 	}
-	probePort, err := freePort()
+	logFile, err := os.Create(filepath.Join(cp.dir, variant+".log"))
 	if err != nil {
 		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	p.cmd = cmd
+	if err := p.waitServing(time.Minute); err != nil {
+		p.stop()
+		return nil, fmt.Errorf("%s: %w (log: %s)", variant, err, logFile.Name())
+	}
+	return p, nil
+}
+
+// operatorCommand is the command line of an operator variant, on free ports, as the bench runs it
+// (leader election only if leaderElect and the process runs as a pod would), and where its
+// metrics will be.
+func operatorCommand(o options, cp *controlPlane, variant string, leaderElect bool) (*exec.Cmd, *operatorProcess, error) {
+	metricsPort, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	probePort, err := freePort()
+	if err != nil {
+		return nil, nil, err
 	}
 	common := []string{
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort),
 		fmt.Sprintf("--max-concurrent-reconciles=%d", o.workers),
-		"--reconcile-period=1m", "--leader-elect=false",
+		"--reconcile-period=1m", fmt.Sprintf("--leader-elect=%t", leaderElect),
 		"--watches-file=" + filepath.Join(o.repo, "watches.yaml"),
 	}
 	var cmd *exec.Cmd
@@ -71,33 +95,28 @@ func startOperator(o options, cp *controlPlane, variant string) (*operatorProces
 	case "this":
 		pprofPort, err := freePort()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		pprof = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pprofPort)
 		cmd = exec.Command(filepath.Join(o.binDir, "manager"), append(common, "--metrics-secure=false",
 			fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))...)
 	default:
-		return nil, fmt.Errorf("unknown operator %q", variant)
+		return nil, nil, fmt.Errorf("unknown operator %q", variant)
 	}
 	cmd.Dir = o.repo // watches.yaml names the chart relative to it
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.operator)
-	logFile, err := os.Create(filepath.Join(cp.dir, variant+".log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
-	}
-	p := &operatorProcess{cmd: cmd, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), pprof: pprof}
-	deadline := time.Now().Add(time.Minute)
+	return cmd, &operatorProcess{metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), pprof: pprof}, nil
+}
+
+// waitServing waits until the operator serves metrics.
+func (p *operatorProcess) waitServing(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
 	for {
 		if _, err := p.scrape(); err == nil {
-			return p, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
-			p.stop()
-			return nil, fmt.Errorf("%s serves no metrics after a minute (log: %s)", variant, logFile.Name())
+			return fmt.Errorf("serves no metrics after %s", limit)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -1,0 +1,160 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// The split scenario runs two operator processes as two pods of the operator's Deployment
+// would: each with POD_NAME and POD_NAMESPACE, a service account namespace file, and leader for
+// life. Their Pod objects exist (no kubelet runs them), with a short termination grace period.
+
+var operatorPods = []string{"operator-a", "operator-b"}
+
+const (
+	lockName   = "memcached-operator-lock"
+	podGrace   = 5 // seconds
+	kubeletGap = 30 * time.Second
+)
+
+// inPodMounts wraps a command line so that the process finds a service account namespace file as
+// in a pod (leader for life reads its namespace there): in a mount namespace of its own, a tmpfs
+// over /run holds /run/secrets/kubernetes.io/serviceaccount/namespace. It needs root.
+func inPodMounts(args []string) []string {
+	const script = `mount -t tmpfs tmpfs /run && mkdir -p /run/secrets/kubernetes.io/serviceaccount && ` +
+		`printf %s "$POD_NAMESPACE" > /run/secrets/kubernetes.io/serviceaccount/namespace && exec "$@"`
+	return append([]string{"unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh"}, args...)
+}
+
+// startPair starts both operator pods' processes at once and waits until one leads.
+func startPair(ctx context.Context, r *chaosRun) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("the split scenario needs root: each operator process gets a mount namespace of its own")
+	}
+	for _, name := range operatorPods {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace},
+			Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](podGrace),
+				Containers: []corev1.Container{{Name: "manager", Image: "controller:latest"}}}}
+		if _, err := r.kc.CoreV1().Pods(benchNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	for _, name := range operatorPods {
+		op, err := r.startOperator(name, []string{"POD_NAME=" + name, "POD_NAMESPACE=" + benchNamespace}, true)
+		if err != nil {
+			return err
+		}
+		r.operators = append(r.operators, op)
+	}
+	_, err := r.waitLeader(ctx, "", time.Minute)
+	return err
+}
+
+// waitLeader waits until a pod other than not holds the leader lock, and returns it.
+func (r *chaosRun) waitLeader(ctx context.Context, not string, limit time.Duration) (string, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		cm, err := r.kc.CoreV1().ConfigMaps(benchNamespace).Get(ctx, lockName, metav1.GetOptions{})
+		if err == nil {
+			for _, ref := range cm.OwnerReferences {
+				if ref.Kind == "Pod" && ref.Name != not {
+					return ref.Name, nil
+				}
+			}
+		} else if !apierrors.IsNotFound(err) {
+			return "", err
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no pod other than %q holds the leader lock after %s", not, limit)
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return "", err
+		}
+	}
+}
+
+// splitFaults force-deletes the leader's pod 5 s into convergence, as an impatient admin does
+// (kubectl delete pod --force --grace-period=0): the lock goes with the pod object while the
+// leader's process still runs, and the other pod takes the lock. The old process is not started
+// again (its pod is gone); a kubelet would kill it at the latest after its grace period, here it is
+// given 30 s to stop by itself before it is killed.
+func splitFaults(ctx context.Context, r *chaosRun) error {
+	if err := sleep(ctx, 5*time.Second); err != nil {
+		return err
+	}
+	old, err := r.waitLeader(ctx, "", time.Second)
+	if err != nil {
+		return err
+	}
+	oldOp := r.operators[slices.Index(operatorPods, old)]
+	oldOp.retire()
+	deleted := time.Now()
+	if err := r.kc.CoreV1().Pods(benchNamespace).Delete(ctx, old, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		return err
+	}
+	next, err := r.waitLeader(ctx, old, 2*time.Minute)
+	if err != nil {
+		return err
+	}
+	r.notes = append(r.notes, fmt.Sprintf("%s led; its pod force-deleted 5 s into convergence; %s took the lock %s later",
+		old, next, time.Since(deleted).Round(time.Second)))
+	select {
+	case <-oldOp.done:
+		r.notes = append(r.notes, fmt.Sprintf("%s's process ended by itself %s after its pod, the lock lost", old, time.Since(deleted).Round(time.Second)))
+	case <-time.After(kubeletGap):
+		oldOp.kill()
+		r.notes = append(r.notes, fmt.Sprintf("%s's process still ran %s after its pod and was killed", old, kubeletGap))
+	}
+	return nil
+}
+
+// splitReport adds to the notes what the new leader's log and the Events say about releases left
+// pending by the old leader.
+func splitReport(ctx context.Context, r *chaosRun) {
+	for _, name := range operatorPods {
+		raw, err := os.ReadFile(filepath.Join(r.cp.dir, name+".log"))
+		if err != nil {
+			continue
+		}
+		if held := strings.Count(string(raw), "is not recovered yet"); held > 0 {
+			r.notes = append(r.notes, fmt.Sprintf("%s held back the recovery of a pending release %d times (another pod's process could still be on it)", name, held))
+		}
+	}
+	events, err := r.kc.EventsV1().Events(benchNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	recovered := 0
+	for _, e := range events.Items {
+		if e.Reason == "ReleaseRecovered" {
+			recovered++
+		}
+	}
+	r.notes = append(r.notes, fmt.Sprintf("%d releases recovered (Event ReleaseRecovered)", recovered))
+}

@@ -1,0 +1,137 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// restartDelay is how long a killed operator stays down before it is started again. A kubelet
+// restarts a container at once the first time and backs off after that (10 s, 20 s, ...); the
+// chaos scenarios restart at once every time, to cut off as many operations as they can.
+const restartDelay = 500 * time.Millisecond
+
+// supervised is an operator process that is started again whenever it exits, as the kubelet
+// restarts the container of a Deployment's pod, until stop.
+type supervised struct {
+	command func() *exec.Cmd // a new command line of the same process (same ports and flags)
+	log     *os.File
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	restarts int
+	stopping bool
+	done     chan struct{}
+}
+
+func supervise(command func() *exec.Cmd, logPath string) (*supervised, error) {
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	s := &supervised{command: command, log: log, done: make(chan struct{})}
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	go s.loop()
+	return s, nil
+}
+
+func (s *supervised) start() error {
+	cmd := s.command()
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *supervised) loop() {
+	defer close(s.done)
+	for {
+		s.mu.Lock()
+		cmd := s.cmd
+		s.mu.Unlock()
+		_ = cmd.Wait()
+		s.mu.Lock()
+		if s.stopping {
+			s.mu.Unlock()
+			return
+		}
+		s.restarts++
+		s.mu.Unlock()
+		time.Sleep(restartDelay)
+		for {
+			s.mu.Lock()
+			stopping := s.stopping
+			s.mu.Unlock()
+			if stopping {
+				return
+			}
+			if s.start() == nil {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+	}
+}
+
+// kill sends SIGKILL to the running process, as the kernel's OOM killer or a node failure would.
+func (s *supervised) kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+	}
+}
+
+// retire lets the process run on but does not start it again when it ends (its pod is gone).
+func (s *supervised) retire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopping = true
+}
+
+// exits is how many times the process has ended (and been started again) so far.
+func (s *supervised) exits() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarts
+}
+
+// stop ends the process for good: SIGTERM, then SIGKILL after 20 s.
+func (s *supervised) stop() {
+	s.mu.Lock()
+	s.stopping = true
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	s.mu.Unlock()
+	select {
+	case <-s.done:
+	case <-time.After(20 * time.Second):
+		s.kill()
+		<-s.done
+	}
+	_ = s.log.Close()
+}
