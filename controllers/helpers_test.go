@@ -106,6 +106,20 @@ func backupPod(ctx context.Context, ns, backup, name string, ready bool) *corev1
 	return pod
 }
 
+// setWaiting reports, as the kubelet would, the pod's container waiting for reason (e.g.
+// ImagePullBackOff), or running when reason is "".
+func setWaiting(ctx context.Context, pod *corev1.Pod, reason string) {
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		state := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+		if reason != "" {
+			state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "the kubelet's words"}}
+		}
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "memcached", Image: pod.Spec.Containers[0].Image, State: state}}
+		g.Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+}
+
 func backupStatus(ctx context.Context, key types.NamespacedName) func(g Gomega) cachev1.MemcachedBackupStatus {
 	return func(g Gomega) cachev1.MemcachedBackupStatus {
 		b := &cachev1.MemcachedBackup{}

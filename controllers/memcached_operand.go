@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -102,12 +103,20 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		// now would make conflict. The Deployment it installs brings us back.
 		return ctrl.Result{}, nil
 	}
-	retiring, requeue, err := r.retireOldPods(ctx, mc, deploy)
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(mc.Namespace),
+		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list pods of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
+	}
+	retiring, requeue, err := r.retireOldPods(ctx, mc, deploy, pods.Items)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	st := mc.Status.DeepCopy()
-	observeOperand(st, deploy, retiring)
+	observeOperand(st, deploy, retiring, podTrouble(pods.Items))
+	if c := memcachedCondition(*st, ConditionProgressing); c.Reason == ReasonPodsFailing && memcachedCondition(mc.Status, ConditionProgressing).Reason != ReasonPodsFailing {
+		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, ReasonPodsFailing, "ObserveOperand", "%s", c.Message)
+	}
 	revision, err := helm.DeployedRevision(ctx, r.Client, mc.Namespace, mc.Name)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -132,16 +141,11 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 // left running when its Deployment was replaced) out of service once the Deployment has all its
 // new pods available: first out of the Service, then, RetireDelay later, deleted. It returns how
 // many such pods are left and when to look again.
-func (r *MemcachedOperandReconciler) retireOldPods(ctx context.Context, mc *cachev1.Memcached, deploy *appsv1.Deployment) (int, time.Duration, error) {
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(mc.Namespace),
-		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name}); err != nil {
-		return 0, 0, fmt.Errorf("list pods of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
-	}
+func (r *MemcachedOperandReconciler) retireOldPods(ctx context.Context, mc *cachev1.Memcached, deploy *appsv1.Deployment, pods []corev1.Pod) (int, time.Duration, error) {
 	var old []*corev1.Pod
-	for i := range pods.Items {
+	for i := range pods {
 		// The chart's pods carry part-of; a bare pod someone else labelled alike is not ours.
-		if p := &pods.Items[i]; metav1.GetControllerOf(p) == nil && p.DeletionTimestamp == nil && p.Labels[labels.PartOf] == labels.Operator {
+		if p := &pods[i]; metav1.GetControllerOf(p) == nil && p.DeletionTimestamp == nil && p.Labels[labels.PartOf] == labels.Operator {
 			old = append(old, p)
 		}
 	}
@@ -212,8 +216,9 @@ func (r *MemcachedOperandReconciler) deploymentOf(ctx context.Context, mc *cache
 }
 
 // observeOperand computes the Go side's part of the status from the release's Deployment (nil:
-// not created yet, or being replaced) and the number of pods of an earlier release still up.
-func observeOperand(st *cachev1.MemcachedStatus, deploy *appsv1.Deployment, retiring int) {
+// not created yet, or being replaced), the number of pods of an earlier release still up, and why
+// a pod cannot start or keep running (podTrouble), if one cannot.
+func observeOperand(st *cachev1.MemcachedStatus, deploy *appsv1.Deployment, retiring int, trouble string) {
 	if deploy == nil {
 		st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = 0, 0, 0
 		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "DeploymentMissing",
@@ -239,6 +244,8 @@ func observeOperand(st *cachev1.MemcachedStatus, deploy *appsv1.Deployment, reti
 	switch {
 	case ro.failure != "":
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, "RolloutFailed", ro.failure)
+	case trouble != "" && !ro.complete():
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, ReasonPodsFailing, trouble)
 	case ro.complete() && retiring > 0:
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, ReasonRetiringPods,
 			fmt.Sprintf("memcached %s runs on %d new pods; %d pods of the earlier release leave the Service and stop", target, ro.want, retiring))
@@ -262,6 +269,16 @@ func templateVersion(deploy *appsv1.Deployment) string {
 		}
 	}
 	return ""
+}
+
+// memcachedCondition is the condition of type typ, or an empty one.
+func memcachedCondition(st cachev1.MemcachedStatus, typ string) cachev1.HelmCondition {
+	for _, c := range st.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return cachev1.HelmCondition{}
 }
 
 // setMemcachedCondition sets a condition, moving its lastTransitionTime only when its status changes.
@@ -299,6 +316,15 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("memcached-operand").
 		For(&cachev1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&appsv1.Deployment{}, toMemcached, builder.WithPredicates(ours)).
+		// A pod that cannot start changes no Deployment status until the progress deadline.
+		Watches(&corev1.Pod{}, toMemcached, builder.WithPredicates(ours, predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return podTrouble([]corev1.Pod{*e.ObjectOld.(*corev1.Pod)}) != podTrouble([]corev1.Pod{*e.ObjectNew.(*corev1.Pod)})
+			},
+			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		})).
 		Watches(&corev1.Secret{}, recordToMemcached). // the cache holds only release records
 		Complete(r)
 }

@@ -45,20 +45,23 @@ func TestObserveOperand(t *testing.T) {
 		name                   string
 		deploy                 *appsv1.Deployment
 		retiring               int
+		trouble                string
 		wantVersion            string
 		available, progressing string // "status/reason"
 	}{
-		{"no Deployment yet", nil, 0, "1.6.38", "False/DeploymentMissing", "True/DeploymentMissing"},
-		{"every pod on the new version", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 0, "1.6.39", "True/PodsAvailable", "False/Complete"},
-		{"a change the Deployment controller has not seen", deployment("docker.io/library/memcached:1.6.39", 3, 2, 3, 3, 3, 3), 0, "1.6.38", "True/PodsAvailable", "True/RollingOut"},
-		{"rolling out with a surge pod", deployment("docker.io/library/memcached:1.6.39", 2, 2, 4, 1, 4, 4), 0, "1.6.38", "True/PodsAvailable", "True/RollingOut"},
-		{"new pods done, old ones retiring", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 2, "1.6.38", "True/PodsAvailable", "True/" + ReasonRetiringPods},
-		{"too few available", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 1, 1), 0, "1.6.38", "False/PodsUnavailable", "True/RollingOut"},
-		{"past its progress deadline", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 1, 2, 2, stuck), 0, "1.6.38", "False/PodsUnavailable", "False/RolloutFailed"},
+		{"no Deployment yet", nil, 0, "", "1.6.38", "False/DeploymentMissing", "True/DeploymentMissing"},
+		{"every pod on the new version", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 0, "", "1.6.39", "True/PodsAvailable", "False/Complete"},
+		{"a change the Deployment controller has not seen", deployment("docker.io/library/memcached:1.6.39", 3, 2, 3, 3, 3, 3), 0, "", "1.6.38", "True/PodsAvailable", "True/RollingOut"},
+		{"rolling out with a surge pod", deployment("docker.io/library/memcached:1.6.39", 2, 2, 4, 1, 4, 4), 0, "", "1.6.38", "True/PodsAvailable", "True/RollingOut"},
+		{"new pods done, old ones retiring", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 2, "", "1.6.38", "True/PodsAvailable", "True/" + ReasonRetiringPods},
+		{"too few available", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 1, 1), 0, "", "1.6.38", "False/PodsUnavailable", "True/RollingOut"},
+		{"a pod cannot pull its image", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 2, 2), 0, "pod p, container memcached: ImagePullBackOff: ...", "1.6.38", "False/PodsUnavailable", "False/" + ReasonPodsFailing},
+		{"a pod failed once, all available again", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 0, "pod p, container memcached: CrashLoopBackOff: ...", "1.6.39", "True/PodsAvailable", "False/Complete"},
+		{"past its progress deadline", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 1, 2, 2, stuck), 0, "", "1.6.38", "False/PodsUnavailable", "False/RolloutFailed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &cachev1.MemcachedStatus{Version: "1.6.38"}
-			observeOperand(st, tc.deploy, tc.retiring)
+			observeOperand(st, tc.deploy, tc.retiring, tc.trouble)
 			if st.Version != tc.wantVersion {
 				t.Errorf("version = %q, want %q", st.Version, tc.wantVersion)
 			}
@@ -68,6 +71,37 @@ func TestObserveOperand(t *testing.T) {
 			}
 			if got[ConditionAvailable] != tc.available || got[ConditionProgressing] != tc.progressing {
 				t.Errorf("Available, Progressing = %q, %q; want %q, %q", got[ConditionAvailable], got[ConditionProgressing], tc.available, tc.progressing)
+			}
+		})
+	}
+}
+
+// Which pod states say a pod will not start or keep running by itself.
+func TestPodTrouble(t *testing.T) {
+	waiting := func(name, reason string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "memcached", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "details"}}}}}}
+	}
+	unschedulable := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available"}}}}
+	deleted := waiting("a", "ImagePullBackOff")
+	deleted.DeletionTimestamp = ptr.To(metav1.Now())
+	for _, tc := range []struct {
+		name string
+		pods []corev1.Pod
+		want string
+	}{
+		{"none", nil, ""},
+		{"starting", []corev1.Pod{waiting("a", "ContainerCreating")}, ""},
+		{"an image that cannot be pulled, first pod by name", []corev1.Pod{waiting("b", "ErrImagePull"), waiting("a", "ImagePullBackOff")},
+			"pod a, container memcached: ImagePullBackOff: details"},
+		{"crashing", []corev1.Pod{waiting("a", "CrashLoopBackOff")}, "pod a, container memcached: CrashLoopBackOff: details"},
+		{"a pod being deleted does not count", []corev1.Pod{deleted}, ""},
+		{"unschedulable", []corev1.Pod{unschedulable}, "pod a cannot be scheduled: 0/1 nodes are available"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := podTrouble(tc.pods); got != tc.want {
+				t.Errorf("podTrouble = %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -122,9 +122,24 @@ func (r *MemcachedBackupReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, fmt.Errorf("list pods of %s/%s: %w", backup.Namespace, backup.Name, err)
 	}
 
-	return ctrl.Result{}, r.updateStatus(ctx, backup, func(st *cachev1.MemcachedBackupStatus) {
+	wasFailing := degradedReason(backup) == ReasonPodsFailing
+	if err := r.updateStatus(ctx, backup, func(st *cachev1.MemcachedBackupStatus) {
 		observe(st, backup, deploy, pods.Items)
-	})
+	}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !wasFailing && degradedReason(backup) == ReasonPodsFailing {
+		c := meta.FindStatusCondition(backup.Status.Conditions, cachev1.ConditionDegraded)
+		r.Recorder.Eventf(backup, nil, corev1.EventTypeWarning, ReasonPodsFailing, "ObservePods", "%s", c.Message)
+	}
+	return ctrl.Result{}, nil
+}
+
+func degradedReason(backup *cachev1.MemcachedBackup) string {
+	if c := meta.FindStatusCondition(backup.Status.Conditions, cachev1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+		return c.Reason
+	}
+	return ""
 }
 
 // errNotOwned: the backup's Deployment name is taken by a Deployment someone else made.
@@ -194,6 +209,8 @@ func observe(st *cachev1.MemcachedBackupStatus, backup *cachev1.MemcachedBackup,
 
 	if ro.failure != "" {
 		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, "DeploymentFailed", ro.failure)
+	} else if trouble := podTrouble(pods); trouble != "" && !available {
+		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, ReasonPodsFailing, trouble)
 	} else {
 		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionFalse, "AsExpected", "")
 	}

@@ -44,6 +44,21 @@ var _ = Describe("MemcachedBackup (Go API)", func() {
 		key = types.NamespacedName{Namespace: ns, Name: "memcachedbackup-sample"}
 	})
 
+	It("is Degraded, with an Event, while a pod cannot pull its image", func() {
+		Expect(k8sClient.Create(ctx, &cachev1.MemcachedBackup{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns},
+			Spec: cachev1.MemcachedBackupSpec{Size: 1}})).To(Succeed())
+		Eventually(func() error { return k8sClient.Get(ctx, key, &appsv1.Deployment{}) }, timeout, interval).Should(Succeed())
+		pod := backupPod(ctx, ns, key.Name, key.Name+"-x", false)
+		setWaiting(ctx, pod, "ErrImagePull")
+		Eventually(backupStatus(ctx, key), timeout, interval).Should(HaveField("Conditions", ContainElement(And(
+			HaveField("Type", cachev1.ConditionDegraded), HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "PodsFailing"),
+			HaveField("Message", ContainSubstring("container memcached: ErrImagePull"))))))
+		Eventually(eventReasons(ctx, "MemcachedBackup", key), timeout, interval).Should(ContainElement("PodsFailing"))
+
+		setWaiting(ctx, pod, "")
+		Eventually(backupStatus(ctx, key), timeout, interval).Should(conditionStatus(cachev1.ConditionDegraded, metav1.ConditionFalse))
+	})
+
 	It("owns a Deployment of spec.size pods and reports them in status", func() {
 		backup := &cachev1.MemcachedBackup{
 			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns},

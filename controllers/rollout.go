@@ -18,6 +18,8 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -69,4 +71,40 @@ func (r rollout) String() string {
 		return "has a change its controller has not seen yet"
 	}
 	return fmt.Sprintf("is rolling out: %d of %d pods updated, %d available", r.updated, r.want, r.available)
+}
+
+// ReasonPodsFailing: pods of the operand cannot start or keep running (Progressing, Degraded).
+const ReasonPodsFailing = "PodsFailing"
+
+// failingContainerReasons are the waiting reasons of a container that will not start by itself:
+// the kubelet retries with a back-off, but the Deployment reports nothing until its progress
+// deadline (10 minutes by default).
+var failingContainerReasons = []string{
+	"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
+	"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+}
+
+// podTrouble says why a pod cannot start or keep running, read from the pods' own status as
+// soon as the kubelet or the scheduler reports it: an image that cannot be pulled, a container
+// that keeps crashing or cannot be created, a pod that cannot be scheduled. "" when none is in
+// trouble; the first pod by name otherwise.
+func podTrouble(pods []corev1.Pod) string {
+	sorted := slices.Clone(pods)
+	slices.SortFunc(sorted, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for _, p := range sorted {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+			if w := cs.State.Waiting; w != nil && slices.Contains(failingContainerReasons, w.Reason) {
+				return fmt.Sprintf("pod %s, container %s: %s: %s", p.Name, cs.Name, w.Reason, w.Message)
+			}
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, c.Message)
+			}
+		}
+	}
+	return ""
 }

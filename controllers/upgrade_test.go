@@ -36,6 +36,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
+	"github.com/example/memcached-operator/internal/labels"
 )
 
 func hasCondition(typ string, status metav1.ConditionStatus, reason string) OmegaMatcher {
@@ -209,6 +210,27 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("ReleaseRecovered"))
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
 		Eventually(memcachedCondition(ctx, key, "Irreconcilable"), timeout, interval).Should(HaveField("Status", metav1.ConditionFalse))
+	})
+
+	It("says at once, with an Event, that a pod cannot pull its image, long before the Deployment's progress deadline", func() {
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		setRollout(ctx, key, 1, 1, 0)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: key.Name + "-x", Namespace: ns, Labels: map[string]string{
+				labels.Name: labels.ChartName, labels.Instance: key.Name, labels.PartOf: labels.Operator}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "registry.example.com/missing/memcached:1.6.38"}}},
+		}
+		Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+		setWaiting(ctx, pod, "ImagePullBackOff")
+		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("Conditions", ContainElement(And(
+			HaveField("Type", "Progressing"), HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "PodsFailing"),
+			HaveField("Message", ContainSubstring("pod "+pod.Name+", container memcached: ImagePullBackOff: the kubelet's words"))))))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("PodsFailing"))
+
+		By("clearing it once the image is pulled")
+		setWaiting(ctx, pod, "")
+		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("Conditions", hasCondition("Progressing", metav1.ConditionTrue, "RollingOut")))
 	})
 
 	It("reports the version the pods run and the progress of a rollout, next to the Helm conditions", func() {

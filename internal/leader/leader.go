@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/operator-framework/operator-lib/leader"
@@ -40,11 +41,11 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// podNameEnv and podNamespaceEnv name this process's pod (the downward API sets them).
-const (
-	podNameEnv      = "POD_NAME"
-	podNamespaceEnv = "POD_NAMESPACE"
-)
+// podNameEnv names this process's pod (the downward API sets it), as leader for life requires.
+const podNameEnv = "POD_NAME"
+
+// namespaceFile holds the pod's namespace, where leader for life keeps its lock.
+const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // CheckPeriod is how often the leader checks that it still holds the lock.
 const CheckPeriod = 5 * time.Second
@@ -63,25 +64,26 @@ type Lease struct {
 	checkPeriod   time.Duration // CheckPeriod; shorter in tests
 }
 
-// Become blocks until this process's pod holds the lock named lockName. Outside a cluster (no
-// service account namespace) there is no pod to own the lock: it returns a nil Lease, and the
-// process runs as the single instance.
+// Become blocks until this process's pod holds the lock named lockName, in the pod's namespace.
+// Outside a cluster (no service account namespace) there is no pod to own the lock: it returns a
+// nil Lease, and the process runs as the single instance.
 func Become(ctx context.Context, cl client.Client, lockName string) (*Lease, error) {
-	l := &Lease{client: cl, lock: types.NamespacedName{Namespace: os.Getenv(podNamespaceEnv), Name: lockName}, pod: os.Getenv(podNameEnv),
+	ns, err := os.ReadFile(namespaceFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read this pod's namespace: %w", err)
+	}
+	l := &Lease{client: cl, lock: types.NamespacedName{Namespace: strings.TrimSpace(string(ns)), Name: lockName}, pod: os.Getenv(podNameEnv),
 		checkPeriod: CheckPeriod}
 	// Whether this pod held the lock already (its container restarted) or takes it from another.
 	before, err := l.owner(ctx)
-	if err != nil && !apierrors.IsNotFound(err) && l.lock.Namespace != "" {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("read the leader lock: %w", err)
 	}
 	if err := leader.Become(ctx, lockName, leader.WithClient(cl)); err != nil {
-		if errors.Is(err, leader.ErrNoNamespace) {
-			return nil, nil
-		}
 		return nil, err
-	}
-	if l.lock.Namespace == "" || l.pod == "" {
-		return nil, fmt.Errorf("%s and %s must name this pod (the downward API)", podNameEnv, podNamespaceEnv)
 	}
 	if before == l.pod {
 		// The process before this one ran in this pod's container, which has ended.

@@ -337,6 +337,33 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 		Expect(out).To(ContainSubstring("NotFound"))
 	})
 
+	It("says within a minute, in status and with an Event, that a pod cannot pull its image, and recovers once the image is fixed", func() {
+		ns := "memcached-bad-image"
+		kubectl("create", "namespace", ns)
+		DeferCleanup(deleteNamespace, ns)
+		key := types.NamespacedName{Namespace: ns, Name: mcName}
+		Expect(k8s.Create(ctx(), &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mcName},
+			Spec: cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](1),
+				Image: &cachev1.ImageSpec{Repository: "localhost:5000/e2e/no-such-image", Tag: "1.6.39"}}})).To(Succeed())
+		progressing := func(g Gomega) cachev1.HelmCondition {
+			mc := &cachev1.Memcached{}
+			g.Expect(k8s.Get(ctx(), key, mc)).To(Succeed())
+			for _, c := range mc.Status.Conditions {
+				if c.Type == "Progressing" {
+					return c
+				}
+			}
+			return cachev1.HelmCondition{}
+		}
+		Eventually(progressing, time.Minute, poll).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "PodsFailing"),
+			HaveField("Message", MatchRegexp(`container memcached: (ErrImagePull|ImagePullBackOff): .*no-such-image`))))
+		Expect(strings.Fields(kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name="+mcName,
+			"-o", "jsonpath={.items[*].reason}"))).To(ContainElement("PodsFailing"))
+
+		kubectl("-n", ns, "patch", "memcached", mcName, "--type=merge", "-p", `{"spec":{"image":null}}`)
+		Eventually(progressing, timeout, poll).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "Complete")))
+	})
+
 	It("leaves no operator objects after make undeploy, and with CRs present removes them and their releases first", func() {
 		ns := "memcached-left"
 		kubectl("create", "namespace", ns)

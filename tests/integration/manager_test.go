@@ -24,13 +24,16 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
+	"github.com/onsi/gomega/gexec"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/leader"
 )
 
 const (
@@ -83,6 +86,30 @@ var _ = Describe("Leader for life", func() {
 			g.Expect(lock.OwnerReferences).To(ConsistOf(HaveField("Name", "operator-b")))
 		}, timeout, interval).Should(Succeed())
 		Eventually(reconciled(ctx, workNS, "after-handover"), timeout, interval).Should(Succeed(), "the new leader reconciles")
+		Expect(b.ExitCode()).To(Equal(-1), "B is still running")
+	})
+})
+
+var _ = Describe("Leader for life, when the lock goes while its holder runs", func() {
+	It("stops the old leader within a check period, and the pod that takes the lock says it took it over", func() {
+		ctx := context.Background()
+		opNS := newNamespace(ctx)
+		podA := operatorPod(ctx, opNS, "operator-a")
+		operatorPod(ctx, opNS, "operator-b")
+		a := inPod(opNS, "operator-a")
+		Eventually(a.Err, timeout).Should(gbytes.Say("became the leader"))
+		b := inPod(opNS, "operator-b")
+		Eventually(b.Err, timeout).Should(gbytes.Say("Not the leader. Waiting."))
+
+		By("force-deleting A's pod, as an impatient admin does: the lock goes while A runs on")
+		Expect(k8sClient.Delete(ctx, podA, client.GracePeriodSeconds(0))).To(Succeed())
+		// envtest runs no garbage collector to drop the lock with its owner.
+		Expect(k8sClient.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: opNS, Name: lockName}})).To(Succeed())
+		Eventually(a, 2*leader.CheckPeriod).Should(gexec.Exit())
+		Expect(a.ExitCode()).NotTo(BeZero())
+		Expect(a.Err).To(gbytes.Say("stopping: another process may lead now"))
+
+		Eventually(b.Err, timeout).Should(gbytes.Say("became the leader, taking the lock over"))
 		Expect(b.ExitCode()).To(Equal(-1), "B is still running")
 	})
 })
