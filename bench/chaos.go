@@ -66,15 +66,15 @@ var scenarios = []scenario{
 
 // chaosRun is one scenario on its own control plane.
 type chaosRun struct {
-	o        chaosOptions
-	cp       *controlPlane
-	kc       kubernetes.Interface
-	dc       dynamic.Interface
+	o  chaosOptions
+	cp *controlPlane
+	kc kubernetes.Interface
+	dc dynamic.Interface
 	// operators are the operator processes; the first is the one the kill scenarios kill.
 	operators []*supervised
-	rng      *rand.Rand
-	want     expectation
-	notes    []string
+	rng       *rand.Rand
+	want      expectation
+	notes     []string
 }
 
 type chaosResult struct {
@@ -228,6 +228,9 @@ func runScenario(ctx context.Context, o chaosOptions, sc scenario) (res chaosRes
 	}
 	if sc.report != nil {
 		sc.report(ctx, r)
+	}
+	if n, err := r.recoveredCRs(ctx); err == nil {
+		r.notes = append(r.notes, fmt.Sprintf("%d CRs had a release left pending and recovered (Event ReleaseRecovered)", n))
 	}
 	res.notes = append(res.notes, r.notes...)
 	return res
@@ -400,4 +403,19 @@ func chaosReport(o chaosOptions, results []chaosResult) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// recoveredCRs counts the CRs whose release the operator recovered from a cut-off operation.
+func (r *chaosRun) recoveredCRs(ctx context.Context) (int, error) {
+	events, err := r.kc.EventsV1().Events(benchNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	crs := map[string]bool{}
+	for _, e := range events.Items {
+		if e.Reason == "ReleaseRecovered" {
+			crs[e.Regarding.Name] = true
+		}
+	}
+	return len(crs), nil
 }

@@ -134,8 +134,8 @@ func splitFaults(ctx context.Context, r *chaosRun) error {
 	return nil
 }
 
-// splitReport adds to the notes what the new leader's log and the Events say about releases left
-// pending by the old leader.
+// splitReport adds to the notes what the leaders' logs say about releases left pending by the
+// other process.
 func splitReport(ctx context.Context, r *chaosRun) {
 	for _, name := range operatorPods {
 		raw, err := os.ReadFile(filepath.Join(r.cp.dir, name+".log"))
@@ -146,15 +146,4 @@ func splitReport(ctx context.Context, r *chaosRun) {
 			r.notes = append(r.notes, fmt.Sprintf("%s held back the recovery of a pending release %d times (another pod's process could still be on it)", name, held))
 		}
 	}
-	events, err := r.kc.EventsV1().Events(benchNamespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return
-	}
-	recovered := 0
-	for _, e := range events.Items {
-		if e.Reason == "ReleaseRecovered" {
-			recovered++
-		}
-	}
-	r.notes = append(r.notes, fmt.Sprintf("%d releases recovered (Event ReleaseRecovered)", recovered))
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -84,6 +85,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	reportMissingNamespaces(ctx, direct, cfg.WatchNamespaces)
 	img, overridden, err := operand.DefaultImage(memcachedWatch.Chart, cfg.RelatedImage)
 	if err != nil {
 		return err
@@ -125,6 +127,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return fmt.Errorf("set up MemcachedBackup controller: %w", err)
 	}
 	return setupUpgradeable(mgr, direct)
+}
+
+// reportMissingNamespaces says which watched namespaces do not exist yet: the operator watches
+// them all the same and reconciles their CRs once they are created. Without the right to read
+// namespaces (some install modes), it says nothing.
+func reportMissingNamespaces(ctx context.Context, c client.Client, namespaces []string) {
+	for _, ns := range namespaces {
+		if err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
+			ctrl.Log.WithName("setup").Info("a watched namespace does not exist yet: its CRs are reconciled once it is created", "namespace", ns)
+		}
+	}
 }
 
 // loadMemcachedWatch reads the watches file, whose one entry is the Memcached kind and its chart:

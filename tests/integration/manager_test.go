@@ -18,6 +18,7 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -150,5 +151,17 @@ var _ = Describe("WATCH_NAMESPACE", func() {
 		notWatched := reconciled(ctx, other, "not-watched")
 		Consistently(func() bool { return apierrors.IsNotFound(notWatched()) }, 5*time.Second, interval).Should(BeTrue(),
 			"a MemcachedBackup outside WATCH_NAMESPACE must be left alone")
+	})
+
+	It("names a namespace that does not exist yet, idles, and reconciles its CRs as soon as it is created", func() {
+		ctx := context.Background()
+		later := fmt.Sprintf("it-later-%d", time.Now().UnixNano())
+		op := outOfCluster("WATCH_NAMESPACE=" + later)
+		Eventually(op.Err, timeout).Should(gbytes.Say(`a watched namespace does not exist yet.*"namespace":"` + later + `"`))
+		Eventually(op.Err, timeout).Should(gbytes.Say("reconciling"))
+		Consistently(op.Err, 3*time.Second).ShouldNot(gbytes.Say(`"level":"error"`), "no errors while the namespace is missing")
+
+		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: later}})).To(Succeed())
+		Eventually(reconciled(ctx, later, "in-a-new-namespace"), timeout, interval).Should(Succeed())
 	})
 })
