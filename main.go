@@ -32,6 +32,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -124,6 +125,9 @@ func run(ctx context.Context, o options) error {
 		Controller: config.Controller{MaxConcurrentReconciles: o.controllers.Helm.Workers},
 		// Leader for life (operator-lib) is used instead of controller-runtime's lease election.
 		LeaderElection: false,
+		// A process that lost the leader lock must end before the new leader recovers what it
+		// left pending (internal/leader).
+		GracefulShutdownTimeout: ptr.To(leader.ShutdownTimeout),
 	})
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,14 +34,19 @@ import (
 
 // The split scenario runs two operator processes as two pods of the operator's Deployment
 // would: each with POD_NAME and POD_NAMESPACE, a service account namespace file, and leader for
-// life. Their Pod objects exist (no kubelet runs them), with a short termination grace period.
+// life. Their Pod objects exist (no kubelet runs them), with the Deployment's grace period.
 
 var operatorPods = []string{"operator-a", "operator-b"}
 
 const (
-	lockName   = "memcached-operator-lock"
-	podGrace   = 5 // seconds
-	kubeletGap = 30 * time.Second
+	lockName = "memcached-operator-lock"
+	// podGrace is the pods' termination grace period, as in the operator's Deployment.
+	podGrace = 30 // seconds
+	// resumeAfter: the frozen old leader resumes within its grace period, when the new leader
+	// must still leave its releases alone.
+	resumeAfter = 20 * time.Second
+	// selfStopLimit: a process that lost the lock ends within 2 checks and its graceful shutdown.
+	selfStopLimit = 30 * time.Second
 )
 
 // inPodMounts wraps a command line so that the process finds a service account namespace file as
@@ -99,11 +105,13 @@ func (r *chaosRun) waitLeader(ctx context.Context, not string, limit time.Durati
 	}
 }
 
-// splitFaults force-deletes the leader's pod 5 s into convergence, as an impatient admin does
-// (kubectl delete pod --force --grace-period=0): the lock goes with the pod object while the
-// leader's process still runs, and the other pod takes the lock. The old process is not started
-// again (its pod is gone); a kubelet would kill it at the latest after its grace period, here it is
-// given 30 s to stop by itself before it is killed.
+// splitFaults makes two processes lead at once, 5 s into convergence: the leader's process is
+// frozen (SIGSTOP, as on a node that stalls) with operations in flight, and its pod force-deleted,
+// as an impatient admin does (kubectl delete pod --force --grace-period=0). The lock goes with the
+// pod object and the other pod takes it. 20 s later, within its pod's grace period, the old
+// process resumes (SIGCONT): it must find that it lost the lock and end by itself, while the new
+// leader must have left the releases it left pending alone until the grace period had passed.
+// The old process is not started again (its pod is gone).
 func splitFaults(ctx context.Context, r *chaosRun) error {
 	if err := sleep(ctx, 5*time.Second); err != nil {
 		return err
@@ -114,6 +122,7 @@ func splitFaults(ctx context.Context, r *chaosRun) error {
 	}
 	oldOp := r.operators[slices.Index(operatorPods, old)]
 	oldOp.retire()
+	oldOp.signal(syscall.SIGSTOP)
 	deleted := time.Now()
 	if err := r.kc.CoreV1().Pods(benchNamespace).Delete(ctx, old, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		return err
@@ -122,16 +131,22 @@ func splitFaults(ctx context.Context, r *chaosRun) error {
 	if err != nil {
 		return err
 	}
-	r.notes = append(r.notes, fmt.Sprintf("%s led; its pod force-deleted 5 s into convergence; %s took the lock %s later",
+	r.notes = append(r.notes, fmt.Sprintf("%s led, was frozen and its pod force-deleted 5 s into convergence; %s took the lock %s later",
 		old, next, time.Since(deleted).Round(time.Second)))
+	if err := sleep(ctx, resumeAfter-time.Since(deleted)); err != nil {
+		return err
+	}
+	oldOp.signal(syscall.SIGCONT)
+	resumed := time.Now()
 	select {
 	case <-oldOp.done:
-		r.notes = append(r.notes, fmt.Sprintf("%s's process ended by itself %s after its pod, the lock lost", old, time.Since(deleted).Round(time.Second)))
-	case <-time.After(kubeletGap):
+		r.notes = append(r.notes, fmt.Sprintf("%s resumed %s after its pod went and ended by itself %s later (lock lost)",
+			old, resumeAfter, time.Since(resumed).Round(time.Second)))
+		return nil
+	case <-time.After(selfStopLimit):
 		oldOp.kill()
-		r.notes = append(r.notes, fmt.Sprintf("%s's process still ran %s after its pod and was killed", old, kubeletGap))
+		return fmt.Errorf("%s still ran %s after it resumed without the lock", old, selfStopLimit)
 	}
-	return nil
 }
 
 // splitReport adds to the notes what the leaders' logs say about releases left pending by the

@@ -49,22 +49,24 @@ func supervise(command func() *exec.Cmd, logPath string) (*supervised, error) {
 		return nil, err
 	}
 	s := &supervised{command: command, log: log, done: make(chan struct{})}
-	if err := s.start(); err != nil {
+	s.mu.Lock()
+	err = s.start()
+	s.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	go s.loop()
 	return s, nil
 }
 
+// start starts the process; the caller holds s.mu.
 func (s *supervised) start() error {
 	cmd := s.command()
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
-	s.mu.Lock()
 	s.cmd = cmd
-	s.mu.Unlock()
 	return nil
 }
 
@@ -84,13 +86,16 @@ func (s *supervised) loop() {
 		s.mu.Unlock()
 		time.Sleep(restartDelay)
 		for {
+			// Checked and started under one lock: a process retired or stopped meanwhile
+			// is not started again.
 			s.mu.Lock()
-			stopping := s.stopping
-			s.mu.Unlock()
-			if stopping {
+			if s.stopping {
+				s.mu.Unlock()
 				return
 			}
-			if s.start() == nil {
+			err := s.start()
+			s.mu.Unlock()
+			if err == nil {
 				break
 			}
 			time.Sleep(time.Second)
@@ -99,11 +104,14 @@ func (s *supervised) loop() {
 }
 
 // kill sends SIGKILL to the running process, as the kernel's OOM killer or a node failure would.
-func (s *supervised) kill() {
+func (s *supervised) kill() { s.signal(syscall.SIGKILL) }
+
+// signal sends sig to the running process.
+func (s *supervised) signal(sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Process.Signal(sig)
 	}
 }
 

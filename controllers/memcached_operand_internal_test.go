@@ -84,6 +84,11 @@ func TestPodTrouble(t *testing.T) {
 	}
 	unschedulable := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available"}}}}
+	restarted := func(ready bool) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "memcached", Ready: ready, RestartCount: 3, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 71}}}}}}
+	}
 	deleted := waiting("a", "ImagePullBackOff")
 	deleted.DeletionTimestamp = ptr.To(metav1.Now())
 	for _, tc := range []struct {
@@ -97,6 +102,8 @@ func TestPodTrouble(t *testing.T) {
 			"pod a, container memcached: ImagePullBackOff: details"},
 		{"crashing", []corev1.Pod{waiting("a", "CrashLoopBackOff")}, "pod a, container memcached: CrashLoopBackOff: details"},
 		{"a pod being deleted does not count", []corev1.Pod{deleted}, ""},
+		{"crashing, running between back-offs", []corev1.Pod{restarted(false)}, "pod a, container memcached: restarted 3 times, last ended Error (exit code 71)"},
+		{"restarted once, ready again", []corev1.Pod{restarted(true)}, ""},
 		{"unschedulable", []corev1.Pod{unschedulable}, "pod a cannot be scheduled: 0/1 nodes are available"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

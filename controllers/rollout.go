@@ -99,6 +99,11 @@ func podTrouble(pods []corev1.Pod) string {
 			if w := cs.State.Waiting; w != nil && slices.Contains(failingContainerReasons, w.Reason) {
 				return fmt.Sprintf("pod %s, container %s: %s: %s", p.Name, cs.Name, w.Reason, w.Message)
 			}
+			// Between its back-offs a crashing container runs for a while: it is still in
+			// trouble until it is ready again.
+			if t := cs.LastTerminationState.Terminated; t != nil && cs.RestartCount > 0 && !cs.Ready {
+				return fmt.Sprintf("pod %s, container %s: restarted %d times, last ended %s (exit code %d)", p.Name, cs.Name, cs.RestartCount, t.Reason, t.ExitCode)
+			}
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {

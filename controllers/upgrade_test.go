@@ -233,6 +233,24 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("Conditions", hasCondition("Progressing", metav1.ConditionTrue, "RollingOut")))
 	})
 
+	It("does not uninstall a pending release under another process either: the finalizer holds the CR until it may", func() {
+		recovery.close(errors.New("another pod's process may still be finishing the operation"))
+		DeferCleanup(recovery.open)
+		cutOffUpgrade()
+		releases := releaseStore(ns)
+		Expect(k8sClient.Delete(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}})).To(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, key, &cachev1.Memcached{})).To(Succeed(), "the CR waits on its finalizer")
+			rel, err := releases.Get(key.Name, 2)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(rel.Info.Status).To(Equal(release.StatusPendingUpgrade))
+		}, 3*time.Second, interval).Should(Succeed())
+
+		recovery.open()
+		Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key, &cachev1.Memcached{})) }, timeout, interval).Should(BeTrue())
+		Expect(releaseSecrets(ctx, ns, key.Name)).To(BeEmpty())
+	})
+
 	It("reports the version the pods run and the progress of a rollout, next to the Helm conditions", func() {
 		createMemcached(ctx, key, "  replicaCount: 2\n")
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))

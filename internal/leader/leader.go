@@ -47,8 +47,14 @@ const podNameEnv = "POD_NAME"
 // namespaceFile holds the pod's namespace, where leader for life keeps its lock.
 const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-// CheckPeriod is how often the leader checks that it still holds the lock.
+// CheckPeriod is how often the leader checks that it still holds the lock, and how long one
+// check may take.
 const CheckPeriod = 5 * time.Second
+
+// ShutdownTimeout bounds the manager's graceful shutdown (main.go), so that a process that lost
+// the lock has ended within 2 CheckPeriods and ShutdownTimeout, 30 s: no longer than the
+// default termination grace period by which the new leader waits (Become).
+const ShutdownTimeout = 20 * time.Second
 
 // ErrLost is returned when this process no longer holds the lock.
 var ErrLost = errors.New("this pod no longer holds the leader lock")
@@ -85,26 +91,29 @@ func Become(ctx context.Context, cl client.Client, lockName string) (*Lease, err
 	if err := leader.Become(ctx, lockName, leader.WithClient(cl)); err != nil {
 		return nil, err
 	}
-	if before == l.pod {
-		// The process before this one ran in this pod's container, which has ended.
-		return l, nil
-	}
+	l.tookOver, l.previousOwner = before != l.pod, before
 	pod := &corev1.Pod{}
 	if err := cl.Get(ctx, types.NamespacedName{Namespace: l.lock.Namespace, Name: l.pod}, pod); err != nil {
 		return nil, fmt.Errorf("read this pod: %w", err)
 	}
-	// The previous leader's pod ran the same spec: its process has ended at the latest a grace
-	// period after its lock went, plus the kubelet's time to notice.
+	lock := &corev1.ConfigMap{}
+	if err := cl.Get(ctx, l.lock, lock); err != nil {
+		return nil, fmt.Errorf("read the leader lock: %w", err)
+	}
+	// The lock was made when this pod took it over (or first led). The previous leader's pod ran
+	// the same spec: its process ended at the latest a grace period after its pod was deleted,
+	// which was before the lock went; a process that stops by itself takes no longer
+	// (ShutdownTimeout). Counted from the lock, this holds for this pod's later containers too.
 	grace := 30 * time.Second
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = time.Duration(*g) * time.Second
 	}
-	l.tookOver, l.previousOwner = true, before
-	l.recoverAfter = time.Now().Add(grace + CheckPeriod)
+	l.recoverAfter = lock.CreationTimestamp.Add(grace + CheckPeriod)
 	return l, nil
 }
 
-// TookOver reports whether the lock came from another pod, and which, if it still existed.
+// TookOver reports whether the lock came from another pod (or was made anew), and which pod held
+// it when this one started waiting, if any.
 func (l *Lease) TookOver() (bool, string) { return l.tookOver, l.previousOwner }
 
 // owner is the name of the pod that owns the lock.
@@ -143,13 +152,13 @@ func (l *Lease) MayRecover(ctx context.Context) error {
 		return nil
 	}
 	if wait := time.Until(l.recoverAfter); wait > 0 {
-		return fmt.Errorf("this pod took the leader lock over from another; that pod's process may still be finishing the operation for %s", wait.Round(time.Second))
+		return fmt.Errorf("this pod took the leader lock over from another less than a grace period ago; that pod's process may still be finishing the operation for %s", wait.Round(time.Second))
 	}
 	return l.Holds(ctx)
 }
 
-// Start checks every CheckPeriod that this process still holds the lock, and returns ErrLost when
-// it does not, which stops the manager: the process ends, and the pod's next container (if the
+// Start checks every CheckPeriod that this process still holds the lock (each check bounded by
+// CheckPeriod), and returns ErrLost when it does not, which stops the manager: the process ends, and the pod's next container (if the
 // pod still exists) waits for the lock again. Errors reading the lock (the API server down) do
 // not end it. A manager.Runnable.
 func (l *Lease) Start(ctx context.Context) error {
@@ -162,7 +171,10 @@ func (l *Lease) Start(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		if err := l.Holds(ctx); errors.Is(err, ErrLost) {
+		checkCtx, cancel := context.WithTimeout(ctx, l.checkPeriod)
+		err := l.Holds(checkCtx)
+		cancel()
+		if errors.Is(err, ErrLost) {
 			log.Error(err, "stopping: another process may lead now")
 			return err
 		}

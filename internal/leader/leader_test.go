@@ -71,7 +71,7 @@ func TestLease(t *testing.T) {
 		g := NewWithT(t)
 		took := *lease
 		took.recoverAfter = time.Now().Add(time.Minute)
-		g.Expect(took.MayRecover(ctx)).To(MatchError(ContainSubstring("took the leader lock over from another")))
+		g.Expect(took.MayRecover(ctx)).To(MatchError(ContainSubstring("took the leader lock over from another less than a grace period ago")))
 	})
 
 	t.Run("an unreachable API server does not stop the leader", func(t *testing.T) {

@@ -357,8 +357,10 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 		}
 		Eventually(progressing, time.Minute, poll).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "PodsFailing"),
 			HaveField("Message", MatchRegexp(`container memcached: (ErrImagePull|ImagePullBackOff): .*no-such-image`))))
-		Expect(strings.Fields(kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name="+mcName,
-			"-o", "jsonpath={.items[*].reason}"))).To(ContainElement("PodsFailing"))
+		Eventually(func() []string {
+			return strings.Fields(kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name="+mcName,
+				"-o", "jsonpath={.items[*].reason}"))
+		}, timeout, poll).Should(ContainElement("PodsFailing"))
 
 		kubectl("-n", ns, "patch", "memcached", mcName, "--type=merge", "-p", `{"spec":{"image":null}}`)
 		Eventually(progressing, timeout, poll).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "Complete")))

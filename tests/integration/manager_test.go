@@ -106,7 +106,8 @@ var _ = Describe("Leader for life, when the lock goes while its holder runs", fu
 		Expect(k8sClient.Delete(ctx, podA, client.GracePeriodSeconds(0))).To(Succeed())
 		// envtest runs no garbage collector to drop the lock with its owner.
 		Expect(k8sClient.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: opNS, Name: lockName}})).To(Succeed())
-		Eventually(a, 2*leader.CheckPeriod).Should(gexec.Exit())
+		// Within 2 checks and its graceful shutdown; the deferral of the new leader counts on it.
+		Eventually(a, 2*leader.CheckPeriod+leader.ShutdownTimeout).Should(gexec.Exit())
 		Expect(a.ExitCode()).NotTo(BeZero())
 		Expect(a.Err).To(gbytes.Say("stopping: another process may lead now"))
 

@@ -142,6 +142,13 @@ func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption
 	if err := chartutil.ValidateReleaseName(name); err != nil {
 		return nil, fmt.Errorf("%v: no release was ever made under this name: %w", err, driver.ErrReleaseNotFound)
 	}
+	// A release another process may still be working on (two leaders at once) is not uninstalled
+	// under it: the finalizer holds the CR until it may be (pending.go).
+	if last, err := c.conf.Releases.Last(name); err == nil && last.Info != nil && last.Info.Status.IsPending() && c.mayRecover != nil {
+		if err := c.mayRecover(c.ctx); err != nil {
+			return nil, fmt.Errorf("release %s revision %d is %s, and is not uninstalled yet: %w", name, last.Version, last.Info.Status, err)
+		}
+	}
 	resp, err := c.ActionInterface.Uninstall(name, opts...)
 	if err == nil {
 		c.caps.forget(types.NamespacedName{Namespace: c.owner.GetNamespace(), Name: name})
