@@ -334,7 +334,12 @@ var _ = Describe("Upgrades from earlier releases", Ordered, func() {
 		kubectl("-n", ns, "patch", "memcached", "memcached-sample", "--type=merge", "-p", `{"spec":{"podAnnotations":null}}`)
 		kubectl("-n", ns, "wait", "memcached/memcached-sample", "--for=condition=ReleaseFailed=False", "--timeout=2m")
 		Expect(p.stop().Failures).To(BeZero(), "no client request fails during the upgrade and the failed operand upgrade")
+
+		By("removing the operator with operator-sdk cleanup while its CRs are still there")
 		sdk("cleanup", "memcached-operator", "-n", ns, "--timeout", "3m")
+		Expect(kubectl("-n", ns, "get", "secret", "-l", "owner=helm", "-o", "name")).To(BeEmpty(),
+			"the CRDs went first, while the operator ran and uninstalled every CR's release")
+		Expect(kubectl("get", "crd", "-o", "name")).NotTo(ContainSubstring("cache.my.domain"))
 	})
 })
 
