@@ -143,13 +143,16 @@ build: generate fmt vet ## Build the manager binary.
 run: manifests generate fmt vet ## Run the operator against the current kube context.
 	go run . --metrics-secure=false --metrics-bind-address=:8080
 
+# The container tool of docker-build and docker-push: docker or podman.
+CONTAINER_TOOL ?= docker
+
 .PHONY: docker-build
-docker-build: ## Build the operator image with Docker (needs a Docker daemon).
-	docker build -t $(IMG) .
+docker-build: ## Build the operator image with CONTAINER_TOOL (docker or podman; needs its daemon or service).
+	$(CONTAINER_TOOL) build -t $(IMG) .
 
 .PHONY: docker-push
-docker-push: ## Push the operator image with Docker.
-	docker push $(IMG)
+docker-push: ## Push the operator image with CONTAINER_TOOL.
+	$(CONTAINER_TOOL) push $(IMG)
 
 ##@ Bundle (OLM)
 
@@ -179,6 +182,28 @@ bundle-build: cluster-tool ## Build the bundle image from bundle.Dockerfile with
 .PHONY: bundle-push
 bundle-push: cluster-tool ## Push the bundle image that bundle-build made to BUNDLE_IMG.
 	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --tarball=$(IMAGES_DIR)/bundle.tar --ref=$(BUNDLE_IMG)
+
+##@ Scorecard
+
+# The namespace of the kube context where the operator runs, for `make scorecard`.
+SCORECARD_NAMESPACE ?=
+SCORECARD_FLAGS ?=
+
+.PHONY: scorecard
+scorecard: $(OPERATOR_SDK) ## Run every scorecard test (basic, olm, the project's own) against the operator installed in SCORECARD_NAMESPACE of the current kube context.
+	@test -n "$(SCORECARD_NAMESPACE)" || { echo "scorecard: set SCORECARD_NAMESPACE to the namespace where the operator is installed" >&2; exit 1; }
+	kubectl -n $(SCORECARD_NAMESPACE) apply -f tests/scorecard/rbac.yaml
+	$(OPERATOR_SDK) scorecard ./bundle -n $(SCORECARD_NAMESPACE) -s memcached-scorecard --pod-security=restricted $(SCORECARD_FLAGS)
+
+.PHONY: scorecard-image-build
+scorecard-image-build: cluster-tool ## Build the project's scorecard test image (tests/scorecard) without a container daemon (into bin/images/scorecard-tests.tar).
+	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcached-scorecard-tests ./tests/scorecard
+	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcached-scorecard-tests --ref=$(SCORECARD_IMG) --out=$(IMAGES_DIR)/scorecard-tests.tar
+
+# IMAGE_PUSH_FLAGS=--mirror pushes to the local cluster's registry instead.
+.PHONY: scorecard-image-push
+scorecard-image-push: cluster-tool ## Push the image scorecard-image-build made to SCORECARD_IMG (the Docker config's credentials), as the bundle's scorecard config names it.
+	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --tarball=$(IMAGES_DIR)/scorecard-tests.tar --ref=$(SCORECARD_IMG) $(IMAGE_PUSH_FLAGS)
 
 ##@ Catalog (file-based, OLM)
 
@@ -325,8 +350,7 @@ E2E_CATALOG_IMG ?= $(E2E_IMAGE_TAG_BASE)-catalog:v$(VERSION)
 .PHONY: e2e-olm-images
 e2e-olm-images: cluster-tool $(OPERATOR_SDK) $(SCORECARD_TEST) $(OPM) e2e-images ## Images of the bundle, catalog and scorecard tests for the OLM end-to-end tests.
 	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --ref=$(IMG) --mirror
-	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcached-scorecard-tests ./tests/scorecard
-	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcached-scorecard-tests --ref=$(SCORECARD_IMG) --mirror
+	$(MAKE) --no-print-directory scorecard-image-build scorecard-image-push IMAGE_PUSH_FLAGS=--mirror
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(SCORECARD_TEST) --ref=quay.io/operator-framework/scorecard-test:$(OPERATOR_SDK_VERSION) --mirror
 	$(CLUSTER_TOOL) image dockerfile --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --dockerfile=bundle.Dockerfile --ref=$(E2E_BUNDLE_IMG)
 	$(MAKE) --no-print-directory catalog CATALOG_ROOT=$(CLUSTER_STATE)/catalog IMAGE_TAG_BASE=$(E2E_IMAGE_TAG_BASE)

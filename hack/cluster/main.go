@@ -156,9 +156,9 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 	dockerfile := fs.String("dockerfile", "", "a FROM scratch Dockerfile of LABEL and COPY lines (dockerfile image)")
 	opm := fs.String("opm", "", "the opm binary (catalog image)")
 	configs := fs.String("configs", "", "a file-based catalog folder (catalog image)")
-	out := fs.String("out", "", "write the image as a tarball here instead of pushing it (dockerfile, catalog)")
+	out := fs.String("out", "", "write the image as a tarball here instead of pushing it (binary, dockerfile, catalog)")
 	tarballPath := fs.String("tarball", "", "an image tarball to push (push)")
-	mirror := fs.Bool("mirror", false, "push to the local registry's mirror of --ref's registry, e.g. quay.io/x/y:t to localhost:5000/x/y:t (operator, binary, memcached)")
+	mirror := fs.Bool("mirror", false, "push to the local registry's mirror of --ref's registry, e.g. quay.io/x/y:t to localhost:5000/x/y:t (operator, binary, memcached, push)")
 	ref := fs.String("ref", "", "image reference to push (operator, binary, dockerfile, catalog; memcached: a name to stand in for)")
 	registry := fs.String("registry", RegistryHost, "registry to push to (memcached image)")
 	_ = fs.Parse(args[1:])
@@ -185,7 +185,7 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if err != nil {
 			return err
 		}
-		return c.push(img, mirrored(*ref, *mirror))
+		return c.pushOrSave(img, mirrored(*ref, *mirror), *out)
 	case "dockerfile":
 		if *ref == "" || *dockerfile == "" {
 			return fmt.Errorf("--ref and --dockerfile are required")
@@ -216,7 +216,7 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if err != nil {
 			return err
 		}
-		return c.push(img, *ref)
+		return c.push(img, mirrored(*ref, *mirror))
 	case "memcached":
 		img, version, err := memcachedImage()
 		if err != nil {
