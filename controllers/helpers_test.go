@@ -19,6 +19,7 @@ package controllers_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,6 +105,18 @@ func backupPod(ctx context.Context, ns, backup, name string, ready bool) *corev1
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}
 	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
 	return pod
+}
+
+// deploymentOfRelease finds the Deployment of the Memcached key's release (the chart names it).
+func deploymentOfRelease(ctx context.Context, key types.NamespacedName) (*appsv1.Deployment, error) {
+	list := &appsv1.DeploymentList{}
+	if err := k8sClient.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{"app.kubernetes.io/instance": key.Name}); err != nil {
+		return nil, err
+	}
+	if len(list.Items) != 1 {
+		return nil, fmt.Errorf("%d Deployments of release %s", len(list.Items), key.Name)
+	}
+	return &list.Items[0], nil
 }
 
 // setWaiting reports, as the kubelet would, the pod's container waiting for reason (e.g.

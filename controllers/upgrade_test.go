@@ -189,6 +189,37 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		Expect(recovered.Info.Description).To(ContainSubstring("interrupted"))
 	})
 
+	It("installs again a first install cut off by a killed operator (pending-install), adopting what it made", func() {
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		made := &appsv1.Deployment{}
+		Eventually(func() error {
+			d, err := deploymentOfRelease(ctx, key)
+			made = d
+			return err
+		}, timeout, interval).Should(Succeed())
+
+		By("leaving revision 1 as an install cut off after it created its objects")
+		releases := releaseStore(ns)
+		first, err := releases.Get(key.Name, 1)
+		Expect(err).NotTo(HaveOccurred())
+		first.Info.Status = release.StatusPendingInstall
+		Expect(releases.Update(first)).To(Succeed())
+		poke("1")
+
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("ReleaseRecovered"))
+		Eventually(func(g Gomega) release.Status {
+			rel, err := releases.Last(key.Name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(rel.Version).To(Equal(1), "installed again as revision 1")
+			return rel.Info.Status
+		}, timeout, interval).Should(Equal(release.StatusDeployed))
+		Expect(releaseSecrets(ctx, ns, key.Name)).To(HaveLen(1))
+		again, err := deploymentOfRelease(ctx, key)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again.UID).To(Equal(made.UID), "the cut-off install's Deployment is adopted, not made again")
+	})
+
 	It("leaves a pending release alone while another process may still work on it (two leaders at once), and recovers it after", func() {
 		recovery.close(errors.New("another pod's process may still be finishing the operation"))
 		DeferCleanup(recovery.open)
