@@ -17,7 +17,10 @@ limitations under the License.
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -66,5 +69,43 @@ spec:
 	}
 	if _, err := patch([]byte("kind: ConfigMap\n"), "x", "2026-11-21T00:00:00Z"); err == nil {
 		t.Error("a document that is not a CSV must be refused")
+	}
+}
+
+// com.redhat.openshift.versions follows minKubeVersion, in the metadata and the image labels alike,
+// and writing it twice changes nothing.
+func TestOpenShiftVersions(t *testing.T) {
+	if v, err := openShiftVersions("1.30.0"); err != nil || v != "v4.17" {
+		t.Errorf("openShiftVersions(1.30.0) = %q, %v; want v4.17", v, err)
+	}
+	if _, err := openShiftVersions("1.99.0"); err == nil {
+		t.Error("an unknown Kubernetes version must fail, not guess")
+	}
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "csv.yaml")
+	annotations := filepath.Join(dir, "annotations.yaml")
+	dockerfile := filepath.Join(dir, "bundle.Dockerfile")
+	for path, text := range map[string]string{
+		csv:         "spec:\n  minKubeVersion: 1.28.0\n",
+		annotations: "annotations:\n  operators.operatorframework.io.bundle.package.v1: memcached-operator\n",
+		dockerfile:  "FROM scratch\nLABEL a=b\n\n# Copy files to locations specified by labels.\nCOPY bundle/manifests /manifests/\n",
+	} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if err := writeOpenShiftVersions(csv, annotations, dockerfile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := os.ReadFile(annotations)
+	if strings.Count(string(a), "com.redhat.openshift.versions: v4.15\n") != 1 {
+		t.Errorf("annotations.yaml:\n%s", a)
+	}
+	d, _ := os.ReadFile(dockerfile)
+	if strings.Count(string(d), "LABEL com.redhat.openshift.versions=v4.15\n") != 1 ||
+		strings.Index(string(d), "LABEL com.redhat.openshift.versions") > strings.Index(string(d), "# Copy files") {
+		t.Errorf("bundle.Dockerfile:\n%s", d)
 	}
 }
