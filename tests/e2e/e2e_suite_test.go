@@ -141,6 +141,21 @@ func deleteCRDs() {
 	})
 }
 
+// removeOLMv0Leftovers removes what an OLM v0 install leaves behind once its operator is
+// uninstalled, as docs/olm.md tells users to before they install through OLM v1 (which refuses
+// to take over objects it did not make): the CRDs, and the bundle's own ClusterRoles (the
+// editor, viewer and metrics-reader roles), which OLM v0 does not delete with the CSV.
+func removeOLMv0Leftovers() {
+	deleteCRDs()
+	files, err := filepath.Glob(filepath.Join(root, "bundle", "manifests", "*_rbac.authorization.k8s.io_v1_clusterrole.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(files).NotTo(BeEmpty())
+	for _, f := range files {
+		name, _, _ := strings.Cut(filepath.Base(f), "_")
+		_, _ = kubectlOut("delete", "clusterrole", name, "--ignore-not-found")
+	}
+}
+
 // kubectlOut runs kubectl and returns its combined output.
 func kubectlOut(args ...string) (string, error) {
 	cmd := exec.Command("kubectl", args...)

@@ -154,8 +154,9 @@ func samplesReconcile(ns string) {
 
 var _ = Describe("Through OLM", Ordered, func() {
 	BeforeAll(olmEnv)
-	// OLM leaves the CRDs of an uninstalled operator; remove them so other specs start clean.
-	AfterAll(deleteCRDs)
+	// OLM v0 leaves the CRDs and the bundle's ClusterRoles of an uninstalled operator; remove
+	// them so other specs start clean.
+	AfterAll(removeOLMv0Leftovers)
 
 	It("installs with operator-sdk run bundle, reconciles both samples, and operator-sdk cleanup removes it", func() {
 		ns := "memcached-run-bundle"

@@ -104,8 +104,9 @@ func removeOLMv1() {
 var _ = Describe("Through OLM v1", Ordered, func() {
 	BeforeAll(func() {
 		upgradeEnv()
-		// No CRDs of an earlier spec: OLM v1 refuses to adopt objects it did not install.
-		deleteCRDs()
+		// Nothing an earlier spec's OLM v0 install left: OLM v1 refuses to adopt objects it did
+		// not install (docs/olm.md, "From OLM v0").
+		removeOLMv0Leftovers()
 	})
 	AfterEach(removeOLMv1)
 

@@ -247,7 +247,7 @@ func crUIDs(ns string) map[string]types.UID {
 
 var _ = Describe("Upgrades from earlier releases", Ordered, func() {
 	BeforeAll(upgradeEnv)
-	AfterAll(deleteCRDs)
+	AfterAll(removeOLMv0Leftovers)
 
 	// From the oldest release, the catalog's skipRange leads straight to the channel's head: one
 	// InstallPlan, no release in between. That upgrade also rolls the memcached pods (the
