@@ -204,33 +204,45 @@ func (cp *controlPlane) requests(from, to auditMark) (byVerb, byEndpoint map[str
 // cpu is the CPU time etcd, kube-apiserver and kube-controller-manager have used (one control
 // plane runs at a time), in total and of kube-controller-manager alone (its processes so far).
 func (cp *controlPlane) cpu(o options) (total, kcm time.Duration, err error) {
-	binaries := map[string]bool{}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
-		abs, err := filepath.Abs(filepath.Join(o.kubeBin, b))
-		if err != nil {
-			return 0, 0, err
-		}
-		binaries[abs] = true
-	}
-	procs, err := os.ReadDir("/proc")
+	procs, err := processesOf(o.kubeBin, "etcd", "kube-apiserver", "kube-controller-manager")
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
-		}
-		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		if err != nil || !binaries[exe] {
-			continue
-		}
+	for pid, binary := range procs {
 		if c, err := processCPU(pid); err == nil {
 			total += c
-			if filepath.Base(exe) == "kube-controller-manager" {
+			if binary == "kube-controller-manager" {
 				kcm += c
 			}
 		}
 	}
 	return total, kcm, nil
+}
+
+// processesOf lists the running processes of some of the control plane's binaries in kubeBin:
+// pid to binary name.
+func processesOf(kubeBin string, binaries ...string) (map[int]string, error) {
+	want := map[string]string{}
+	for _, b := range binaries {
+		abs, err := filepath.Abs(filepath.Join(kubeBin, b))
+		if err != nil {
+			return nil, err
+		}
+		want[abs] = b
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	found := map[int]string{}
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && want[exe] != "" {
+			found[pid] = want[exe]
+		}
+	}
+	return found, nil
 }

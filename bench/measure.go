@@ -280,12 +280,8 @@ func waitDeployed(ctx context.Context, dc dynamic.Interface, n int) error {
 	res := dc.Resource(memcachedGVR).Namespace(benchNamespace)
 	deployed := map[string]bool{}
 	note := func(u *unstructured.Unstructured) {
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		for _, c := range conds {
-			m, _ := c.(map[string]any)
-			if m["type"] == "Deployed" && m["status"] == "True" {
-				deployed[u.GetName()] = true
-			}
+		if deployedCondition(u) {
+			deployed[u.GetName()] = true
 		}
 	}
 	for {

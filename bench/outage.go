@@ -23,7 +23,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 )
@@ -112,22 +111,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // pidOf finds the running process of one of the control plane's binaries.
 func (cp *controlPlane) pidOf(kubeBin, binary string) (int, error) {
-	want, err := filepath.Abs(filepath.Join(kubeBin, binary))
+	procs, err := processesOf(kubeBin, binary)
 	if err != nil {
 		return 0, err
 	}
-	procs, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
-		}
-		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == want {
-			return pid, nil
-		}
+	for pid := range procs {
+		return pid, nil
 	}
 	return 0, fmt.Errorf("no %s process runs", binary)
 }

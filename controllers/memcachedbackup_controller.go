@@ -122,24 +122,24 @@ func (r *MemcachedBackupReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, fmt.Errorf("list pods of %s/%s: %w", backup.Namespace, backup.Name, err)
 	}
 
-	wasFailing := degradedReason(backup) == ReasonPodsFailing
+	wasFailing := podsFailing(backup) != nil
 	if err := r.updateStatus(ctx, backup, func(st *cachev1.MemcachedBackupStatus) {
 		observe(st, backup, deploy, pods.Items)
 	}); err != nil {
 		return ctrl.Result{}, err
 	}
-	if !wasFailing && degradedReason(backup) == ReasonPodsFailing {
-		c := meta.FindStatusCondition(backup.Status.Conditions, cachev1.ConditionDegraded)
+	if c := podsFailing(backup); c != nil && !wasFailing {
 		r.Recorder.Eventf(backup, nil, corev1.EventTypeWarning, ReasonPodsFailing, "ObservePods", "%s", c.Message)
 	}
 	return ctrl.Result{}, nil
 }
 
-func degradedReason(backup *cachev1.MemcachedBackup) string {
-	if c := meta.FindStatusCondition(backup.Status.Conditions, cachev1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
-		return c.Reason
+// podsFailing is the backup's Degraded condition if its pods cannot start, or nil.
+func podsFailing(backup *cachev1.MemcachedBackup) *metav1.Condition {
+	if c := meta.FindStatusCondition(backup.Status.Conditions, cachev1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonPodsFailing {
+		return c
 	}
-	return ""
+	return nil
 }
 
 // errNotOwned: the backup's Deployment name is taken by a Deployment someone else made.

@@ -128,14 +128,17 @@ func deleteNamespace(ns string) {
 	_, _ = kubectlOut("delete", "namespace", ns, "--wait=false")
 }
 
+// crdNames lists the cluster's CRDs, "customresourcedefinition.apiextensions.k8s.io/NAME" a line.
+func crdNames() string {
+	out, _ := kubectlOut("get", "crd", "-o", "name")
+	return out
+}
+
 // deleteCRDs deletes the operator's CRDs, which OLM v0 leaves behind, and waits until they are
 // gone, so that the next install starts clean; CRs that still hold them are named on failure.
 func deleteCRDs() {
 	_, _ = kubectlOut("delete", "crd", "memcacheds.cache.my.domain", "memcachedbackups.cache.my.domain", "--ignore-not-found", "--wait=false")
-	Eventually(func() string {
-		out, _ := kubectlOut("get", "crd", "-o", "name")
-		return out
-	}, timeout, poll).ShouldNot(ContainSubstring("cache.my.domain"), func() string {
+	Eventually(crdNames, timeout, poll).ShouldNot(ContainSubstring("cache.my.domain"), func() string {
 		out, _ := kubectlOut("get", "memcached,memcachedbackup", "-A", "-o", "custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,FINALIZERS:.metadata.finalizers")
 		return "CRs hold the CRDs back:\n" + out
 	})

@@ -92,10 +92,7 @@ func installedVersion() string {
 func removeOLMv1() {
 	_, _ = kubectlOut("delete", "memcached,memcachedbackup", "--all-namespaces", "--all", "--ignore-not-found", "--timeout=3m")
 	_, _ = kubectlOut("delete", "clusterextension", extension, "--ignore-not-found", "--timeout=3m")
-	Eventually(func() string {
-		out, _ := kubectlOut("get", "crd", "-o", "name")
-		return out
-	}, timeout, poll).ShouldNot(ContainSubstring("cache.my.domain"), "OLM v1 removes the CRDs with the ClusterExtension")
+	Eventually(crdNames, timeout, poll).ShouldNot(ContainSubstring("cache.my.domain"), "OLM v1 removes the CRDs with the ClusterExtension")
 	_, _ = kubectlOut("delete", "clustercatalog", extension+"-catalog", "--ignore-not-found", "--timeout=2m")
 	_, _ = kubectlOut("delete", "namespace", installNamespace, "--ignore-not-found", "--timeout=2m")
 	_, _ = kubectlOut("delete", "clusterrolebinding,clusterrole", "memcached-operator-installer", "--ignore-not-found")
@@ -135,10 +132,7 @@ var _ = Describe("Through OLM v1", Ordered, func() {
 
 		By("deleting the ClusterExtension: OLM v1 removes the operator, its RBAC and its CRDs; the installer's objects stay")
 		kubectl("delete", "clusterextension", extension, "--timeout=3m")
-		Eventually(func() string {
-			out, _ := kubectlOut("get", "crd", "-o", "name")
-			return out
-		}, timeout, poll).ShouldNot(ContainSubstring("cache.my.domain"))
+		Eventually(crdNames, timeout, poll).ShouldNot(ContainSubstring("cache.my.domain"))
 		Eventually(func() string {
 			out, _ := kubectlOut("-n", installNamespace, "get", "deployment,serviceaccount,service", "-o", "name")
 			return out
