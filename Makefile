@@ -28,11 +28,16 @@ STATICCHECK ?= $(LOCALBIN)/staticcheck
 # The Kubernetes version is pinned in hack/kube/go.mod, and only there.
 KUBE_VERSION := $(shell cd hack/kube && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 KUBE_BIN ?= $(LOCALBIN)/k8s/$(KUBE_VERSION)
-KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
-KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
-	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(KUBE_MINOR) \
+# The version the binaries report (discovery, --version): $(call kube_ldflags,v1.X.Y).
+kube_ldflags = -X k8s.io/component-base/version.gitVersion=$(1) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(1))) \
 	-X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z \
-	-X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
+	-X k8s.io/client-go/pkg/version.gitVersion=$(1)
+KUBE_LDFLAGS := $(call kube_ldflags,$(KUBE_VERSION))
+# The oldest Kubernetes the bundle installs on (the CSV's minKubeVersion): make test runs the envtest
+# suites against its kube-apiserver too, pinned in hack/kube-floor/go.mod.
+FLOOR_KUBE_VERSION := $(shell cd hack/kube-floor && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+FLOOR_KUBE_BIN ?= $(LOCALBIN)/k8s/$(FLOOR_KUBE_VERSION)
 
 # operator-sdk, opm and OLM are pinned in hack/operator-sdk/go.mod and hack/olm/go.mod. Tool
 # variables come before the rules that name them: make expands prerequisites as it reads.
@@ -106,9 +111,13 @@ verify-generated: $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM) ## Fail 
 	hack/verify-generated.sh
 
 .PHONY: test
-test: verify-generated vet lint lint-chart envtest ## Unit and envtest tests, staticcheck, chart lint, bundle and catalog validation, stale-file check.
+test: verify-generated vet lint lint-chart envtest envtest-floor ## Unit and envtest tests (also on the oldest supported Kubernetes), staticcheck, chart lint, bundle and catalog validation, stale-file check.
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test ./... -coverprofile cover.out
+	KUBEBUILDER_ASSETS="$(FLOOR_KUBE_BIN)" go test $(FLOOR_TEST_PACKAGES)
 	cd hack/cluster && go test ./...
+
+# The suites that talk to an API server, run again on the oldest supported Kubernetes.
+FLOOR_TEST_PACKAGES = ./controllers/ ./tests/integration/ ./internal/leader/
 
 # The last e2e run's output; on failure, `make test-e2e` ends with what failed, read from it.
 E2E_LOG ?= $(LOCALBIN)/e2e.log
@@ -460,3 +469,11 @@ $(KUBE_BIN)/kube-apiserver: hack/kube/go.mod
 	cd hack/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 $(KUBE_BIN)/etcd: hack/kube/go.mod
 	cd hack/kube && go build -o $@ go.etcd.io/etcd/server/v3
+
+.PHONY: envtest-floor
+envtest-floor: $(FLOOR_KUBE_BIN)/kube-apiserver $(FLOOR_KUBE_BIN)/etcd ## Build the kube-apiserver of the oldest supported Kubernetes into bin/k8s/<version> (with hack/kube's etcd).
+
+$(FLOOR_KUBE_BIN)/kube-apiserver: hack/kube-floor/go.mod
+	cd hack/kube-floor && go build -ldflags "$(call kube_ldflags,$(FLOOR_KUBE_VERSION))" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+$(FLOOR_KUBE_BIN)/etcd: $(KUBE_BIN)/etcd
+	mkdir -p $(dir $@) && cp $< $@

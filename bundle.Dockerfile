@@ -16,7 +16,7 @@ LABEL operators.operatorframework.io.test.mediatype.v1=scorecard+v1
 LABEL operators.operatorframework.io.test.config.v1=tests/scorecard/
 
 # OpenShift/OKD versions OperatorHub offers this bundle on, from the CSV's minKubeVersion (hack/csvpatch).
-LABEL com.redhat.openshift.versions=v4.17
+LABEL com.redhat.openshift.versions=v4.15
 
 # Copy files to locations specified by labels.
 COPY bundle/manifests /manifests/

@@ -81,6 +81,7 @@ func main() {
 	o.controllers.WatchNamespaces = controllers.WatchNamespaces(os.Getenv(watchNamespaceEnv))
 	o.controllers.Namespace = os.Getenv("POD_NAMESPACE")
 	o.controllers.RelatedImage = os.Getenv(operand.RelatedImageEnv)
+	o.controllers.RelatedExporterImage = os.Getenv(operand.ExporterRelatedImageEnv)
 	setMemoryLimit()
 	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
 		setupLog.Error(err, "operator stopped")

@@ -17,33 +17,45 @@ limitations under the License.
 package controllers_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/Masterminds/semver/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"golang.org/x/mod/modfile"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/example/memcached-operator/internal/operand"
 )
 
-// renderChart renders the memcached chart as the operator would install it, on a cluster that
-// serves the given extra API versions.
+// renderChart renders the memcached chart as the operator would install it, on a Kubernetes 1.35
+// cluster that serves the given extra API versions.
 func renderChart(t testing.TB, values map[string]any, apiVersions ...string) []*unstructured.Unstructured {
+	t.Helper()
+	return renderChartOn(t, &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}, values, apiVersions...)
+}
+
+// renderChartOn is renderChart on a cluster of the given Kubernetes version.
+func renderChartOn(t testing.TB, kube *chartutil.KubeVersion, values map[string]any, apiVersions ...string) []*unstructured.Unstructured {
 	t.Helper()
 	chrt, err := loader.Load(filepath.Join(repoRoot(), "helm-charts", "memcached"))
 	if err != nil {
@@ -52,7 +64,7 @@ func renderChart(t testing.TB, values map[string]any, apiVersions ...string) []*
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
 	install.ReleaseName, install.Namespace = "memcached-sample", chartNamespace
-	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
+	install.KubeVersion = kube
 	install.APIVersions = append(chartutil.VersionSet{}, apiVersions...)
 	rel, err := install.Run(chrt, values)
 	if err != nil {
@@ -80,7 +92,12 @@ const chartNamespace = "default"
 // the chart renders, with every feature on, has no unknown or duplicate field.
 var _ = Describe("The chart's objects", func() {
 	It("pass the API server's strict field validation", func(ctx SpecContext) {
-		objs := renderChart(GinkgoTB(), map[string]any{
+		// Rendered for this API server's version, as the operator renders (also the oldest supported).
+		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		server, err := dc.ServerVersion()
+		Expect(err).NotTo(HaveOccurred())
+		objs := renderChartOn(GinkgoTB(), &chartutil.KubeVersion{Version: server.GitVersion, Major: server.Major, Minor: server.Minor}, map[string]any{
 			"replicaCount": 2,
 			"metrics":      map[string]any{"enabled": true},
 			"resources":    map[string]any{"limits": map[string]any{"memory": "128Mi"}},
@@ -171,36 +188,151 @@ func TestChartAndGoAgreeOnPodSecurity(t *testing.T) {
 	}
 }
 
-// The manager's RELATED_IMAGE_MEMCACHED (what OLM lists in relatedImages) is the chart's image.
-func TestManagerRelatedImageIsChartImage(t *testing.T) {
+// The manager's RELATED_IMAGE_* variables (what OLM lists in relatedImages) are the chart's images.
+func TestManagerRelatedImagesAreChartImages(t *testing.T) {
 	chrt, err := loader.Load(filepath.Join(repoRoot(), "helm-charts", "memcached"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := operand.ChartImage(chrt)
-	if err != nil {
-		t.Fatal(err)
+	want := map[string]func(*chart.Chart) (operand.Image, error){
+		operand.RelatedImageEnv:         operand.ChartImage,
+		operand.ExporterRelatedImageEnv: operand.ChartExporterImage,
 	}
 	raw, err := os.ReadFile(filepath.Join(repoRoot(), "config", "manager", "manager.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := false
+	found := map[string]bool{}
 	for _, doc := range strings.Split(string(raw), "\n---") {
 		var deploy appsv1.Deployment
 		if err := sigsyaml.Unmarshal([]byte(doc), &deploy); err != nil || deploy.Kind != "Deployment" {
 			continue
 		}
 		for _, e := range deploy.Spec.Template.Spec.Containers[0].Env {
-			if e.Name == operand.RelatedImageEnv {
-				found = true
-				if e.Value != want.String() {
-					t.Errorf("config/manager/manager.yaml sets %s=%s, the chart pins %s", e.Name, e.Value, want)
-				}
+			if !strings.HasPrefix(e.Name, "RELATED_IMAGE_") {
+				continue
+			}
+			fromChart, ok := want[e.Name]
+			if !ok {
+				t.Errorf("config/manager/manager.yaml sets %s, which the operator does not read", e.Name)
+				continue
+			}
+			found[e.Name] = true
+			img, err := fromChart(chrt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Value != img.String() {
+				t.Errorf("config/manager/manager.yaml sets %s=%s, the chart pins %s", e.Name, e.Value, img)
 			}
 		}
 	}
-	if !found {
-		t.Errorf("config/manager/manager.yaml does not set %s", operand.RelatedImageEnv)
+	for env := range want {
+		if !found[env] {
+			t.Errorf("config/manager/manager.yaml does not set %s", env)
+		}
+	}
+}
+
+// The oldest supported Kubernetes is one fact: the CSV's minKubeVersion (which OperatorHub reads,
+// and com.redhat.openshift.versions follows), the chart's kubeVersion, and the kube-apiserver that
+// make test runs the envtest suites on (hack/kube-floor). Both Kubernetes modules replace every
+// staging module by its release of the same version.
+func TestKubernetesFloorIsOneFact(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), "config", "manifests", "bases", "memcached-operator.clusterserviceversion.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var csv struct {
+		Spec struct {
+			MinKubeVersion string `json:"minKubeVersion"`
+		} `json:"spec"`
+	}
+	if err := sigsyaml.Unmarshal(raw, &csv); err != nil {
+		t.Fatal(err)
+	}
+	floor, err := semver.StrictNewVersion(csv.Spec.MinKubeVersion)
+	if err != nil {
+		t.Fatalf("minKubeVersion %q: %v", csv.Spec.MinKubeVersion, err)
+	}
+
+	chrt, err := loader.Load(filepath.Join(repoRoot(), "helm-charts", "memcached"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ">=" + floor.String() + "-0"; chrt.Metadata.KubeVersion != want {
+		t.Errorf("Chart.yaml kubeVersion is %q; minKubeVersion %s asks for %q", chrt.Metadata.KubeVersion, floor, want)
+	}
+
+	for _, dir := range []string{"kube", "kube-floor"} {
+		path := filepath.Join(repoRoot(), "hack", dir, "go.mod")
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mod, err := modfile.Parse(path, raw, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kube *semver.Version
+		for _, r := range mod.Require {
+			if r.Mod.Path == "k8s.io/kubernetes" {
+				kube = semver.MustParse(r.Mod.Version)
+			}
+		}
+		if kube == nil {
+			t.Fatalf("%s does not require k8s.io/kubernetes", path)
+		}
+		if dir == "kube-floor" && (kube.Major() != floor.Major() || kube.Minor() != floor.Minor()) {
+			t.Errorf("%s builds Kubernetes %s; minKubeVersion is %s", path, kube, floor)
+		}
+		staging := fmt.Sprintf("v0.%d.%d", kube.Minor(), kube.Patch())
+		replaced := 0
+		for _, r := range mod.Replace {
+			if strings.HasPrefix(r.Old.Path, "k8s.io/") {
+				replaced++
+				if r.New.Path != r.Old.Path || r.New.Version != staging {
+					t.Errorf("%s replaces %s by %s %s; Kubernetes %s needs %s %s", path, r.Old.Path, r.New.Path, r.New.Version, kube, r.Old.Path, staging)
+				}
+			}
+		}
+		if replaced < 20 {
+			t.Errorf("%s replaces %d staging modules; Kubernetes has about 30", path, replaced)
+		}
+	}
+}
+
+// memcached stays up 5 s after SIGTERM (preStop): with the sleep action where the cluster has it
+// (1.30+), else with the image's sleep command (1.28, 1.29: OKD 4.15, 4.16); the chart and the
+// Go controller alike.
+func TestPreStopOnEveryKubernetes(t *testing.T) {
+	sleepCommand := corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "5"}}}
+	sleepAction := corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}
+	for _, tt := range []struct {
+		kube     chartutil.KubeVersion
+		platform operand.Platform
+		want     corev1.LifecycleHandler
+	}{
+		{chartutil.KubeVersion{Version: "v1.28.15", Major: "1", Minor: "28"}, operand.Platform{SleepAction: false}, sleepCommand},
+		{chartutil.KubeVersion{Version: "v1.29.0", Major: "1", Minor: "29"}, operand.Platform{SleepAction: false}, sleepCommand},
+		{chartutil.KubeVersion{Version: "v1.30.0", Major: "1", Minor: "30"}, operand.Platform{SleepAction: true}, sleepAction},
+		{chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}, operand.Platform{SleepAction: true}, sleepAction},
+	} {
+		if got := tt.platform.PreStop(); !equality.Semantic.DeepEqual(*got, tt.want) {
+			t.Errorf("Kubernetes %s: the Go controller's preStop %+v, want %+v", tt.kube.Version, *got, tt.want)
+		}
+		for _, o := range renderChartOn(t, &tt.kube, nil) {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			var deploy appsv1.Deployment
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &deploy); err != nil {
+				t.Fatal(err)
+			}
+			got := deploy.Spec.Template.Spec.Containers[0].Lifecycle.PreStop
+			if !equality.Semantic.DeepEqual(*got, tt.want) {
+				t.Errorf("Kubernetes %s: the chart's preStop %+v, want %+v", tt.kube.Version, *got, tt.want)
+			}
+		}
 	}
 }

@@ -41,6 +41,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -337,4 +339,18 @@ func withSpec(ctx context.Context, kind string, key types.NamespacedName, spec s
 	Expect(k8sClient.Get(ctx, key, live)).To(Succeed())
 	live.Object["spec"] = cr(kind, key.Namespace, key.Name, spec).Object["spec"]
 	return live
+}
+
+// skipBelowKubernetes skips a spec on an API server older than 1.minor (make test also runs the
+// suite on the oldest supported Kubernetes), saying which capability that version lacks.
+func skipBelowKubernetes(minor int, lacks string) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	info, err := dc.ServerVersion()
+	Expect(err).NotTo(HaveOccurred())
+	v, err := version.ParseGeneric(info.GitVersion)
+	Expect(err).NotTo(HaveOccurred())
+	if !v.AtLeast(version.MajorMinor(1, uint(minor))) {
+		Skip(fmt.Sprintf("Kubernetes %s lacks %s (1.%d+)", info.GitVersion, lacks, minor))
+	}
 }

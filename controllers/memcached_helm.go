@@ -25,7 +25,6 @@ import (
 
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/helm/library"
-	"github.com/example/memcached-operator/internal/operand"
 )
 
 // The Helm API reconciles what the chart renders; the operator's role must cover every kind of it
@@ -45,10 +44,10 @@ import (
 // setupMemcachedHelm sets up the Helm side of Memcached (internal/helm) with this operator's
 // values translation: its image for CRs that name none (nil: the chart's own) and its namespace,
 // and the status conditions its Go side owns.
-func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, cfg Config, defaultImage *operand.Image, live client.Client) error {
+func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, cfg Config, defaults OperatorValues, live client.Client) error {
 	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	return helm.Setup(ctx, mgr, w, helm.Options{
-		Translator:        ValuesTranslator(OperatorValues{Image: defaultImage, Namespace: cfg.Namespace}, recorder),
+		Translator:        ValuesTranslator(defaults, recorder),
 		GoConditions:      []string{ConditionAvailable, ConditionProgressing},
 		Settings:          cfg.Helm,
 		Namespaces:        cfg.WatchNamespaces,

@@ -59,6 +59,8 @@ func ValuesTranslator(defaults OperatorValues, recorder events.EventRecorder) va
 type OperatorValues struct {
 	// Image fills the image fields a CR leaves unset; nil: the chart's own image applies.
 	Image *operand.Image
+	// ExporterImage does the same for metrics.image.
+	ExporterImage *operand.Image
 	// Namespace is the operator's: the NetworkPolicy lets its pods reach memcached ("" when it
 	// runs outside a cluster).
 	Namespace string
@@ -78,24 +80,8 @@ func TranslateValues(obj *unstructured.Unstructured, defaults OperatorValues) (c
 		vals = map[string]any{}
 	}
 
-	if defaultImage := defaults.Image; defaultImage != nil {
-		img, _, _ := unstructured.NestedMap(vals, "image")
-		if img == nil {
-			img = map[string]any{}
-		}
-		if s, _ := img["repository"].(string); s == "" {
-			img["repository"] = defaultImage.Repository
-		}
-		tag, _ := img["tag"].(string)
-		digest, _ := img["digest"].(string)
-		if tag == "" && digest == "" {
-			img["tag"] = defaultImage.Tag
-			if defaultImage.Digest != "" {
-				img["digest"] = defaultImage.Digest
-			}
-		}
-		vals["image"] = img
-	}
+	fillImage(vals, defaults.Image, "image")
+	fillImage(vals, defaults.ExporterImage, "metrics", "image")
 	if img, _, _ := unstructured.NestedMap(vals, "image"); img != nil {
 		tag, _ := img["tag"].(string)
 		digest, _ := img["digest"].(string)
@@ -107,4 +93,28 @@ func TranslateValues(obj *unstructured.Unstructured, defaults OperatorValues) (c
 		vals["operatorNamespace"] = defaults.Namespace
 	}
 	return vals, nil
+}
+
+// fillImage fills the fields of the image at path that vals leaves unset from def (nil: nothing
+// to fill, the chart's own default applies). A tag or digest in vals keeps def's tag and digest out.
+func fillImage(vals map[string]any, def *operand.Image, path ...string) {
+	if def == nil {
+		return
+	}
+	img, _, _ := unstructured.NestedMap(vals, path...)
+	if img == nil {
+		img = map[string]any{}
+	}
+	if s, _ := img["repository"].(string); s == "" {
+		img["repository"] = def.Repository
+	}
+	tag, _ := img["tag"].(string)
+	digest, _ := img["digest"].(string)
+	if tag == "" && digest == "" {
+		img["tag"] = def.Tag
+		if def.Digest != "" {
+			img["digest"] = def.Digest
+		}
+	}
+	_ = unstructured.SetNestedMap(vals, img, path...) // vals is JSON: nothing on the path is not a map
 }

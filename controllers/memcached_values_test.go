@@ -31,11 +31,13 @@ import (
 func TestTranslateValues(t *testing.T) {
 	mirror := &operand.Image{Repository: "mirror.local/memcached", Tag: "1.6.38"}
 	pinned := &operand.Image{Repository: "mirror.local/memcached", Tag: "1.6.38", Digest: "sha256:" + sixtyFourHex}
+	exporter := &operand.Image{Repository: "mirror.local/memcached-exporter", Tag: "v0.15.3"}
 	tests := []struct {
-		name  string
-		spec  map[string]any
-		image *operand.Image
-		want  map[string]any
+		name     string
+		spec     map[string]any
+		image    *operand.Image
+		exporter *operand.Image
+		want     map[string]any
 	}{
 		{name: "no spec, no operator settings: the chart's defaults apply",
 			spec: nil, want: map[string]any{}},
@@ -58,6 +60,16 @@ func TestTranslateValues(t *testing.T) {
 		{name: "the operator's digest comes with its tag",
 			spec: map[string]any{}, image: pinned,
 			want: map[string]any{"image": map[string]any{"repository": "mirror.local/memcached", "tag": "1.6.38", "digest": pinned.Digest}}},
+		{name: "the operator's exporter image fills metrics.image, next to the CR's metrics settings",
+			spec: map[string]any{"metrics": map[string]any{"enabled": true}}, exporter: exporter,
+			want: map[string]any{"metrics": map[string]any{"enabled": true, "image": map[string]any{"repository": "mirror.local/memcached-exporter", "tag": "v0.15.3"}}}},
+		{name: "an exporter digest in the CR wins",
+			spec: map[string]any{"metrics": map[string]any{"image": map[string]any{"digest": "sha256:abc"}}}, exporter: exporter,
+			want: map[string]any{"metrics": map[string]any{"image": map[string]any{"repository": "mirror.local/memcached-exporter", "digest": "sha256:abc"}}}},
+		{name: "both images, independently",
+			spec: map[string]any{}, image: mirror, exporter: exporter,
+			want: map[string]any{"image": map[string]any{"repository": "mirror.local/memcached", "tag": "1.6.38"},
+				"metrics": map[string]any{"image": map[string]any{"repository": "mirror.local/memcached-exporter", "tag": "v0.15.3"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,7 +80,7 @@ func TestTranslateValues(t *testing.T) {
 				obj.Object["spec"] = tt.spec
 			}
 			before := obj.DeepCopy()
-			got, err := controllers.TranslateValues(obj, controllers.OperatorValues{Image: tt.image})
+			got, err := controllers.TranslateValues(obj, controllers.OperatorValues{Image: tt.image, ExporterImage: tt.exporter})
 			if err != nil {
 				t.Fatal(err)
 			}

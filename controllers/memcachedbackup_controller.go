@@ -278,12 +278,12 @@ func (r *MemcachedBackupReconciler) mutateDeployment(backup *cachev1.MemcachedBa
 		tmpl.Spec.Containers = append(tmpl.Spec.Containers, corev1.Container{Name: "memcached"})
 		i = len(tmpl.Spec.Containers) - 1
 	}
-	mutateMemcachedContainer(&tmpl.Spec.Containers[i], r.Image)
+	mutateMemcachedContainer(&tmpl.Spec.Containers[i], r.Image, r.Platform)
 
 	return controllerutil.SetControllerReference(backup, deploy, r.Scheme())
 }
 
-func mutateMemcachedContainer(c *corev1.Container, img operand.Image) {
+func mutateMemcachedContainer(c *corev1.Container, img operand.Image, platform operand.Platform) {
 	c.Image = img.String()
 	c.ImagePullPolicy = corev1.PullIfNotPresent
 	c.Args = []string{"-p", "11211", "-m", "64", "-c", "1024", "-t", "4", "-I", "1m"}
@@ -293,7 +293,7 @@ func mutateMemcachedContainer(c *corev1.Container, img operand.Image) {
 	c.LivenessProbe = &corev1.Probe{ProbeHandler: tcp, InitialDelaySeconds: 10, PeriodSeconds: 10, TimeoutSeconds: 5, SuccessThreshold: 1, FailureThreshold: 3}
 	c.ReadinessProbe = &corev1.Probe{ProbeHandler: tcp, InitialDelaySeconds: 2, PeriodSeconds: 5, TimeoutSeconds: 3, SuccessThreshold: 1, FailureThreshold: 3}
 	// As in the chart: stay up until the Service has dropped the stopping pod.
-	c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}}
+	c.Lifecycle = &corev1.Lifecycle{PreStop: platform.PreStop()}
 	c.Resources = corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("96Mi")},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("96Mi")},

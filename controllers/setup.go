@@ -52,7 +52,9 @@ type Config struct {
 	// RelatedImage is the memcached image of CRs that name none (RELATED_IMAGE_MEMCACHED, which
 	// OLM lists in relatedImages and a mirror may replace); "": the chart's pinned image.
 	RelatedImage string
-	Helm         helm.Settings
+	// RelatedExporterImage is the same for the exporter (RELATED_IMAGE_MEMCACHED_EXPORTER).
+	RelatedExporterImage string
+	Helm                 helm.Settings
 	// RetireDelay: see DefaultRetireDelay (0: that).
 	RetireDelay time.Duration
 	// MayRecoverPending says whether a release left pending by an interrupted operation may be
@@ -90,11 +92,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	var chartImage *operand.Image
-	if overridden {
-		chartImage = &img // else the chart's values.yaml already holds it
+	exporterImg, exporterOverridden, err := operand.DefaultExporterImage(memcachedWatch.Chart, cfg.RelatedExporterImage)
+	if err != nil {
+		return err
 	}
-	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, chartImage, direct); err != nil {
+	defaults := OperatorValues{Namespace: cfg.Namespace}
+	if overridden {
+		defaults.Image = &img // else the chart's values.yaml already holds it
+	}
+	if exporterOverridden {
+		defaults.ExporterImage = &exporterImg
+	}
+	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, defaults, direct); err != nil {
 		return err
 	}
 
@@ -106,7 +115,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	ctrl.Log.WithName("setup").Info("operand settings", "memcachedImage", img.String(), "openShift", platform.OpenShift)
+	ctrl.Log.WithName("setup").Info("operand settings", "memcachedImage", img.String(), "exporterImage", exporterImg.String(), "openShift", platform.OpenShift)
 
 	retire := cfg.RetireDelay
 	if retire == 0 {

@@ -130,6 +130,9 @@ var _ = Describe("What was made before 1.0.0", func() {
 	})
 
 	It("says why it cannot reconcile a Memcached whose name Helm cannot use, and lets it be deleted at once", func() {
+		// Older API servers validate every update against the whole schema, so not even the
+		// finalizer can go (docs/security.md: delete such CRs before the upgrade there).
+		skipBelowKubernetes(30, "CRD validation ratcheting, which lets an update through with the name unchanged")
 		key := types.NamespacedName{Namespace: ns, Name: strings.Repeat("m", 60)}
 		probe := cr("Memcached", ns, strings.Repeat("p", 60), "  {}")
 		underReleasedCRD(ctx, "0.2.0", "cache.my.domain_memcacheds.yaml", probe, func() {

@@ -1,6 +1,6 @@
 // Kubernetes and etcd binaries for envtest and the local cluster, built from the Go module proxy.
 // The Kubernetes version is pinned here and only here: the require of k8s.io/kubernetes below.
-// Its staging modules must be replaced by the matching v0.X.Y releases (check: make verify-kube-version).
+// Its staging modules must be replaced by the matching v0.X.Y releases (TestKubernetesFloorIsOneFact checks).
 module github.com/example/memcached-operator/hack/kube
 
 go 1.26

@@ -25,9 +25,14 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 )
 
-// RelatedImageEnv names the environment variable that overrides the memcached image (OLM lists it
-// in the CSV's relatedImages, so disconnected installs can mirror it).
-const RelatedImageEnv = "RELATED_IMAGE_MEMCACHED"
+// The environment variables that override the chart's images (OLM lists them in the CSV's
+// relatedImages, so that disconnected installs can mirror them and pull them by digest).
+const (
+	// RelatedImageEnv overrides the memcached image.
+	RelatedImageEnv = "RELATED_IMAGE_MEMCACHED"
+	// ExporterRelatedImageEnv overrides the memcached exporter's image (metrics.image).
+	ExporterRelatedImageEnv = "RELATED_IMAGE_MEMCACHED_EXPORTER"
+)
 
 // Image is a container image reference split the way the chart's values hold it.
 type Image struct {
@@ -71,11 +76,23 @@ func ParseImage(ref string) (Image, error) {
 
 // ChartImage reads the default memcached image from the chart's values (image.repository, image.tag).
 func ChartImage(chrt *chart.Chart) (Image, error) {
-	img, _ := chrt.Values["image"].(map[string]any)
+	return chartImage(chrt, "image")
+}
+
+// ChartExporterImage reads the default exporter image from the chart's values (metrics.image).
+func ChartExporterImage(chrt *chart.Chart) (Image, error) {
+	return chartImage(chrt, "metrics", "image")
+}
+
+func chartImage(chrt *chart.Chart, path ...string) (Image, error) {
+	img := map[string]any(chrt.Values)
+	for _, key := range path {
+		img, _ = img[key].(map[string]any)
+	}
 	repo, _ := img["repository"].(string)
 	tag := fmt.Sprint(img["tag"])
 	if repo == "" || img["tag"] == nil || tag == "" {
-		return Image{}, fmt.Errorf("chart %s: values.yaml must set image.repository and image.tag", chrt.Name())
+		return Image{}, fmt.Errorf("chart %s: values.yaml must set %[2]s.repository and %[2]s.tag", chrt.Name(), strings.Join(path, "."))
 	}
 	digest, _ := img["digest"].(string)
 	return Image{Repository: repo, Tag: tag, Digest: digest}, nil
@@ -84,13 +101,22 @@ func ChartImage(chrt *chart.Chart) (Image, error) {
 // DefaultImage is the memcached image of pods whose CR names none: relatedImage (the operator's
 // RELATED_IMAGE_MEMCACHED) if set, else the chart's pinned image. overridden says which one applies.
 func DefaultImage(chrt *chart.Chart, relatedImage string) (img Image, overridden bool, err error) {
+	return defaultImage(chrt, relatedImage, RelatedImageEnv, ChartImage)
+}
+
+// DefaultExporterImage is DefaultImage for the exporter (RELATED_IMAGE_MEMCACHED_EXPORTER).
+func DefaultExporterImage(chrt *chart.Chart, relatedImage string) (img Image, overridden bool, err error) {
+	return defaultImage(chrt, relatedImage, ExporterRelatedImageEnv, ChartExporterImage)
+}
+
+func defaultImage(chrt *chart.Chart, relatedImage, env string, fromChart func(*chart.Chart) (Image, error)) (Image, bool, error) {
 	if ref := relatedImage; ref != "" {
 		img, err := ParseImage(ref)
 		if err != nil {
-			return Image{}, false, fmt.Errorf("%s: %w", RelatedImageEnv, err)
+			return Image{}, false, fmt.Errorf("%s: %w", env, err)
 		}
 		return img, true, nil
 	}
-	img, err = ChartImage(chrt)
+	img, err := fromChart(chrt)
 	return img, false, err
 }

@@ -79,6 +79,18 @@ func TestDefaultImage(t *testing.T) {
 	if _, _, err := operand.DefaultImage(chrt, "mirror.local/memcached"); err == nil {
 		t.Errorf("an untagged %s must be refused", operand.RelatedImageEnv)
 	}
+
+	img, overridden, err = operand.DefaultExporterImage(chrt, "")
+	if err != nil || overridden || img.String() != "docker.io/prom/memcached-exporter:v0.15.3" {
+		t.Errorf("DefaultExporterImage = %v, %v, %v; want the chart's metrics.image", img, overridden, err)
+	}
+	img, overridden, err = operand.DefaultExporterImage(chrt, "mirror.local/exporter@sha256:"+strings.Repeat("ab", 32))
+	if err != nil || !overridden || img.Digest == "" || img.Repository != "mirror.local/exporter" {
+		t.Errorf("with %s set: DefaultExporterImage = %v, %v, %v", operand.ExporterRelatedImageEnv, img, overridden, err)
+	}
+	if _, _, err := operand.DefaultExporterImage(chrt, "mirror.local/exporter"); err == nil || !strings.Contains(err.Error(), operand.ExporterRelatedImageEnv) {
+		t.Errorf("an untagged %s must be refused, naming the variable: %v", operand.ExporterRelatedImageEnv, err)
+	}
 }
 
 func TestCheckVersion(t *testing.T) {

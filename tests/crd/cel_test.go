@@ -33,10 +33,11 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// oldestKubernetes is the oldest Kubernetes the bundle installs on (OKD 4.15). An API server
-// compiles the CEL rules of a CRD it is given with the libraries of the version before its own
-// (environment.DefaultCompatibilityVersion), so the rules may only use what 1.27 had: no
-// quantity(), no optional types.
+// oldestKubernetes is the oldest Kubernetes the bundle installs on (the CSV's minKubeVersion,
+// OKD 4.15). An API server compiles the CEL rules of a CRD it is given with the libraries of the
+// version before its own (environment.DefaultCompatibilityVersion), so the rules may only use what
+// 1.27 had: no quantity(), no optional types. (make test also installs the CRDs on that
+// kube-apiserver, which checks their estimated cost too.)
 var oldestKubernetes = version.MajorMinor(1, 28)
 
 // Every CEL rule of the CRDs compiles as the oldest supported API server compiles a new rule,
