@@ -343,12 +343,15 @@ cluster-status: cluster-tool ## Say what of the local cluster runs.
 	$(CLUSTER_TOOL) status $(CLUSTER_FLAGS)
 
 .PHONY: e2e-images
-e2e-images: cluster-tool ## Build the operator and memcached images and push them to the local registry.
+e2e-images: cluster-tool ## Build the operator, memcached and exporter images and push them to the local registry.
 	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/manager .
 	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --ref=$(E2E_IMG)
 	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) > $(CLUSTER_STATE)/memcached-image
 	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcache-probe ./tests/e2e/memcache-probe
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcache-probe --ref=$(E2E_PROBE_IMG)
+	cd hack/exporter && CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcached-exporter github.com/prometheus/memcached_exporter/cmd/memcached_exporter
+	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcached-exporter --mirror \
+	  --ref=$$(sed -n 's/^ *value: \(docker.io\/prom\/memcached-exporter:.*\)/\1/p' config/manager/manager.yaml)
 
 # The OLM end-to-end tests install the committed bundle unchanged: its images are pushed to the
 # local registry, which the node uses as a mirror of quay.io (as a disconnected cluster does); the

@@ -52,6 +52,9 @@ func (c *Cluster) apiServer(p *PKI) component {
 		"--proxy-client-cert-file=" + p.FrontProxyClient.CertFile, "--proxy-client-key-file=" + p.FrontProxyClient.KeyFile,
 		"--enable-aggregator-routing=true",
 		"--allow-privileged=true", "--profiling=false",
+		// MutatingAdmissionPolicy (beta, off by default in 1.35): the e2e emulates OpenShift's
+		// restricted-v2 SCC, which assigns each pod a UID from its namespace's range, with one.
+		"--feature-gates=MutatingAdmissionPolicy=true", "--runtime-config=admissionregistration.k8s.io/v1beta1=true",
 	}}
 }
 

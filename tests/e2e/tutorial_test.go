@@ -88,7 +88,12 @@ func probePod(ns, name string, args ...string) *corev1.Pod {
 
 // probe runs memcache-probe to completion and returns its JSON result.
 func probe(name string, args ...string) map[string]any {
-	phase, out := probeIn(e2eNamespace, name, args...)
+	return probeResultIn(e2eNamespace, name, args...)
+}
+
+// probeResultIn is probe in namespace ns.
+func probeResultIn(ns, name string, args ...string) map[string]any {
+	phase, out := probeIn(ns, name, args...)
 	Expect(phase).To(Equal(corev1.PodSucceeded), "memcache-probe failed:\n%s", out)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var res map[string]any

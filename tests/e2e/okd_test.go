@@ -1,0 +1,198 @@
+//go:build e2e
+
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/operand"
+)
+
+const (
+	okdNamespace = "memcached-okd"
+	// The namespace's UID range, as OKD annotates every namespace: "first/size".
+	okdFirstUID = 1000680000
+	okdUIDRange = "1000680000/10000"
+)
+
+// asOnOKD labels and annotates a namespace as OKD's carry them: Pod Security restricted enforced,
+// the restricted-v2 SCC (emulated here, selected by a label), and the UID range it assigns from.
+func asOnOKD(ns string) {
+	kubectl("label", "namespace", ns, "--overwrite", "pod-security.kubernetes.io/enforce=restricted", "e2e.memcached-operator/scc=restricted-v2")
+	kubectl("annotate", "namespace", ns, "--overwrite", "openshift.io/sa.scc.uid-range="+okdUIDRange, "openshift.io/sa.scc.supplemental-groups="+okdUIDRange)
+}
+
+// registryDigest asks the local registry for the digest of repository:tag, as a user mirroring a
+// release for a disconnected cluster reads it; mirrored repositories are under their path there
+// (docker.io/prom/x is localhost:5000/prom/x).
+func registryDigest(repository, tag string) string {
+	path := repository
+	for _, host := range []string{"localhost:5000/", "docker.io/"} {
+		path = strings.TrimPrefix(path, host)
+	}
+	req, err := http.NewRequestWithContext(ctx(), http.MethodHead, fmt.Sprintf("https://localhost:5000/v2/%s/manifests/%s", path, tag), nil)
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json, application/vnd.oci.image.index.v1+json")
+	resp, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	Expect(resp.StatusCode).To(Equal(http.StatusOK), "%s:%s in the local registry", repository, tag)
+	digest := resp.Header.Get("Docker-Content-Digest")
+	Expect(digest).To(HavePrefix("sha256:"))
+	return digest
+}
+
+// OKD's restricted-v2 SCC, emulated on the local cluster (tests/e2e/testdata/okd-restricted-v2.yaml):
+// security.openshift.io/v1 is served, pods get a UID from their namespace's range and pods with a
+// UID outside it are refused, and the namespace enforces the restricted Pod Security Standard. The
+// images are pulled by digest, as on a disconnected cluster.
+var _ = Describe("On OKD's restricted-v2 SCC", Ordered, func() {
+	BeforeAll(func() {
+		By("serving security.openshift.io/v1 and assigning UIDs as restricted-v2 does")
+		kubectl("apply", "-f", "tests/e2e/testdata/okd-restricted-v2.yaml")
+		kubectl("wait", "crd/securitycontextconstraints.security.openshift.io", "--for=condition=Established", "--timeout=1m")
+
+		By("deploying the operator, which reads the platform when it starts, in a namespace as OKD makes them")
+		mustMake("deploy", "IMG="+operatorImage, "MEMCACHED_IMG="+memcachedImage)
+		asOnOKD(operatorNamespace)
+		kubectl("-n", operatorNamespace, "rollout", "restart", "deployment/"+operatorDeployment)
+		kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=3m")
+
+		kubectl("create", "namespace", okdNamespace)
+		asOnOKD(okdNamespace)
+	})
+
+	AfterAll(func() {
+		deleteNamespace(okdNamespace)
+		mustMake("undeploy")
+		// Without these the next specs' operator would take the cluster for OKD.
+		_, _ = kubectlOut("delete", "-f", "tests/e2e/testdata/okd-restricted-v2.yaml", "--ignore-not-found", "--wait=true", "--timeout=2m")
+	})
+
+	It("refuses a pod with a fixed UID outside the namespace's range, as the chart would set one off OKD", func() {
+		pod := probePod(okdNamespace, "fixed-uid")
+		pod.Spec.SecurityContext.RunAsUser = ptr.To[int64](11211)
+		err := k8s.Create(ctx(), pod)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("must be in the ranges: [1000680000, 1000689999]"))
+	})
+
+	It("runs the operator under the UID its namespace assigns", func() {
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx(), pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(1))
+			g.Expect(pods.Items[0].Spec.SecurityContext.RunAsUser).To(HaveValue(BeEquivalentTo(okdFirstUID)))
+		}, timeout, poll).Should(Succeed())
+	})
+
+	It("runs both APIs' pods under the UID the namespace assigns, pulled by digest; memcached serves keys and the exporter reports", func() {
+		colon := strings.LastIndex(memcachedImage, ":")
+		memcachedRepository, memcachedTag := memcachedImage[:colon], memcachedImage[colon+1:]
+		memcachedDigest := registryDigest(memcachedRepository, memcachedTag)
+		// The chart's exporter image, of which make e2e-images pushes a stand-in to the mirror.
+		chrt, err := loader.Load(filepath.Join(root, "helm-charts", "memcached"))
+		Expect(err).NotTo(HaveOccurred())
+		exporter, err := operand.ChartExporterImage(chrt)
+		Expect(err).NotTo(HaveOccurred())
+		exporterRepository := exporter.Repository
+		exporterDigest := registryDigest(exporterRepository, exporter.Tag)
+		Expect(k8s.Create(ctx(), &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: okdNamespace, Name: mcName},
+			Spec: cachev1.MemcachedSpec{
+				ReplicaCount: ptr.To[int32](1),
+				Image:        &cachev1.ImageSpec{Repository: memcachedRepository, Digest: memcachedDigest},
+				Metrics: &cachev1.MetricsSpec{Enabled: ptr.To(true),
+					Image: &cachev1.ImageSpec{Repository: exporterRepository, Digest: exporterDigest}},
+			}})).To(Succeed())
+		Expect(k8s.Create(ctx(), &cachev1.MemcachedBackup{ObjectMeta: metav1.ObjectMeta{Namespace: okdNamespace, Name: backupName},
+			Spec: cachev1.MemcachedBackupSpec{Size: 1}})).To(Succeed())
+		kubectl("-n", okdNamespace, "wait", "memcached/"+mcName, "--for=condition=Deployed", "--timeout=3m")
+		kubectl("-n", okdNamespace, "wait", "memcachedbackup/"+backupName, "--for=condition=Available", "--timeout=3m")
+
+		By("leaving the UID to the SCC in both Deployments, as on OKD")
+		for _, name := range []string{mcName, backupName} {
+			deploy := &appsv1.Deployment{}
+			Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: okdNamespace, Name: name}, deploy)).To(Succeed())
+			Expect(deploy.Spec.Template.Spec.SecurityContext.RunAsUser).To(BeNil(), "Deployment %s fixes the pod's UID", name)
+			for _, c := range deploy.Spec.Template.Spec.Containers {
+				Expect(c.SecurityContext == nil || c.SecurityContext.RunAsUser == nil).To(BeTrue(), "Deployment %s fixes container %s's UID", name, c.Name)
+			}
+		}
+
+		By("running every pod ready, with the namespace's UID, the images by digest")
+		for selector, containers := range map[string]int{
+			"app.kubernetes.io/instance=" + mcName:     2, // memcached and the exporter
+			"app.kubernetes.io/instance=" + backupName: 1,
+		} {
+			Eventually(func(g Gomega) {
+				pods := &corev1.PodList{}
+				sel, err := metav1.ParseToLabelSelector(selector)
+				g.Expect(err).NotTo(HaveOccurred())
+				ls, err := metav1.LabelSelectorAsSelector(sel)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(k8s.List(ctx(), pods, client.InNamespace(okdNamespace), client.MatchingLabelsSelector{Selector: ls})).To(Succeed())
+				g.Expect(pods.Items).To(HaveLen(1))
+				p := pods.Items[0]
+				g.Expect(p.Spec.SecurityContext.RunAsUser).To(HaveValue(BeEquivalentTo(okdFirstUID)))
+				g.Expect(p.Status.ContainerStatuses).To(HaveLen(containers))
+				for _, cs := range p.Status.ContainerStatuses {
+					g.Expect(cs.Ready).To(BeTrue(), "pod %s container %s", p.Name, cs.Name)
+				}
+			}, timeout, poll).Should(Succeed(), selector)
+		}
+		deploy := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: okdNamespace, Name: mcName}, deploy)).To(Succeed())
+		images := map[string]string{}
+		for _, c := range deploy.Spec.Template.Spec.Containers {
+			images[c.Name] = c.Image
+		}
+		Expect(images).To(Equal(map[string]string{
+			"memcached": memcachedRepository + "@" + memcachedDigest,
+			"exporter":  exporterRepository + "@" + exporterDigest,
+		}))
+
+		By("storing and reading keys through the Service")
+		res := probeResultIn(okdNamespace, "probe", "-addr", fmt.Sprintf("%s.%s.svc.cluster.local:11211", mcName, okdNamespace), "-keys", "50")
+		Expect(res["requests"]).To(BeEquivalentTo(50))
+		Expect(res["failures"]).To(BeEquivalentTo(0))
+
+		By("scraping the exporter, which reaches memcached")
+		pods := &corev1.PodList{}
+		Expect(k8s.List(ctx(), pods, client.InNamespace(okdNamespace), client.MatchingLabels{"app.kubernetes.io/instance": mcName})).To(Succeed())
+		Expect(pods.Items).To(HaveLen(1))
+		Eventually(func() string {
+			out, _ := kubectlOut("get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:9150/proxy/metrics", okdNamespace, pods.Items[0].Name))
+			return out
+		}, timeout, poll).Should(MatchRegexp(`(?m)^memcached_up 1$`))
+	})
+})
