@@ -426,7 +426,7 @@ olm-install: olm-binaries $(OPM) cluster-tool $(HELM) ## Install OLM, built from
 		--helm=$(HELM) --olm-version=$(OLM_VERSION) --opm-version=$(OPM_VERSION)
 
 .PHONY: olm-uninstall
-olm-uninstall: cluster-tool ## Remove OLM from the local cluster.
+olm-uninstall: cluster-tool ## Remove OLM from the local cluster (idempotent: nothing installed, nothing to do).
 	$(CLUSTER_TOOL) olm-uninstall $(CLUSTER_FLAGS)
 
 .PHONY: olm-binaries
@@ -443,7 +443,7 @@ olmv1-install: olmv1-binaries cluster-tool ## Install OLM v1 (operator-controlle
 	$(CLUSTER_TOOL) olmv1-install $(CLUSTER_FLAGS) --olmv1-bin-dir=$(LOCALBIN)/olmv1 --olmv1-manifest=$(OLMV1_MANIFEST) --olmv1-version=$(OLMV1_VERSION)
 
 .PHONY: olmv1-uninstall
-olmv1-uninstall: cluster-tool ## Remove OLM v1 (and the extensions it installed) from the local cluster.
+olmv1-uninstall: cluster-tool ## Remove OLM v1 (and the extensions it installed) from the local cluster (idempotent).
 	$(CLUSTER_TOOL) olmv1-uninstall $(CLUSTER_FLAGS)
 
 .PHONY: olmv1-binaries

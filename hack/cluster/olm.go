@@ -179,7 +179,9 @@ func (c *Cluster) olmInstall(s olmSettings) error {
 
 func (c *Cluster) olmUninstall() error {
 	if _, err := os.Stat(c.olmManifests()); err != nil {
-		return fmt.Errorf("no record of an OLM install in %s", c.path("olm"))
+		// Idempotent, like the install: nothing this tool installed is left to remove.
+		logf("OLM is not installed here (no record in %s): nothing to do", c.path("olm"))
+		return nil
 	}
 	// CSVs first, so OLM removes what it installed while it still runs.
 	_, _ = c.kubectl("delete", "csv", "--all", "--all-namespaces", "--ignore-not-found", "--timeout=120s")

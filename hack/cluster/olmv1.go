@@ -195,7 +195,9 @@ func olmv1Deployment(d map[string]any, version string) error {
 
 func (c *Cluster) olmv1Uninstall() error {
 	if _, err := os.Stat(c.olmv1Manifests()); err != nil {
-		return fmt.Errorf("no record of an OLM v1 install in %s", c.path("olmv1"))
+		// Idempotent, like the install: nothing this tool installed is left to remove.
+		logf("OLM v1 is not installed here (no record in %s): nothing to do", c.path("olmv1"))
+		return nil
 	}
 	// Extensions first, so OLM v1 removes what it installed while it still runs.
 	_, _ = c.kubectl("delete", "clusterextensions.olm.operatorframework.io", "--all", "--ignore-not-found", "--timeout=120s")
