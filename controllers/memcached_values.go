@@ -111,7 +111,10 @@ func fillImage(vals map[string]any, def *operand.Image, path ...string) {
 	tag, _ := img["tag"].(string)
 	digest, _ := img["digest"].(string)
 	if tag == "" && digest == "" {
-		img["tag"] = def.Tag
+		// A default pinned by digest alone leaves the chart's tag in place (the digest wins).
+		if def.Tag != "" {
+			img["tag"] = def.Tag
+		}
 		if def.Digest != "" {
 			img["digest"] = def.Digest
 		}

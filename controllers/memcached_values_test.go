@@ -32,6 +32,7 @@ func TestTranslateValues(t *testing.T) {
 	mirror := &operand.Image{Repository: "mirror.local/memcached", Tag: "1.6.38"}
 	pinned := &operand.Image{Repository: "mirror.local/memcached", Tag: "1.6.38", Digest: "sha256:" + sixtyFourHex}
 	exporter := &operand.Image{Repository: "mirror.local/memcached-exporter", Tag: "v0.15.3"}
+	digestOnly := &operand.Image{Repository: "mirror.local/memcached", Digest: "sha256:" + sixtyFourHex}
 	tests := []struct {
 		name     string
 		spec     map[string]any
@@ -66,6 +67,10 @@ func TestTranslateValues(t *testing.T) {
 		{name: "an exporter digest in the CR wins",
 			spec: map[string]any{"metrics": map[string]any{"image": map[string]any{"digest": "sha256:abc"}}}, exporter: exporter,
 			want: map[string]any{"metrics": map[string]any{"image": map[string]any{"repository": "mirror.local/memcached-exporter", "digest": "sha256:abc"}}}},
+		{name: "an operator's image pinned by digest alone adds no empty tag",
+			spec: map[string]any{"metrics": map[string]any{"enabled": true}}, image: digestOnly, exporter: &operand.Image{Repository: "mirror.local/memcached-exporter", Digest: digestOnly.Digest},
+			want: map[string]any{"image": map[string]any{"repository": "mirror.local/memcached", "digest": digestOnly.Digest},
+				"metrics": map[string]any{"enabled": true, "image": map[string]any{"repository": "mirror.local/memcached-exporter", "digest": digestOnly.Digest}}}},
 		{name: "both images, independently",
 			spec: map[string]any{}, image: mirror, exporter: exporter,
 			want: map[string]any{"image": map[string]any{"repository": "mirror.local/memcached", "tag": "1.6.38"},
