@@ -143,6 +143,8 @@ var _ = Describe("Admission of bad input", func() {
 		// resources
 		Entry("a negative cpu limit", "Memcached", "  resources: {limits: {cpu: '-1'}}",
 			"spec.resources.limits.cpu in body should match"),
+		Entry("a fractional exponent, which Kubernetes cannot parse", "Memcached", "  resources: {limits: {cpu: '1e1.5'}}",
+			"spec.resources.limits.cpu in body should match"),
 		Entry("a negative memory request as a number", "Memcached", "  resources: {requests: {memory: -5}}",
 			"spec.resources.requests.memory: Invalid value: -5: quantities cannot be negative"),
 		Entry("a cpu request above its limit", "Memcached", "  resources: {requests: {cpu: '2'}, limits: {cpu: 1500m}}",
@@ -268,6 +270,9 @@ var _ = Describe("Admission of bad input", func() {
 		Entry("a memory limit given in exponent form", "Memcached", "ok", "  resources: {limits: {memory: 1e9}}"),
 		Entry("requests at their limits in other units", "Memcached", "ok",
 			"  resources: {requests: {cpu: '0.5', memory: 1E, ephemeral-storage: '1e3'}, limits: {cpu: 500m, memory: 1Ei, ephemeral-storage: 1k}}"),
+		Entry("requests equal to their limits where doubles round", "Memcached", "ok",
+			"  resources: {requests: {cpu: 9m, memory: 4.1e9, ephemeral-storage: 16.1k}, limits: {cpu: '0.009', memory: 4.1G, ephemeral-storage: '16100'}}"),
+		Entry("micro and nano cores", "Memcached", "ok", "  resources: {requests: {cpu: 100000u}, limits: {cpu: 100000000n}}"),
 		Entry("the memory limit the chart's default gives", "Memcached", "ok", "  memcached: {maxMemoryMB: 128}\n  resources: {limits: {memory: 160Mi}}"),
 		Entry("maxUnavailable as pods and percentages", "Memcached", "ok", "  podDisruptionBudget: {maxUnavailable: 50%}"),
 		Entry("maxUnavailable 0", "Memcached", "ok", "  podDisruptionBudget: {maxUnavailable: 0}"),

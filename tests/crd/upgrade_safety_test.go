@@ -122,12 +122,15 @@ var from02 = []crdChange{
 
 // from10 is the one change to 1.0.0's CRDs that OLM v1's preflight reports as unsafe: the
 // rule that a resource request may not exceed its limit, split per resource and written with
-// shorter regular expressions, unchanged in what it accepts. API servers before 1.34 estimate its
+// shorter regular expressions (with two fixes: equal amounts in other units, and the n and u
+// suffixes, are accepted), and quantities' exponents whole numbers, as Kubernetes parses them (a
+// CR with 1e1.5 was stored, and then the operator could not decode it). API servers before 1.34 estimate its
 // cost above their budget and refuse 1.0.0's CRD, so 1.0.0 could not be installed on the versions
 // it claimed (1.30+; docs/olm.md). An OLM v1 install of 1.0.0 (then on 1.34 or later) upgrades
 // with the preflight off for that one step, as from 0.2.0.
 var from10 = []crdChange{
-	{"^.spec.resources", false, "requests at most limits: one rule per resource, within the cost older API servers allow"},
+	{"^.spec.resources", true, "requests at most limits: one rule per resource, within the cost older API servers allow, " +
+		"equal amounts in other units and n/u suffixes accepted; quantities with a fractional exponent, which Kubernetes cannot parse, refused"},
 }
 
 // The CRDs of this tree pass OLM v1's CRD upgrade-safety preflight from every release (the
