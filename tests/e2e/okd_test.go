@@ -45,12 +45,17 @@ const (
 	okdUIDRange = "1000680000/10000"
 )
 
-// asOnOKD labels and annotates a namespace as OKD's carry them: Pod Security restricted enforced,
-// the restricted-v2 SCC (emulated here, selected by a label), and the UID range it assigns from.
+// asOnOKD annotates and labels a namespace as OKD's carry them: the UID range the SCC assigns
+// from (first: the emulation reads it once the label selects the namespace), Pod Security
+// restricted enforced, and the restricted-v2 SCC (emulated here, selected by a label).
 func asOnOKD(ns string) {
-	kubectl("label", "namespace", ns, "--overwrite", "pod-security.kubernetes.io/enforce=restricted", "e2e.memcached-operator/scc=restricted-v2")
 	kubectl("annotate", "namespace", ns, "--overwrite", "openshift.io/sa.scc.uid-range="+okdUIDRange, "openshift.io/sa.scc.supplemental-groups="+okdUIDRange)
+	kubectl("label", "namespace", ns, "--overwrite", "pod-security.kubernetes.io/enforce=restricted", "e2e.memcached-operator/scc=restricted-v2")
 }
+
+// The images the specs expect by digest: memcached's (the operator's RELATED_IMAGE_MEMCACHED)
+// and the exporter's (RELATED_IMAGE_MEMCACHED_EXPORTER).
+var memcachedRepository, memcachedDigest, exporterRepository, exporterDigest string
 
 // registryDigest asks the local registry for the digest of repository:tag, as a user mirroring a
 // release for a disconnected cluster reads it; mirrored repositories are under their path there
@@ -73,30 +78,52 @@ func registryDigest(repository, tag string) string {
 }
 
 // OKD's restricted-v2 SCC, emulated on the local cluster (tests/e2e/testdata/okd-restricted-v2.yaml):
-// security.openshift.io/v1 is served, pods get a UID from their namespace's range and pods with a
-// UID outside it are refused, and the namespace enforces the restricted Pod Security Standard. The
-// images are pulled by digest, as on a disconnected cluster.
+// security.openshift.io/v1 is served, pods get a UID from their namespace's range (at the pod
+// level; the real SCC sets it per container) and pods with a UID outside it are refused, and the
+// namespaces enforce the restricted Pod Security Standard. The operator's RELATED_IMAGE_*
+// variables name the images by digest, as a disconnected install's mirror does.
 var _ = Describe("On OKD's restricted-v2 SCC", Ordered, func() {
 	BeforeAll(func() {
+		// Only where OKD is emulated, never on OKD itself, whose SCC API this would replace.
+		apis := kubectl("api-versions")
+		if strings.Contains(apis, "security.openshift.io/v1") {
+			Skip("the cluster serves security.openshift.io/v1 already: it is OpenShift, not a cluster to emulate it on")
+		}
+		if !strings.Contains(apis, "admissionregistration.k8s.io/v1beta1") {
+			Skip("the cluster does not serve MutatingAdmissionPolicy (admissionregistration.k8s.io/v1beta1), with which restricted-v2 is emulated")
+		}
+
 		By("serving security.openshift.io/v1 and assigning UIDs as restricted-v2 does")
+		DeferCleanup(func() {
+			// Without this the next specs' operator would take the cluster for OKD.
+			kubectl("delete", "-f", "tests/e2e/testdata/okd-restricted-v2.yaml", "--ignore-not-found", "--wait=true", "--timeout=2m")
+			Eventually(func() string { return kubectl("api-versions") }, timeout, poll).ShouldNot(ContainSubstring("security.openshift.io"))
+		})
 		kubectl("apply", "-f", "tests/e2e/testdata/okd-restricted-v2.yaml")
 		kubectl("wait", "crd/securitycontextconstraints.security.openshift.io", "--for=condition=Established", "--timeout=1m")
 
-		By("deploying the operator, which reads the platform when it starts, in a namespace as OKD makes them")
-		mustMake("deploy", "IMG="+operatorImage, "MEMCACHED_IMG="+memcachedImage)
+		By("deploying the operator, which reads the platform when it starts, in a namespace as OKD makes them, its images by digest")
+		colon := strings.LastIndex(memcachedImage, ":")
+		memcachedRepository = memcachedImage[:colon]
+		memcachedDigest = registryDigest(memcachedRepository, memcachedImage[colon+1:])
+		// The chart's exporter image, of which make e2e-images pushes a stand-in to the mirror.
+		chrt, err := loader.Load(filepath.Join(root, "helm-charts", "memcached"))
+		Expect(err).NotTo(HaveOccurred())
+		exporter, err := operand.ChartExporterImage(chrt)
+		Expect(err).NotTo(HaveOccurred())
+		exporterRepository = exporter.Repository
+		exporterDigest = registryDigest(exporterRepository, exporter.Tag)
+		DeferCleanup(func() { mustMake("undeploy") })
+		mustMake("deploy", "IMG="+operatorImage, "MEMCACHED_IMG="+memcachedRepository+"@"+memcachedDigest)
 		asOnOKD(operatorNamespace)
-		kubectl("-n", operatorNamespace, "rollout", "restart", "deployment/"+operatorDeployment)
+		// A changed template rolls the operator out again: the new pod gets the namespace's UID.
+		kubectl("-n", operatorNamespace, "set", "env", "deployment/"+operatorDeployment,
+			operand.ExporterRelatedImageEnv+"="+exporterRepository+"@"+exporterDigest)
 		kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=3m")
 
 		kubectl("create", "namespace", okdNamespace)
+		DeferCleanup(deleteNamespace, okdNamespace)
 		asOnOKD(okdNamespace)
-	})
-
-	AfterAll(func() {
-		deleteNamespace(okdNamespace)
-		mustMake("undeploy")
-		// Without these the next specs' operator would take the cluster for OKD.
-		_, _ = kubectlOut("delete", "-f", "tests/e2e/testdata/okd-restricted-v2.yaml", "--ignore-not-found", "--wait=true", "--timeout=2m")
 	})
 
 	It("refuses a pod with a fixed UID outside the namespace's range, as the chart would set one off OKD", func() {
@@ -117,23 +144,8 @@ var _ = Describe("On OKD's restricted-v2 SCC", Ordered, func() {
 	})
 
 	It("runs both APIs' pods under the UID the namespace assigns, pulled by digest; memcached serves keys and the exporter reports", func() {
-		colon := strings.LastIndex(memcachedImage, ":")
-		memcachedRepository, memcachedTag := memcachedImage[:colon], memcachedImage[colon+1:]
-		memcachedDigest := registryDigest(memcachedRepository, memcachedTag)
-		// The chart's exporter image, of which make e2e-images pushes a stand-in to the mirror.
-		chrt, err := loader.Load(filepath.Join(root, "helm-charts", "memcached"))
-		Expect(err).NotTo(HaveOccurred())
-		exporter, err := operand.ChartExporterImage(chrt)
-		Expect(err).NotTo(HaveOccurred())
-		exporterRepository := exporter.Repository
-		exporterDigest := registryDigest(exporterRepository, exporter.Tag)
 		Expect(k8s.Create(ctx(), &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: okdNamespace, Name: mcName},
-			Spec: cachev1.MemcachedSpec{
-				ReplicaCount: ptr.To[int32](1),
-				Image:        &cachev1.ImageSpec{Repository: memcachedRepository, Digest: memcachedDigest},
-				Metrics: &cachev1.MetricsSpec{Enabled: ptr.To(true),
-					Image: &cachev1.ImageSpec{Repository: exporterRepository, Digest: exporterDigest}},
-			}})).To(Succeed())
+			Spec: cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](1), Metrics: &cachev1.MetricsSpec{Enabled: ptr.To(true)}}})).To(Succeed())
 		Expect(k8s.Create(ctx(), &cachev1.MemcachedBackup{ObjectMeta: metav1.ObjectMeta{Namespace: okdNamespace, Name: backupName},
 			Spec: cachev1.MemcachedBackupSpec{Size: 1}})).To(Succeed())
 		kubectl("-n", okdNamespace, "wait", "memcached/"+mcName, "--for=condition=Deployed", "--timeout=3m")
@@ -170,15 +182,19 @@ var _ = Describe("On OKD's restricted-v2 SCC", Ordered, func() {
 				}
 			}, timeout, poll).Should(Succeed(), selector)
 		}
-		deploy := &appsv1.Deployment{}
-		Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: okdNamespace, Name: mcName}, deploy)).To(Succeed())
+		By("naming every image by digest, from the operator's RELATED_IMAGE_* variables")
 		images := map[string]string{}
-		for _, c := range deploy.Spec.Template.Spec.Containers {
-			images[c.Name] = c.Image
+		for _, name := range []string{mcName, backupName} {
+			deploy := &appsv1.Deployment{}
+			Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: okdNamespace, Name: name}, deploy)).To(Succeed())
+			for _, c := range deploy.Spec.Template.Spec.Containers {
+				images[name+"/"+c.Name] = c.Image
+			}
 		}
 		Expect(images).To(Equal(map[string]string{
-			"memcached": memcachedRepository + "@" + memcachedDigest,
-			"exporter":  exporterRepository + "@" + exporterDigest,
+			mcName + "/memcached":     memcachedRepository + "@" + memcachedDigest,
+			mcName + "/exporter":      exporterRepository + "@" + exporterDigest,
+			backupName + "/memcached": memcachedRepository + "@" + memcachedDigest,
 		}))
 
 		By("storing and reading keys through the Service")
@@ -187,11 +203,17 @@ var _ = Describe("On OKD's restricted-v2 SCC", Ordered, func() {
 		Expect(res["failures"]).To(BeEquivalentTo(0))
 
 		By("scraping the exporter, which reaches memcached")
-		pods := &corev1.PodList{}
-		Expect(k8s.List(ctx(), pods, client.InNamespace(okdNamespace), client.MatchingLabels{"app.kubernetes.io/instance": mcName})).To(Succeed())
-		Expect(pods.Items).To(HaveLen(1))
-		Eventually(func() string {
-			out, _ := kubectlOut("get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:9150/proxy/metrics", okdNamespace, pods.Items[0].Name))
+		Eventually(func(g Gomega) string {
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx(), pods, client.InNamespace(okdNamespace), client.MatchingLabels{"app.kubernetes.io/instance": mcName})).To(Succeed())
+			var live []string
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil {
+					live = append(live, p.Name)
+				}
+			}
+			g.Expect(live).To(HaveLen(1))
+			out, _ := kubectlOut("get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:9150/proxy/metrics", okdNamespace, live[0]))
 			return out
 		}, timeout, poll).Should(MatchRegexp(`(?m)^memcached_up 1$`))
 	})
