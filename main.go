@@ -31,7 +31,6 @@ import (
 	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,6 +132,12 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	// The one uncached client: the leader lock, and what the manager's cache does not hold.
+	direct, err := client.New(restCfg, client.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return err
+	}
+	o.controllers.Live = direct
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
@@ -146,7 +151,7 @@ func run(ctx context.Context, o options) error {
 	go func() { done <- mgr.Start(ctx) }()
 
 	if o.leaderElect {
-		lease, err := becomeLeader(ctx, restCfg, scheme, o.lockName)
+		lease, err := becomeLeader(ctx, direct, o.lockName)
 		if err != nil {
 			if ctx.Err() != nil { // stopped while waiting: shut down quietly
 				return <-done
@@ -199,11 +204,7 @@ func goMemLimit(goMemLimitEnv, containerLimit string) int64 {
 // becomeLeader blocks until this pod holds the leader lock, a ConfigMap owned by the pod and
 // released when the pod is deleted, and returns the lease (nil outside a cluster, where there is no
 // pod to own it: it says so and goes on, as a single instance).
-func becomeLeader(ctx context.Context, restCfg *rest.Config, scheme *k8sruntime.Scheme, lockName string) (*leader.Lease, error) {
-	cl, err := client.New(restCfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, err
-	}
+func becomeLeader(ctx context.Context, cl client.Client, lockName string) (*leader.Lease, error) {
 	setupLog.Info("waiting to become the leader", "lock", lockName)
 	lease, err := leader.Become(ctx, cl, lockName)
 	switch {

@@ -57,6 +57,9 @@ type Config struct {
 	Helm                 helm.Settings
 	// RetireDelay: see DefaultRetireDelay (0: that).
 	RetireDelay time.Duration
+	// Live is the operator's one uncached client, for what the manager's cache does not hold
+	// (main shares it with the leader lock); nil: Setup makes one.
+	Live client.Client
 	// MayRecoverPending says whether a release left pending by an interrupted operation may be
 	// recovered now (leader.Lease.MayRecover); nil: always, as the single instance.
 	MayRecoverPending func(context.Context) error
@@ -82,10 +85,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	// One uncached client for what the cache does not hold.
-	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return err
+	direct := cfg.Live
+	if direct == nil {
+		var err error
+		if direct, err = client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}); err != nil {
+			return err
+		}
 	}
 	reportMissingNamespaces(ctx, direct, cfg.WatchNamespaces)
 	img, overridden, err := operand.DefaultImage(memcachedWatch.Chart, cfg.RelatedImage)

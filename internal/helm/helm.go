@@ -137,7 +137,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 		goConditions[c] = true
 	}
 	ropts := []reconciler.Option{
-		reconciler.WithClient(sharedStatusClient{Client: mgr.GetClient(), live: mgr.GetAPIReader(), goConditions: goConditions}),
+		reconciler.WithClient(sharedStatusClient{Client: mgr.GetClient(), live: opts.Live, goConditions: goConditions}),
 		reconciler.WithActionClientGetter(getter),
 		reconciler.WithEventRecorder(libraryEvents{recorder}),
 		reconciler.WithChart(*w.Chart),
