@@ -17,7 +17,9 @@ limitations under the License.
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,7 +180,7 @@ func (c *Cluster) olmInstall(s olmSettings) error {
 }
 
 func (c *Cluster) olmUninstall() error {
-	if _, err := os.Stat(c.olmManifests()); err != nil {
+	if _, err := os.Stat(c.olmManifests()); errors.Is(err, fs.ErrNotExist) {
 		// Idempotent, like the install: nothing this tool installed is left to remove.
 		logf("OLM is not installed here (no record in %s): nothing to do", c.path("olm"))
 		return nil

@@ -19,7 +19,9 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,7 +196,7 @@ func olmv1Deployment(d map[string]any, version string) error {
 }
 
 func (c *Cluster) olmv1Uninstall() error {
-	if _, err := os.Stat(c.olmv1Manifests()); err != nil {
+	if _, err := os.Stat(c.olmv1Manifests()); errors.Is(err, fs.ErrNotExist) {
 		// Idempotent, like the install: nothing this tool installed is left to remove.
 		logf("OLM v1 is not installed here (no record in %s): nothing to do", c.path("olmv1"))
 		return nil
