@@ -155,6 +155,8 @@ var _ = Describe("Admission of bad input", func() {
 			"resources: the ephemeral-storage request cannot be above its limit"),
 		Entry("a memory request in exa above a limit in exbi", "Memcached", "  resources: {requests: {memory: 2E}, limits: {memory: 1Ei}}",
 			"resources: the memory request cannot be above its limit"),
+		Entry("a memory request one byte above a limit of 1Ti", "Memcached", "  resources: {requests: {memory: '1099511627777'}, limits: {memory: 1Ti}}",
+			"resources: the memory request cannot be above its limit"),
 		Entry("a memory limit below the item memory", "Memcached", "  memcached: {maxMemoryMB: 128}\n  resources: {limits: {memory: 100Mi}}",
 			"spec.resources.limits.memory: Invalid value: resources.limits.memory must be at least memcached.maxMemoryMB + 32Mi"),
 		Entry("a memory limit below the default item memory", "Memcached", "  resources: {limits: {memory: '64000000'}}",
