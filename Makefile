@@ -351,7 +351,7 @@ e2e-images: cluster-tool ## Build the operator, memcached and exporter images an
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcache-probe --ref=$(E2E_PROBE_IMG)
 	cd hack/exporter && CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcached-exporter github.com/prometheus/memcached_exporter/cmd/memcached_exporter
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcached-exporter --mirror \
-	  --ref=$$(sed -n 's/^ *value: \(docker.io\/prom\/memcached-exporter:.*\)/\1/p' config/manager/manager.yaml)
+	  --ref=$$($(call image_of,docker.io/prom/memcached-exporter) config/manager/manager.yaml)
 
 # The OLM end-to-end tests install the committed bundle unchanged: its images are pushed to the
 # local registry, which the node uses as a mirror of quay.io (as a disconnected cluster does); the
@@ -373,8 +373,10 @@ e2e-olm-images: cluster-tool $(OPERATOR_SDK) $(SCORECARD_TEST) $(OPM) e2e-images
 # upgrade tests start there).
 PREVIOUS_VERSION = $(shell go run ./hack/release versions -except $(VERSION) | tail -n 1)
 OLDEST_VERSION = $(shell go run ./hack/release versions -except $(VERSION) | head -n 1)
-# Prints the memcached image (RELATED_IMAGE_MEMCACHED) of a release's manager.yaml.
-MEMCACHED_IMAGE_OF = sed -n 's/^ *value: \(docker.io\/library\/memcached:.*\)/\1/p'
+# Prints the image of a repository that a manager.yaml names (its RELATED_IMAGE_* value):
+# $(call image_of,REPOSITORY) FILE.
+image_of = sed -n 's|^ *value: \($(1):.*\)|\1|p'
+MEMCACHED_IMAGE_OF = $(call image_of,docker.io/library/memcached)
 
 
 .PHONY: e2e-release-images

@@ -179,11 +179,24 @@ func (c *Cluster) olmInstall(s olmSettings) error {
 	return nil
 }
 
+// installed says whether this tool recorded an install (its manifests file): uninstalling what
+// was never installed is nothing to do, as installing twice is. Any other error reading the
+// record is returned.
+func installed(manifests, what string) (bool, error) {
+	_, err := os.Stat(manifests)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		logf("%s is not installed here (no record in %s): nothing to do", what, filepath.Dir(manifests))
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("the record of the %s install: %w", what, err)
+	}
+	return true, nil
+}
+
 func (c *Cluster) olmUninstall() error {
-	if _, err := os.Stat(c.olmManifests()); errors.Is(err, fs.ErrNotExist) {
-		// Idempotent, like the install: nothing this tool installed is left to remove.
-		logf("OLM is not installed here (no record in %s): nothing to do", c.path("olm"))
-		return nil
+	if ok, err := installed(c.olmManifests(), "OLM"); !ok {
+		return err
 	}
 	// CSVs first, so OLM removes what it installed while it still runs.
 	_, _ = c.kubectl("delete", "csv", "--all", "--all-namespaces", "--ignore-not-found", "--timeout=120s")

@@ -19,9 +19,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,10 +194,8 @@ func olmv1Deployment(d map[string]any, version string) error {
 }
 
 func (c *Cluster) olmv1Uninstall() error {
-	if _, err := os.Stat(c.olmv1Manifests()); errors.Is(err, fs.ErrNotExist) {
-		// Idempotent, like the install: nothing this tool installed is left to remove.
-		logf("OLM v1 is not installed here (no record in %s): nothing to do", c.path("olmv1"))
-		return nil
+	if ok, err := installed(c.olmv1Manifests(), "OLM v1"); !ok {
+		return err
 	}
 	// Extensions first, so OLM v1 removes what it installed while it still runs.
 	_, _ = c.kubectl("delete", "clusterextensions.olm.operatorframework.io", "--all", "--ignore-not-found", "--timeout=120s")

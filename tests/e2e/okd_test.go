@@ -92,7 +92,8 @@ var _ = Describe("On OKD's restricted-v2 SCC", Ordered, func() {
 	BeforeAll(func() {
 		// Only where OKD is emulated, never on OKD itself, whose SCC API this would replace; a run
 		// cut short may have left the emulation, which carries a marker.
-		if strings.Contains(kubectl("api-versions"), "security.openshift.io/v1") {
+		apis := kubectl("api-versions")
+		if strings.Contains(apis, "security.openshift.io/v1") {
 			marker, _ := kubectlOut("get", "crd", "securitycontextconstraints.security.openshift.io",
 				"-o", `jsonpath={.metadata.labels.e2e\.memcached-operator/emulation}`)
 			if marker != "true" {
@@ -100,7 +101,7 @@ var _ = Describe("On OKD's restricted-v2 SCC", Ordered, func() {
 			}
 			removeOKDEmulation()
 		}
-		Expect(kubectl("api-versions")).To(ContainSubstring("admissionregistration.k8s.io/v1beta1"),
+		Expect(apis).To(ContainSubstring("admissionregistration.k8s.io/v1beta1"),
 			"the local cluster serves MutatingAdmissionPolicy, with which restricted-v2 is emulated (hack/cluster/components.go)")
 
 		By("serving security.openshift.io/v1 and assigning UIDs as restricted-v2 does")
