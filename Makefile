@@ -71,15 +71,17 @@ help: ## Display this help.
 
 ##@ Development
 
+# controller-gen reads only the folders with markers: with "./..." it walks every folder,
+# nested modules and the local cluster's state folder too, which containerd changes under it.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRDs (with the name rules of api/v1/names.go), the RBAC role and the chart's values.schema.json.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./controllers/..." output:crd:artifacts:config=config/crd/bases
 	go run ./hack/crdnames -dir config/crd/bases
 	go run ./hack/chartschema -crd config/crd/bases/cache.my.domain_memcacheds.yaml -out helm-charts/memcached/values.schema.json
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
-	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: fmt
 fmt: ## Run go fmt.
