@@ -17,6 +17,10 @@ CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
 SCORECARD_IMG ?= $(IMAGE_TAG_BASE)-scorecard-tests:v$(VERSION)
 # Images built without a Docker daemon are written here by the *-build targets.
 IMAGES_DIR ?= $(CURDIR)/bin/images
+# The operator image that the bundle pins by digest is image-build's: with no VCS stamp and no
+# paths in the manager binary, its digest depends only on the source and the Go version.
+MANAGER_BUILD = CGO_ENABLED=0 go build -trimpath -buildvcs=false
+OPERATOR_DIGEST_FILE = $(IMAGES_DIR)/operator.digest
 
 # Tools and cluster binaries are built from Go modules into bin/ (no prebuilt downloads).
 LOCALBIN ?= $(CURDIR)/bin
@@ -157,6 +161,17 @@ run: manifests generate fmt vet ## Run the operator against the current kube con
 # The container tool of docker-build and docker-push: docker or podman.
 CONTAINER_TOOL ?= docker
 
+.PHONY: image-build
+image-build: cluster-tool ## Build the operator image reproducibly without a container daemon (bin/images/operator.tar); the bundle pins its digest.
+	$(MANAGER_BUILD) -o $(IMAGES_DIR)/manager .
+	$(CLUSTER_TOOL) image operator --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --ref=$(IMG) \
+	  --out=$(IMAGES_DIR)/operator.tar --digest-file=$(OPERATOR_DIGEST_FILE)
+
+.PHONY: image-push
+image-push: cluster-tool ## Push the image that image-build made to IMG (the Docker config's credentials): the image the bundle pins.
+	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --tarball=$(IMAGES_DIR)/operator.tar --ref=$(IMG) $(IMAGE_PUSH_FLAGS)
+
+# docker-build builds from the Dockerfile (a distroless base): the same operator, another digest.
 .PHONY: docker-build
 docker-build: ## Build the operator image with CONTAINER_TOOL (docker or podman; needs its daemon or service).
 	$(CONTAINER_TOOL) build -t $(IMG) .
@@ -168,13 +183,13 @@ docker-push: ## Push the operator image with CONTAINER_TOOL.
 ##@ Bundle (OLM)
 
 .PHONY: bundle
-bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ for VERSION (CSV, CRDs, metadata, scorecard config) and validate it.
+bundle: manifests image-build $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ for VERSION (CSV, CRDs, metadata, scorecard config), the operator pinned by image-build's digest, and validate it.
 	$(OPERATOR_SDK) generate kustomize manifests --interactive=false -q
-	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMAGE_TAG_BASE)@$$(cat $(OPERATOR_DIGEST_FILE))
 	cd config/scorecard && $(KUSTOMIZE) edit set image memcached-operator-scorecard-tests=$(SCORECARD_IMG)
 	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) \
 		--channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
-	go run ./hack/csvpatch -csv bundle/manifests/memcached-operator.clusterserviceversion.yaml -image $(IMG) -created-at $(CREATED_AT) \
+	go run ./hack/csvpatch -csv bundle/manifests/memcached-operator.clusterserviceversion.yaml -image $(IMAGE_TAG_BASE)@$$(cat $(OPERATOR_DIGEST_FILE)) -created-at $(CREATED_AT) \
 		-annotations bundle/metadata/annotations.yaml -dockerfile bundle.Dockerfile
 	go run ./hack/olmv1manifests -bundle bundle -catalog catalog -catalog-image $(CATALOG_IMG) -out config/olmv1
 	$(MAKE) --no-print-directory bundle-validate
@@ -223,9 +238,9 @@ scorecard-image-push: cluster-tool ## Push the image scorecard-image-build made 
 CATALOG_ROOT ?= catalog
 
 .PHONY: catalog
-catalog: $(OPM) ## Write catalog/ from catalog-template.yaml, releases.yaml and the bundles of every release; validate it.
-	go run ./hack/release catalog -opm $(OPM) -version $(VERSION) -out $(CATALOG_ROOT) \
-		-image-template '$(IMAGE_TAG_BASE)-bundle:v{{.Version}}'
+catalog: cluster-tool $(OPM) ## Write catalog/ from catalog-template.yaml, releases.yaml and the bundles of every release (by digest); validate it.
+	go run ./hack/release catalog -opm $(OPM) -cluster-tool $(CLUSTER_TOOL) -version $(VERSION) -out $(CATALOG_ROOT) \
+		-image-template '$(IMAGE_TAG_BASE)-bundle@{{.Digest}}'
 	rm -f $(CATALOG_ROOT).Dockerfile && $(OPM) generate dockerfile $(CATALOG_ROOT) \
 		--base-image quay.io/operator-framework/opm:$(OPM_VERSION) --builder-image quay.io/operator-framework/opm:$(OPM_VERSION)
 
@@ -346,7 +361,7 @@ cluster-status: cluster-tool ## Say what of the local cluster runs.
 
 .PHONY: e2e-images
 e2e-images: cluster-tool ## Build the operator, memcached and exporter images and push them to the local registry.
-	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/manager .
+	$(MANAGER_BUILD) -o $(IMAGES_DIR)/manager .
 	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --ref=$(E2E_IMG)
 	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) > $(CLUSTER_STATE)/memcached-image
 	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcache-probe ./tests/e2e/memcache-probe
@@ -356,15 +371,18 @@ e2e-images: cluster-tool ## Build the operator, memcached and exporter images an
 	  --ref=$$($(call image_of,docker.io/prom/memcached-exporter) config/manager/manager.yaml)
 
 # The OLM end-to-end tests install the committed bundle unchanged: its images are pushed to the
-# local registry, which the node uses as a mirror of quay.io (as a disconnected cluster does); the
-# bundle and a catalog of it are in the local registry too.
+# local registry, which the node uses as a mirror of quay.io (as a disconnected cluster does), the
+# operator by digest alone (no tag names it); the bundle and a catalog of it are there too.
 E2E_IMAGE_TAG_BASE ?= localhost:5000/memcached-operator
 E2E_BUNDLE_IMG ?= $(E2E_IMAGE_TAG_BASE)-bundle:v$(VERSION)
 E2E_CATALOG_IMG ?= $(E2E_IMAGE_TAG_BASE)-catalog:v$(VERSION)
 
 .PHONY: e2e-olm-images
 e2e-olm-images: cluster-tool $(OPERATOR_SDK) $(SCORECARD_TEST) $(OPM) e2e-images ## Images of the bundle, catalog and scorecard tests for the OLM end-to-end tests.
-	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --ref=$(IMG) --mirror
+	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager \
+	  --ref=$(IMAGE_TAG_BASE) --by-digest --mirror --digest-file=$(IMAGES_DIR)/e2e-operator.digest
+	@grep -q "image: $(IMAGE_TAG_BASE)@$$(cat $(IMAGES_DIR)/e2e-operator.digest)" bundle/manifests/memcached-operator.clusterserviceversion.yaml || \
+	  { echo "the bundle pins another operator image than this tree builds: run 'make bundle catalog'" >&2; exit 1; }
 	$(MAKE) --no-print-directory scorecard-image-build scorecard-image-push IMAGE_PUSH_FLAGS=--mirror
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(SCORECARD_TEST) --ref=quay.io/operator-framework/scorecard-test:$(OPERATOR_SDK_VERSION) --mirror
 	$(CLUSTER_TOOL) image dockerfile --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --dockerfile=bundle.Dockerfile --ref=$(E2E_BUNDLE_IMG)
@@ -386,7 +404,7 @@ e2e-release-images: cluster-tool ## Rebuild the operator and bundle images of ea
 	for v in $$(go run ./hack/release versions -except $(VERSION)); do \
 	  dir=$(CLUSTER_STATE)/releases/$$v; \
 	  go run ./hack/release checkout -version $$v -dir $$dir && \
-	  (cd $$dir && CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/manager-$$v .) && \
+	  (cd $$dir && $(MANAGER_BUILD) -o $(IMAGES_DIR)/manager-$$v .) && \
 	  $(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$$dir --manager=$(IMAGES_DIR)/manager-$$v --ref=$(IMAGE_TAG_BASE):v$$v --mirror && \
 	  $(CLUSTER_TOOL) image dockerfile --state-dir=$(CLUSTER_STATE) --repo=$$dir --dockerfile=$$dir/bundle.Dockerfile --ref=$(E2E_IMAGE_TAG_BASE)-bundle:v$$v && \
 	  $(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) --mirror \

@@ -241,11 +241,43 @@ func mirrored(ref string, mirror bool) string {
 	return repo + ":" + r.Identifier()
 }
 
-// pushOrSave pushes an image, or writes it as a tarball when out is set.
-func (c *Cluster) pushOrSave(img v1.Image, ref, out string) error {
-	if out == "" {
-		return c.push(img, ref)
+// delivery says where a built image goes: to a registry (the local registry's mirror of the
+// reference's registry with mirror; as repository@digest with no tag with byDigest) or, with out,
+// into a tarball; and, with digestFile, its digest into that file.
+type delivery struct {
+	mirror, byDigest bool
+	out, digestFile  string
+}
+
+func (c *Cluster) deliver(img v1.Image, ref string, d delivery) error {
+	digest, err := img.Digest()
+	if err != nil {
+		return err
 	}
+	if d.byDigest {
+		r, err := name.ParseReference(ref)
+		if err != nil {
+			return err
+		}
+		ref = r.Context().Name() + "@" + digest.String()
+	}
+	ref = mirrored(ref, d.mirror)
+	if d.out == "" {
+		err = c.push(img, ref)
+	} else {
+		err = save(img, ref, d.out)
+	}
+	if err != nil {
+		return err
+	}
+	if d.digestFile != "" {
+		return os.WriteFile(d.digestFile, []byte(digest.String()+"\n"), 0o644)
+	}
+	return nil
+}
+
+// save writes an image as a tarball that names it ref.
+func save(img v1.Image, ref, out string) error {
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		return err

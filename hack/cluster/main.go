@@ -27,6 +27,8 @@ limitations under the License.
 //	cluster olm-install --state-dir .cluster --bin-dir ... --olm-bin-dir bin/olm --olm-deploy-dir DIR ...
 //	cluster olm-uninstall --state-dir .cluster --bin-dir ...
 //	cluster image operator  --repo . --ref localhost:5000/memcached-operator:dev
+//	cluster image operator  --repo . --ref quay.io/example/memcached-operator --out bin/images/operator.tar --digest-file bin/images/operator.digest
+//	cluster image push --tarball bin/images/operator.tar --ref quay.io/example/memcached-operator --by-digest --mirror
 //	cluster image memcached                              (prints the pushed reference)
 //	cluster image binary --bin bin/probe --ref localhost:5000/probe:dev
 package main
@@ -156,7 +158,9 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 	dockerfile := fs.String("dockerfile", "", "a FROM scratch Dockerfile of LABEL and COPY lines (dockerfile image)")
 	opm := fs.String("opm", "", "the opm binary (catalog image)")
 	configs := fs.String("configs", "", "a file-based catalog folder (catalog image)")
-	out := fs.String("out", "", "write the image as a tarball here instead of pushing it (binary, dockerfile, catalog)")
+	out := fs.String("out", "", "write the image as a tarball here instead of pushing it (operator, binary, dockerfile, catalog)")
+	digestFile := fs.String("digest-file", "", "also write the image's digest (sha256:...) to this file (operator, binary, dockerfile, push)")
+	byDigest := fs.Bool("by-digest", false, "push as --ref's repository @ the image's digest, with no tag (operator, push)")
 	tarballPath := fs.String("tarball", "", "an image tarball to push (push)")
 	mirror := fs.Bool("mirror", false, "push to the local registry's mirror of --ref's registry, e.g. quay.io/x/y:t to localhost:5000/x/y:t (operator, binary, memcached, push)")
 	ref := fs.String("ref", "", "image reference to push (operator, binary, dockerfile, catalog; memcached: a name to stand in for)")
@@ -176,7 +180,7 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if err != nil {
 			return err
 		}
-		return c.push(img, mirrored(*ref, *mirror))
+		return c.deliver(img, *ref, delivery{mirror: *mirror, byDigest: *byDigest, out: *out, digestFile: *digestFile})
 	case "binary":
 		if *ref == "" || *bin == "" {
 			return fmt.Errorf("--ref and --bin are required")
@@ -185,7 +189,7 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if err != nil {
 			return err
 		}
-		return c.pushOrSave(img, mirrored(*ref, *mirror), *out)
+		return c.deliver(img, *ref, delivery{mirror: *mirror, out: *out, digestFile: *digestFile})
 	case "dockerfile":
 		if *ref == "" || *dockerfile == "" {
 			return fmt.Errorf("--ref and --dockerfile are required")
@@ -194,7 +198,7 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if err != nil {
 			return err
 		}
-		return c.pushOrSave(img, *ref, *out)
+		return c.deliver(img, *ref, delivery{out: *out, digestFile: *digestFile})
 	case "catalog":
 		if *ref == "" || *opm == "" || *configs == "" {
 			return fmt.Errorf("--ref, --opm and --configs are required")
@@ -207,7 +211,7 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if err != nil {
 			return err
 		}
-		return c.pushOrSave(img, *ref, *out)
+		return c.deliver(img, *ref, delivery{out: *out})
 	case "push":
 		if *ref == "" || *tarballPath == "" {
 			return fmt.Errorf("--ref and --tarball are required")
@@ -216,7 +220,7 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if err != nil {
 			return err
 		}
-		return c.push(img, mirrored(*ref, *mirror))
+		return c.deliver(img, *ref, delivery{mirror: *mirror, byDigest: *byDigest, digestFile: *digestFile})
 	case "memcached":
 		img, version, err := memcachedImage()
 		if err != nil {

@@ -17,11 +17,12 @@ limitations under the License.
 // Command release keeps releases.yaml, the list of released versions and the commit each was
 // built from, and builds what depends on it:
 //
-//	release catalog -opm bin/olm/opm -version 0.2.0 -image-template 'quay.io/x/memcached-operator-bundle:v{{.Version}}' -out catalog
+//	release catalog -opm bin/olm/opm -cluster-tool bin/cluster -version 0.2.0 -image-template 'quay.io/x/memcached-operator-bundle@{{.Digest}}' -out catalog
 //	    the file-based catalog: catalog-template.yaml's package, one channel per channel name
 //	    with every release in order (each replaces the one before and skips all older ones), and
 //	    the bundle of every release: the current version's from bundle/, earlier ones from
-//	    their commits (git archive)
+//	    their commits (git archive), each named by the digest of its bundle image as the
+//	    cluster tool builds it from bundle.Dockerfile (reproducibly, so the same as published)
 //	release bump -version 0.2.0 -created-at 2026-12-01T00:00:00Z -channels candidate,stable
 //	    sets VERSION and CREATED_AT in the Makefile and the chart's version, and appends the
 //	    version to releases.yaml
@@ -188,11 +189,15 @@ func catalogCmd(args []string) error {
 	opm := fs.String("opm", "", "the opm binary")
 	version := fs.String("version", "", "the current version (its bundle is ./bundle)")
 	bundleDir := fs.String("bundle", "bundle", "the current version's bundle directory")
-	imageTemplate := fs.String("image-template", "", "bundle image reference, {{.Version}} is the version")
+	imageTemplate := fs.String("image-template", "", "bundle image reference: {{.Version}} is the version, {{.Digest}} the bundle image's digest")
+	clusterTool := fs.String("cluster-tool", "", "the cluster tool, which builds the bundle images for {{.Digest}}")
 	out := fs.String("out", "catalog", "the catalog directory to write")
 	_ = fs.Parse(args)
 	if *opm == "" || *version == "" || *imageTemplate == "" {
 		return fmt.Errorf("-opm, -version and -image-template are required")
+	}
+	if strings.Contains(*imageTemplate, digestField) && *clusterTool == "" {
+		return fmt.Errorf("-image-template names %s: -cluster-tool is required", digestField)
 	}
 	releases, err := readReleases()
 	if err != nil {
@@ -230,15 +235,23 @@ func catalogCmd(args []string) error {
 	}
 	defer os.RemoveAll(scratch)
 	for _, r := range releases {
-		dir := *bundleDir
+		dir, tree := *bundleDir, "."
 		if r.Version != *version {
-			tree := filepath.Join(scratch, r.Version)
-			if err := checkout(r, tree, "bundle"); err != nil {
+			tree = filepath.Join(scratch, r.Version)
+			if err := checkout(r, tree, "bundle", bundleDockerfile); err != nil {
 				return err
 			}
 			dir = filepath.Join(tree, "bundle")
 		}
-		rendered, err := run(*opm, "render", dir, "--output", "yaml", "--alpha-image-ref-template", *imageTemplate)
+		ref := *imageTemplate
+		if strings.Contains(ref, digestField) {
+			digest, err := bundleDigest(*clusterTool, tree, filepath.Join(scratch, "digest-"+r.Version))
+			if err != nil {
+				return fmt.Errorf("the bundle image of %s: %w", r.Version, err)
+			}
+			ref = strings.ReplaceAll(ref, digestField, digest)
+		}
+		rendered, err := run(*opm, "render", dir, "--output", "yaml", "--alpha-image-ref-template", ref)
 		if err != nil {
 			return fmt.Errorf("render the bundle of %s: %w", r.Version, err)
 		}
@@ -258,6 +271,22 @@ func catalogCmd(args []string) error {
 		return fmt.Errorf("opm validate %s: %w", *out, err)
 	}
 	return nil
+}
+
+const (
+	digestField      = "{{.Digest}}"
+	bundleDockerfile = "bundle.Dockerfile"
+)
+
+// bundleDigest builds the bundle image of a tree from its bundle.Dockerfile, as bundle-build
+// does, and returns its digest.
+func bundleDigest(clusterTool, tree, scratch string) (string, error) {
+	if _, err := run(clusterTool, "image", "dockerfile", "--repo", tree, "--dockerfile", filepath.Join(tree, bundleDockerfile),
+		"--ref", "memcached-operator-bundle:digest", "--out", scratch+".tar", "--digest-file", scratch); err != nil {
+		return "", err
+	}
+	d, err := os.ReadFile(scratch)
+	return strings.TrimSpace(string(d)), err
 }
 
 // checkout writes the tree (or the given paths) of a release's commit to dir.

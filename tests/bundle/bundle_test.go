@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,8 +57,8 @@ var categories = []string{"AI/Machine Learning", "Application Runtime", "Big Dat
 func TestCommunityRequirements(t *testing.T) {
 	csv := loadCSV(t)
 	a := csv.Annotations
-	if !regexp.MustCompile(`^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+:[A-Za-z0-9._-]+$`).MatchString(a["containerImage"]) {
-		t.Errorf("containerImage %q is not host/org/name:tag", a["containerImage"])
+	if !byDigest.MatchString(a["containerImage"]) {
+		t.Errorf("containerImage %q is not host/org/name@sha256:<digest>", a["containerImage"])
 	}
 	if _, err := time.Parse(time.RFC3339, a["createdAt"]); err != nil {
 		t.Errorf("createdAt %q is not an ISO 8601 time: %v", a["createdAt"], err)
@@ -106,6 +107,77 @@ func TestCommunityRequirements(t *testing.T) {
 		if !modes[m] {
 			t.Errorf("install mode %s must be supported (WATCH_NAMESPACE takes any list)", m)
 		}
+	}
+}
+
+// byDigest matches an image reference pinned by digest: host/path[:tag]@sha256:<64 hex digits>.
+var byDigest = regexp.MustCompile(`^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[A-Za-z0-9._-]+)?@sha256:[a-f0-9]{64}$`)
+
+// upstreamImages are the operand images published by others (memcached, its exporter), which
+// the bundle names by tag: their published digests cannot be read on the machine that builds the
+// bundle (no access to docker.io). docs/olm.md says how a disconnected install mirrors them.
+var upstreamImages = []string{"docker.io/library/memcached", "docker.io/prom/memcached-exporter"}
+
+func upstream(ref string) bool {
+	for _, repo := range upstreamImages {
+		if strings.HasPrefix(ref, repo+":") || strings.HasPrefix(ref, repo+"@") {
+			return true
+		}
+	}
+	return false
+}
+
+// The images this project builds are pinned by digest everywhere the bundle names them: the
+// operator in the Deployment, containerImage and relatedImages, all the same reference.
+func TestImagesByDigest(t *testing.T) {
+	csv := loadCSV(t)
+	operator := csv.Annotations["containerImage"]
+	var deployment []string
+	for _, d := range csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			deployment = append(deployment, c.Image)
+		}
+	}
+	if len(deployment) != 1 || deployment[0] != operator {
+		t.Errorf("the Deployment's images %v, want only containerImage %s", deployment, operator)
+	}
+	for _, r := range csv.Spec.RelatedImages {
+		switch {
+		case r.Name == "memcached-operator" && r.Image != operator:
+			t.Errorf("relatedImages names the operator %s, containerImage %s", r.Image, operator)
+		case !byDigest.MatchString(r.Image) && !upstream(r.Image):
+			t.Errorf("related image %s (%s) is not pinned by digest", r.Name, r.Image)
+		}
+	}
+}
+
+// The catalog names every bundle image by digest (the digest of the image bundle-build makes from
+// that release's bundle.Dockerfile).
+func TestCatalogBundlesByDigest(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(root, "catalog", "memcached-operator", "index.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundles := 0
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var blob struct {
+			Schema string `json:"schema"`
+			Name   string `json:"name"`
+			Image  string `json:"image"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &blob); err != nil {
+			t.Fatal(err)
+		}
+		if blob.Schema != "olm.bundle" {
+			continue
+		}
+		bundles++
+		if !byDigest.MatchString(blob.Image) {
+			t.Errorf("bundle %s: image %s is not pinned by digest", blob.Name, blob.Image)
+		}
+	}
+	if bundles == 0 {
+		t.Error("the catalog has no bundle")
 	}
 }
 

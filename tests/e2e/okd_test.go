@@ -68,7 +68,7 @@ var memcachedRepository, memcachedDigest, exporterRepository, exporterDigest str
 // (docker.io/prom/x is localhost:5000/prom/x).
 func registryDigest(repository, tag string) string {
 	path := repository
-	for _, host := range []string{"localhost:5000/", "docker.io/"} {
+	for _, host := range []string{"localhost:5000/", "docker.io/", "quay.io/"} {
 		path = strings.TrimPrefix(path, host)
 	}
 	req, err := http.NewRequestWithContext(ctx(), http.MethodHead, fmt.Sprintf("https://localhost:5000/v2/%s/manifests/%s", path, tag), nil)

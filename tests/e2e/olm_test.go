@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,6 +135,40 @@ func mirrorMemcached(ns string) {
 	kubectl("-n", ns, "rollout", "status", "deployment/memcached-operator-controller-manager", "--timeout=3m")
 }
 
+// expectPinnedOperator checks that the operator in ns runs the image its CSV pins by digest, pulled
+// through the mirror of quay.io, whose repository has no tag for that digest: a disconnected
+// cluster's mirror (ImageDigestMirrorSet) serves by digest only.
+func expectPinnedOperator(ns string) {
+	pinned := kubectl("-n", ns, "get", "csv", csvName, "-o", "jsonpath={.metadata.annotations.containerImage}")
+	repository, digest, byDigest := strings.Cut(pinned, "@")
+	ExpectWithOffset(1, byDigest).To(BeTrue(), "the CSV names the operator image %q by digest", pinned)
+	ExpectWithOffset(1, kubectl("-n", ns, "get", "deployment", "memcached-operator-controller-manager", "-o",
+		"jsonpath={.spec.template.spec.containers[0].image}")).To(Equal(pinned))
+	EventuallyWithOffset(1, func() string {
+		return kubectl("-n", ns, "get", "pods", "-l", "control-plane=controller-manager", "-o",
+			"jsonpath={.items[*].status.containerStatuses[0].imageID}")
+	}, timeout, poll).Should(HaveSuffix("@"+digest), "the operator pod runs the pinned image")
+	for _, tag := range registryTags(repository) {
+		ExpectWithOffset(1, registryDigest(repository, tag)).NotTo(Equal(digest), "tag %s of %s names the pinned image", tag, repository)
+	}
+}
+
+// registryTags lists the tags of a repository of the local registry (quay.io/x is localhost:5000/x).
+func registryTags(repository string) []string {
+	path := strings.TrimPrefix(repository, "quay.io/")
+	req, err := http.NewRequestWithContext(ctx(), http.MethodGet, "https://localhost:5000/v2/"+path+"/tags/list", nil)
+	Expect(err).NotTo(HaveOccurred())
+	resp, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	Expect(resp.StatusCode).To(Equal(http.StatusOK), "the tags of %s in the local registry", repository)
+	var list struct {
+		Tags []string `json:"tags"`
+	}
+	Expect(json.NewDecoder(resp.Body).Decode(&list)).To(Succeed())
+	return list.Tags
+}
+
 // canI says whether user may do verb on resource in ns (kubectl auth can-i).
 func canI(user, ns string, verbResource ...string) bool {
 	// Its answer on stdout; warnings (a cluster-scoped resource asked in a namespace) on stderr.
@@ -188,6 +223,7 @@ var _ = Describe("Through OLM", Ordered, func() {
 			Eventually(csvPhase(ns, csvName), timeout, poll).Should(Equal("Succeeded"))
 			Expect(kubectl("-n", ns, "get", "deployment", "memcached-operator-controller-manager", "-o",
 				"jsonpath={.spec.template.metadata.annotations.olm\\.targetNamespaces}")).To(Equal(strings.Join(targetNamespaces, ",")))
+			expectPinnedOperator(ns)
 
 			By("granting the operator rights where it watches, and nowhere else")
 			sa := "system:serviceaccount:" + ns + ":memcached-operator-controller-manager"
