@@ -169,9 +169,10 @@ var _ = Describe("Through OLM v1", Ordered, func() {
 })
 
 // preflightFor is the ClusterExtension spec patch an upgrade from version needs: none, except from
-// before 1.0.0, whose CRDs 1.0.0 tightens (docs/olm.md, tests/crd/upgrade_safety_test.go).
+// before 1.0.0, whose CRDs 1.0.0 tightens, and from 1.0.0, whose resource rules 1.1.0 rewrites to
+// install on Kubernetes before 1.34 (docs/olm.md, tests/crd/upgrade_safety_test.go: from02, from10).
 func preflightFor(version string) string {
-	if strings.HasPrefix(version, "0.") {
+	if strings.HasPrefix(version, "0.") || version == "1.0.0" {
 		return `{"install":{"preflight":{"crdUpgradeSafety":{"enforcement":"None"}}}}`
 	}
 	return ""
