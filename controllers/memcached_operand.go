@@ -55,6 +55,10 @@ const (
 // looks again, on the object as the other writer left it.
 const conflictRetry = 100 * time.Millisecond
 
+// firstReportGrace is how long the first status report of a new Memcached waits for its first
+// install when no event brings the operand side back sooner (an install that failed).
+const firstReportGrace = 5 * time.Second
+
 // DefaultRetireDelay is how long a pod of an earlier release stays up after leaving the Service,
 // so that every node's kube-proxy has stopped sending it connections before it stops.
 const DefaultRetireDelay = 10 * time.Second
@@ -103,6 +107,18 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		// now would make conflict. The Deployment it installs brings us back.
 		return ctrl.Result{}, nil
 	}
+	revision, err := helm.DeployedRevision(ctx, r.Client, mc.Namespace, mc.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	installed := deploy != nil && revision > 0 && memcachedCondition(mc.Status, library.ConditionDeployed).Status == metav1.ConditionTrue
+	if !installed && memcachedCondition(mc.Status, ConditionAvailable).Type == "" {
+		// The first install is in flight. The first report waits for the Helm side's status write
+		// that says it is deployed (an update of the CR, which brings us back): one write, with
+		// the revision, after that one, instead of a write per object Helm creates and a race
+		// with the Helm side's. An install that fails gets its report a little later.
+		return ctrl.Result{RequeueAfter: firstReportGrace}, nil
+	}
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(mc.Namespace),
 		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name}); err != nil {
@@ -116,10 +132,6 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	observeOperand(st, deploy, retiring, podTrouble(pods.Items))
 	if c := memcachedCondition(*st, ConditionProgressing); c.Reason == ReasonPodsFailing && memcachedCondition(mc.Status, ConditionProgressing).Reason != ReasonPodsFailing {
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, ReasonPodsFailing, "ObserveOperand", "%s", c.Message)
-	}
-	revision, err := helm.DeployedRevision(ctx, r.Client, mc.Namespace, mc.Name)
-	if err != nil {
-		return ctrl.Result{}, err
 	}
 	if revision > 0 {
 		st.DeployedRelease = &cachev1.HelmRelease{Name: mc.Name, Revision: revision}

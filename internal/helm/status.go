@@ -21,6 +21,7 @@ import (
 	"maps"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,7 +36,7 @@ import (
 // release's records.
 type sharedStatusClient struct {
 	client.Client
-	live         client.Reader   // the API server, uncached: the merge needs the current status
+	live         client.Reader   // the API server, uncached: when the cache's status is not current
 	goConditions map[string]bool // the condition types the Go side owns (Options.GoConditions)
 }
 
@@ -55,19 +56,27 @@ func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts 
 		return w.SubResourceWriter.Update(ctx, obj, opts...)
 	}
 	written, _ := u.Object["status"].(map[string]any)
-	// The library writes whenever its status differs from what it read, which, without the
-	// manifest it never reads back, is every reconcile: nothing is sent when the merge leaves the
-	// status as the cache has it.
 	cached := &unstructured.Unstructured{}
 	cached.SetGroupVersionKind(u.GroupVersionKind())
 	if err := w.cache.Get(ctx, client.ObjectKeyFromObject(u), cached); err == nil {
+		// The library writes whenever its status differs from what it read, which, without the
+		// manifest it never reads back, is every reconcile: nothing is sent when the merge leaves
+		// the status as the cache has it.
 		existing, _ := cached.Object["status"].(map[string]any)
-		if equality.Semantic.DeepEqual(mergeHelmStatus(existing, written, w.goConditions), existing) {
+		merged := mergeHelmStatus(existing, written, w.goConditions)
+		if equality.Semantic.DeepEqual(merged, existing) {
 			return nil
 		}
+		// The cache is usually current: write on its resourceVersion, without reading the CR from
+		// the API server first. A conflict means the Go side (or the user) wrote since.
+		u.Object["status"] = merged
+		u.SetResourceVersion(cached.GetResourceVersion())
+		if err := w.SubResourceWriter.Update(ctx, u, opts...); !apierrors.IsConflict(err) {
+			return err
+		}
 	}
-	// The library read u before its reconcile; the status it merges into is the current one. The
-	// Go side may write in between: merge again into what it wrote.
+	// The status the cache had is gone: merge into the current one, as often as the Go side
+	// writes in between.
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		current := &unstructured.Unstructured{}
 		current.SetGroupVersionKind(u.GroupVersionKind())

@@ -36,6 +36,10 @@ const (
 	RecordOwner       = "helm"
 	RecordNameLabel   = "name"
 	RecordStatusLabel = "status"
+
+	// ConditionDeployed is the condition the library sets True once a release is installed or
+	// upgraded (pkg/reconciler/internal/conditions, TypeDeployed).
+	ConditionDeployed = "Deployed"
 )
 
 // ControllerName is the library's name for the controller of a kind (its SetupWithManager), which
