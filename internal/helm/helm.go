@@ -41,6 +41,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -109,7 +110,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 
 	// Release records are read from the manager's cache (see actionclient.ReleaseStore).
 	store := actionclient.NewReleaseStore(mgr.GetClient())
-	configs, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), helmclient.StorageDriverMapper(store.DriverFor))
+	// Helm's existence checks before it creates objects are answered from the cache when absent.
+	absent := actionclient.AbsentFromCache(mgr.GetCache(), mgr.GetRESTMapper(), mgr.GetScheme())
+	configs, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), helmclient.StorageDriverMapper(store.DriverFor),
+		helmclient.ClientRestConfigMapper(func(_ context.Context, _ client.Object, base *rest.Config) (*rest.Config, error) {
+			return absent(base), nil
+		}))
 	if err != nil {
 		return fmt.Errorf("helm action configuration: %w", err)
 	}

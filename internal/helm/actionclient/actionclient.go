@@ -44,5 +44,6 @@ limitations under the License.
 // upgrade.go holds install, upgrade (back-off, no downgrade) and uninstall; replace.go replaces
 // Deployments whose selector changed; insync.go skips reconciles without drift; capabilities.go
 // shares the cluster's capabilities; releases.go serves the operator's release records from the
-// cache, and takeover.go labels those of earlier versions.
+// cache, and takeover.go labels those of earlier versions; existence.go answers Helm's existence
+// checks of absent objects from the cache.
 package actionclient

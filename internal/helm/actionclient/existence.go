@@ -1,0 +1,108 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package actionclient
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// AbsentFromCache returns the rest config of Helm's kube client: a GET of one namespaced object
+// that the manager's cache (already synced for that kind) does not hold is answered 404 from the
+// cache, instead of by the API server. Before it creates a release's objects, Helm GETs each to
+// refuse adopting one it did not make; for a new release those are all absent, five requests per
+// install that the cache already answers. An object the cache holds is read from the API server,
+// so Helm's ownership check sees it as it is. If the cache has not yet seen an object made a
+// moment ago, Helm's create fails with AlreadyExists, and the next reconcile refuses it properly:
+// nothing is ever adopted. Upstream home: a lookup hook for Helm's existence checks.
+func AbsentFromCache(c cache.Cache, mapper meta.RESTMapper, scheme *runtime.Scheme) func(base *rest.Config) *rest.Config {
+	return func(base *rest.Config) *rest.Config {
+		cfg := rest.CopyConfig(base)
+		cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+			return absentFromCache{next: next, cache: c, mapper: mapper, scheme: scheme}
+		})
+		return cfg
+	}
+}
+
+type absentFromCache struct {
+	next   http.RoundTripper
+	cache  cache.Cache
+	mapper meta.RESTMapper
+	scheme *runtime.Scheme // typed kinds are looked up typed: the informers the watches share
+}
+
+// objectPath is the path of one namespaced object: /api/v1/... or /apis/GROUP/VERSION/..., then
+// namespaces/NS/RESOURCE/NAME, no subresource.
+var objectPath = regexp.MustCompile(`^/(?:api/(v1)|apis/([^/]+)/([^/]+))/namespaces/([^/]+)/([^/]+)/([^/]+)$`)
+
+func (t absentFromCache) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet || req.URL.RawQuery != "" {
+		return t.next.RoundTrip(req)
+	}
+	m := objectPath.FindStringSubmatch(req.URL.Path)
+	if m == nil {
+		return t.next.RoundTrip(req)
+	}
+	gvr := schema.GroupVersionResource{Group: m[2], Version: m[1] + m[3], Resource: m[5]}
+	gvk, err := t.mapper.KindFor(gvr)
+	if err != nil {
+		return t.next.RoundTrip(req)
+	}
+	var obj client.Object = &unstructured.Unstructured{}
+	if typed, err := t.scheme.New(gvk); err == nil {
+		if o, ok := typed.(client.Object); ok {
+			obj = o
+		}
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	// Only a kind the cache has synced: until then the API server answers (asking starts the
+	// kind's informer without waiting for it, as the release's dependent watch would).
+	inf, err := t.cache.GetInformer(req.Context(), obj, cache.BlockUntilSynced(false))
+	if err != nil || !inf.HasSynced() {
+		return t.next.RoundTrip(req)
+	}
+	err = t.cache.Get(req.Context(), client.ObjectKey{Namespace: m[4], Name: m[6]}, obj)
+	if !apierrors.IsNotFound(err) {
+		return t.next.RoundTrip(req)
+	}
+	status := apierrors.NewNotFound(gvr.GroupResource(), m[6]).ErrStatus
+	status.Kind, status.APIVersion = "Status", "v1"
+	body, err := json.Marshal(status)
+	if err != nil {
+		return t.next.RoundTrip(req)
+	}
+	return &http.Response{
+		Status: "404 Not Found", StatusCode: http.StatusNotFound, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        http.Header{"Content-Type": []string{"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}, nil
+}
