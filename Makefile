@@ -9,7 +9,8 @@ CHANNELS ?= candidate,stable
 DEFAULT_CHANNEL ?= stable
 # Where released images live.
 IMAGE_TAG_BASE ?= quay.io/example/memcached-operator
-# Image of the operator for `make deploy`, `make docker-build` and the bundle's CSV.
+# Image of the operator for `make deploy`, `make image-build image-push` and `make docker-build`;
+# the bundle's CSV names its repository with image-build's digest.
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
 CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
@@ -17,10 +18,13 @@ CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
 SCORECARD_IMG ?= $(IMAGE_TAG_BASE)-scorecard-tests:v$(VERSION)
 # Images built without a Docker daemon are written here by the *-build targets.
 IMAGES_DIR ?= $(CURDIR)/bin/images
-# The operator image that the bundle pins by digest is image-build's: with no VCS stamp and no
-# paths in the manager binary, its digest depends only on the source and the Go version.
-MANAGER_BUILD = CGO_ENABLED=0 go build -trimpath -buildvcs=false
+# The operator image that the bundle pins by digest is image-build's: with no VCS stamp, no paths
+# and no settings of the environment in the manager binary, its digest depends only on the source,
+# the Go version (go.mod's toolchain) and the platform (linux/amd64 here).
+MANAGER_BUILD = CGO_ENABLED=0 GOFLAGS= GOWORK=off GOAMD64=v1 GOEXPERIMENT= go build -trimpath -buildvcs=false
 OPERATOR_DIGEST_FILE = $(IMAGES_DIR)/operator.digest
+# IMG's repository: IMG without its tag or digest.
+OPERATOR_REPO = $(shell echo '$(IMG)' | sed -E 's/@sha256:[a-f0-9]+$$//; s/:[^:/]+$$//')
 
 # Tools and cluster binaries are built from Go modules into bin/ (no prebuilt downloads).
 LOCALBIN ?= $(CURDIR)/bin
@@ -185,11 +189,11 @@ docker-push: ## Push the operator image with CONTAINER_TOOL.
 .PHONY: bundle
 bundle: manifests image-build $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ for VERSION (CSV, CRDs, metadata, scorecard config), the operator pinned by image-build's digest, and validate it.
 	$(OPERATOR_SDK) generate kustomize manifests --interactive=false -q
-	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMAGE_TAG_BASE)@$$(cat $(OPERATOR_DIGEST_FILE))
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(OPERATOR_REPO)@$$(cat $(OPERATOR_DIGEST_FILE))
 	cd config/scorecard && $(KUSTOMIZE) edit set image memcached-operator-scorecard-tests=$(SCORECARD_IMG)
 	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) \
 		--channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
-	go run ./hack/csvpatch -csv bundle/manifests/memcached-operator.clusterserviceversion.yaml -image $(IMAGE_TAG_BASE)@$$(cat $(OPERATOR_DIGEST_FILE)) -created-at $(CREATED_AT) \
+	go run ./hack/csvpatch -csv bundle/manifests/memcached-operator.clusterserviceversion.yaml -image $(OPERATOR_REPO)@$$(cat $(OPERATOR_DIGEST_FILE)) -created-at $(CREATED_AT) \
 		-annotations bundle/metadata/annotations.yaml -dockerfile bundle.Dockerfile
 	go run ./hack/olmv1manifests -bundle bundle -catalog catalog -catalog-image $(CATALOG_IMG) -out config/olmv1
 	$(MAKE) --no-print-directory bundle-validate
@@ -405,7 +409,11 @@ e2e-release-images: cluster-tool ## Rebuild the operator and bundle images of ea
 	  dir=$(CLUSTER_STATE)/releases/$$v; \
 	  go run ./hack/release checkout -version $$v -dir $$dir && \
 	  (cd $$dir && $(MANAGER_BUILD) -o $(IMAGES_DIR)/manager-$$v .) && \
-	  $(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$$dir --manager=$(IMAGES_DIR)/manager-$$v --ref=$(IMAGE_TAG_BASE):v$$v --mirror && \
+	  $(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$$dir --manager=$(IMAGES_DIR)/manager-$$v --ref=$(IMAGE_TAG_BASE):v$$v --mirror \
+	    --digest-file=$(IMAGES_DIR)/operator-$$v.digest && \
+	  { ! grep -q "image: $(IMAGE_TAG_BASE)@sha256:" $$dir/bundle/manifests/memcached-operator.clusterserviceversion.yaml || \
+	    grep -q "image: $(IMAGE_TAG_BASE)@$$(cat $(IMAGES_DIR)/operator-$$v.digest)" $$dir/bundle/manifests/memcached-operator.clusterserviceversion.yaml || \
+	    { echo "release $$v's operator image no longer builds to the digest its bundle pins (another Go version?)" >&2; exit 1; }; } && \
 	  $(CLUSTER_TOOL) image dockerfile --state-dir=$(CLUSTER_STATE) --repo=$$dir --dockerfile=$$dir/bundle.Dockerfile --ref=$(E2E_IMAGE_TAG_BASE)-bundle:v$$v && \
 	  $(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) --mirror \
 	    --ref=$$($(MEMCACHED_IMAGE_OF) $$dir/config/manager/manager.yaml) || exit 1; \

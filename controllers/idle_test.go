@@ -55,6 +55,8 @@ var _ = Describe("Idle reconciles", Serial, func() {
 			Spec:       cachev1.MemcachedBackupSpec{Size: 1},
 		})).To(Succeed())
 		Eventually(deployedCondition(ctx, mcKey), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		// The Go side's first report of the Memcached follows the Helm side's Deployed.
+		Eventually(memcachedCondition(ctx, mcKey, cachev1.ConditionAvailable), timeout, interval).ShouldNot(HaveField("Type", ""))
 		deploy := &appsv1.Deployment{}
 		Eventually(func() error { return k8sClient.Get(ctx, bKey, deploy) }, timeout, interval).Should(Succeed())
 		backupPod(ctx, ns, bKey.Name, "idle-backup-pod", true)

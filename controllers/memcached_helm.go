@@ -53,5 +53,6 @@ func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, 
 		Namespaces:        cfg.WatchNamespaces,
 		Live:              live,
 		MayRecoverPending: cfg.MayRecoverPending,
+		PartlyCached:      PartlyCachedKinds(),
 	})
 }

@@ -55,9 +55,9 @@ const (
 // looks again, on the object as the other writer left it.
 const conflictRetry = 100 * time.Millisecond
 
-// firstReportGrace is how long the first status report of a new Memcached waits for its first
-// install when no event brings the operand side back sooner (an install that failed).
-const firstReportGrace = 5 * time.Second
+// firstReportGrace is how long after its creation the first status report of a Memcached may wait
+// for its first install to succeed (an install that fails is reported then).
+const firstReportGrace = 10 * time.Second
 
 // DefaultRetireDelay is how long a pod of an earlier release stays up after leaving the Service,
 // so that every node's kube-proxy has stopped sending it connections before it stops.
@@ -112,12 +112,13 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, err
 	}
 	installed := deploy != nil && revision > 0 && memcachedCondition(mc.Status, library.ConditionDeployed).Status == metav1.ConditionTrue
-	if !installed && memcachedCondition(mc.Status, ConditionAvailable).Type == "" {
+	if wait := firstReportGrace - time.Since(mc.CreationTimestamp.Time); !installed && wait > 0 &&
+		memcachedCondition(mc.Status, ConditionAvailable).Type == "" {
 		// The first install is in flight. The first report waits for the Helm side's status write
-		// that says it is deployed (an update of the CR, which brings us back): one write, with
-		// the revision, after that one, instead of a write per object Helm creates and a race
-		// with the Helm side's. An install that fails gets its report a little later.
-		return ctrl.Result{RequeueAfter: firstReportGrace}, nil
+		// that says it is deployed (deployedChanged brings us back): one write, with the
+		// revision, after that one, instead of a write per object Helm creates and a race with
+		// the Helm side's. An install that has not succeeded by then gets its report anyway.
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(mc.Namespace),
@@ -313,6 +314,22 @@ func setMemcachedCondition(st *cachev1.MemcachedStatus, typ string, status metav
 
 // SetupWithManager reconciles on spec changes of a Memcached and on any change of its Deployment
 // or its release records.
+// deployedChanged passes updates of a Memcached whose Deployed condition changed status.
+var deployedChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		deployed := func(o client.Object) metav1.ConditionStatus {
+			if mc, ok := o.(*cachev1.Memcached); ok {
+				return memcachedCondition(mc.Status, library.ConditionDeployed).Status
+			}
+			return ""
+		}
+		return deployed(e.ObjectOld) != deployed(e.ObjectNew)
+	},
+}
+
 func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	recordToMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[library.RecordNameLabel]}}}
@@ -326,7 +343,8 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-operand").
-		For(&cachev1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The spec, and the Helm side's Deployed condition, which the first report waits for.
+		For(&cachev1.Memcached{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deployedChanged))).
 		Watches(&appsv1.Deployment{}, toMemcached, builder.WithPredicates(ours)).
 		// A pod that cannot start changes no Deployment status until the progress deadline.
 		Watches(&corev1.Pod{}, toMemcached, builder.WithPredicates(ours, predicate.Funcs{

@@ -19,6 +19,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -201,19 +203,11 @@ func ClientOptions() client.Options {
 // Helm release records: the controllers read only those, and caching every Pod and Secret of the
 // cluster would cost memory.
 func CacheOptions(watchNamespaces []string) cache.Options {
-	memcachedPods, err := k8slabels.NewRequirement(labels.Name, selection.In, []string{BackupAppName, labels.ChartName})
-	if err != nil {
-		panic(err) // constant arguments
-	}
 	opts := cache.Options{
 		// Nothing reads managedFields from the cache; they are a good part of each object.
 		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: k8slabels.NewSelector().Add(*memcachedPods)},
-			// The Helm reconcilers watch the release records this operator wrote; no other Secret,
-			// and no Helm release of others, is needed.
-			&corev1.Secret{}: {Label: helm.RecordSelector()},
-		}}
+		ByObject:         partlyCached(),
+	}
 	for _, ns := range watchNamespaces {
 		if opts.DefaultNamespaces == nil {
 			opts.DefaultNamespaces = map[string]cache.Config{}
@@ -221,4 +215,22 @@ func CacheOptions(watchNamespaces []string) cache.Options {
 		opts.DefaultNamespaces[ns] = cache.Config{}
 	}
 	return opts
+}
+
+// PartlyCachedKinds are the kinds CacheOptions caches only some objects of.
+func PartlyCachedKinds() []client.Object {
+	return slices.Collect(maps.Keys(partlyCached()))
+}
+
+func partlyCached() map[client.Object]cache.ByObject {
+	memcachedPods, err := k8slabels.NewRequirement(labels.Name, selection.In, []string{BackupAppName, labels.ChartName})
+	if err != nil {
+		panic(err) // constant arguments
+	}
+	return map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: k8slabels.NewSelector().Add(*memcachedPods)},
+		// The Helm reconcilers watch the release records this operator wrote; no other Secret,
+		// and no Helm release of others, is needed.
+		&corev1.Secret{}: {Label: helm.RecordSelector()},
+	}
 }

@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
-tar -C "$root" --exclude=./bin --exclude=./.git -cf - . | tar -C "$scratch" -xf -
+tar -C "$root" --exclude=./bin --exclude=./.git --exclude=./.cluster --exclude=./.cache -cf - . | tar -C "$scratch" -xf -
 # The catalog renders earlier releases from their commits: git reads the real repository.
 GIT_DIR="$root/.git" make -C "$scratch" --no-print-directory -s manifests generate bundle catalog LOCALBIN="$root/bin" >/dev/null
 

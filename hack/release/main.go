@@ -22,7 +22,8 @@ limitations under the License.
 //	    with every release in order (each replaces the one before and skips all older ones), and
 //	    the bundle of every release: the current version's from bundle/, earlier ones from
 //	    their commits (git archive), each named by the digest of its bundle image as the
-//	    cluster tool builds it from bundle.Dockerfile (reproducibly, so the same as published)
+//	    cluster tool builds it from bundle.Dockerfile (reproducibly: bundle-build publishes
+//	    that image)
 //	release bump -version 0.2.0 -created-at 2026-12-01T00:00:00Z -channels candidate,stable
 //	    sets VERSION and CREATED_AT in the Makefile and the chart's version, and appends the
 //	    version to releases.yaml

@@ -80,6 +80,9 @@ type Options struct {
 	Live client.Client
 	// MayRecoverPending: see actionclient.Config.
 	MayRecoverPending func(context.Context) error
+	// PartlyCached are the kinds the manager's cache holds only some objects of (by label): an
+	// object missing there may exist, so Helm's existence checks of these go to the API server.
+	PartlyCached []client.Object
 }
 
 // Setup registers the reconciler of the watch's kind with the manager: the release records' index
@@ -111,7 +114,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 	// Release records are read from the manager's cache (see actionclient.ReleaseStore).
 	store := actionclient.NewReleaseStore(mgr.GetClient())
 	// Helm's existence checks before it creates objects are answered from the cache when absent.
-	absent := actionclient.AbsentFromCache(mgr.GetCache(), mgr.GetRESTMapper(), mgr.GetScheme())
+	absent, err := actionclient.AbsentFromCache(mgr.GetCache(), mgr.GetRESTMapper(), mgr.GetScheme(), opts.PartlyCached...)
+	if err != nil {
+		return fmt.Errorf("helm existence checks: %w", err)
+	}
 	configs, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), helmclient.StorageDriverMapper(store.DriverFor),
 		helmclient.ClientRestConfigMapper(func(_ context.Context, _ client.Object, base *rest.Config) (*rest.Config, error) {
 			return absent(base), nil

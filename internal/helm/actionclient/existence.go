@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // AbsentFromCache returns the rest config of Helm's kube client: a GET of one namespaced object
@@ -40,15 +41,25 @@ import (
 // install that the cache already answers. An object the cache holds is read from the API server,
 // so Helm's ownership check sees it as it is. If the cache has not yet seen an object made a
 // moment ago, Helm's create fails with AlreadyExists, and the next reconcile refuses it properly:
-// nothing is ever adopted. Upstream home: a lookup hook for Helm's existence checks.
-func AbsentFromCache(c cache.Cache, mapper meta.RESTMapper, scheme *runtime.Scheme) func(base *rest.Config) *rest.Config {
+// nothing is ever adopted (Install drops the record of such an install). partlyCached are the
+// kinds the cache holds only some objects of (selected by label): their checks go to the API
+// server. Upstream home: a lookup hook for Helm's existence checks.
+func AbsentFromCache(c cache.Cache, mapper meta.RESTMapper, scheme *runtime.Scheme, partlyCached ...client.Object) (func(base *rest.Config) *rest.Config, error) {
+	skip := map[schema.GroupVersionKind]bool{}
+	for _, o := range partlyCached {
+		gvk, err := apiutil.GVKForObject(o, scheme)
+		if err != nil {
+			return nil, err
+		}
+		skip[gvk] = true
+	}
 	return func(base *rest.Config) *rest.Config {
 		cfg := rest.CopyConfig(base)
 		cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
-			return absentFromCache{next: next, cache: c, mapper: mapper, scheme: scheme}
+			return absentFromCache{next: next, cache: c, mapper: mapper, scheme: scheme, skip: skip}
 		})
 		return cfg
-	}
+	}, nil
 }
 
 type absentFromCache struct {
@@ -56,6 +67,7 @@ type absentFromCache struct {
 	cache  cache.Cache
 	mapper meta.RESTMapper
 	scheme *runtime.Scheme // typed kinds are looked up typed: the informers the watches share
+	skip   map[schema.GroupVersionKind]bool
 }
 
 // objectPath is the path of one namespaced object: /api/v1/... or /apis/GROUP/VERSION/..., then
@@ -72,7 +84,7 @@ func (t absentFromCache) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	gvr := schema.GroupVersionResource{Group: m[2], Version: m[1] + m[3], Resource: m[5]}
 	gvk, err := t.mapper.KindFor(gvr)
-	if err != nil {
+	if err != nil || t.skip[gvk] {
 		return t.next.RoundTrip(req)
 	}
 	var obj client.Object = &unstructured.Unstructured{}

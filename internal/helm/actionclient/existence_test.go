@@ -65,6 +65,7 @@ func (c cacheOf) Get(_ context.Context, key client.ObjectKey, _ client.Object, _
 func TestAbsentFromCache(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Service"), meta.RESTScopeNamespace)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
 	cases := []struct {
 		name, method, path string
 		synced             bool
@@ -77,6 +78,9 @@ func TestAbsentFromCache(t *testing.T) {
 		{"a subresource", http.MethodGet, "/api/v1/namespaces/ns/services/new/status", true, true},
 		{"a list", http.MethodGet, "/api/v1/namespaces/ns/services", true, true},
 		{"a kind the mapper does not know", http.MethodGet, "/apis/example.com/v1/namespaces/ns/widgets/new", true, true},
+		{"a kind the cache holds only in part (Secrets by label)", http.MethodGet, "/api/v1/namespaces/ns/secrets/new", true, true},
+		{"a query", http.MethodGet, "/api/v1/namespaces/ns/services/new?resourceVersion=0", true, true},
+		{"a cluster-scoped path", http.MethodGet, "/api/v1/namespaces/new", true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,7 +91,8 @@ func TestAbsentFromCache(t *testing.T) {
 			}))
 			defer server.Close()
 			c := cacheOf{FakeInformers: &informertest.FakeInformers{}, services: map[string]bool{"ns/theirs": true}, synced: tc.synced}
-			rt := absentFromCache{next: http.DefaultTransport, cache: c, mapper: mapper, scheme: clientgoscheme.Scheme}
+			rt := absentFromCache{next: http.DefaultTransport, cache: c, mapper: mapper, scheme: clientgoscheme.Scheme,
+				skip: map[schema.GroupVersionKind]bool{corev1.SchemeGroupVersion.WithKind("Secret"): true}}
 			req, _ := http.NewRequest(tc.method, server.URL+tc.path, nil)
 			resp, err := rt.RoundTrip(req)
 			if err != nil {

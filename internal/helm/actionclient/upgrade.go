@@ -34,6 +34,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -114,6 +115,15 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
 	if errors.Is(err, driver.ErrReleaseExists) {
 		return rel, c.takeOver(name)
+	}
+	if err != nil && apierrors.IsAlreadyExists(err) && rel != nil {
+		// An object Helm found absent (AbsentFromCache, or made since its check) exists: the
+		// failed release's record names an object someone else made, and an uninstall of that
+		// record would delete it. Without the record the next install checks its ownership.
+		if _, derr := c.conf.Releases.Delete(rel.Name, rel.Version); derr != nil && !errors.Is(derr, driver.ErrReleaseNotFound) {
+			return rel, fmt.Errorf("install of release %s failed (%w), and its record naming an object made by someone else could not be removed: %v", name, err, derr)
+		}
+		return rel, fmt.Errorf("install of release %s found an object made meanwhile by someone else; its record is removed so that nothing of theirs is ever deleted with it, and the next attempt checks who made it: %w", name, err)
 	}
 	if err != nil {
 		return rel, c.explainConflict(name, err)
