@@ -166,7 +166,7 @@ run: manifests generate fmt vet ## Run the operator against the current kube con
 CONTAINER_TOOL ?= docker
 
 .PHONY: image-build
-image-build: cluster-tool ## Build the operator image reproducibly without a container daemon (bin/images/operator.tar); the bundle pins its digest.
+image-build: manifests cluster-tool ## Build the operator image reproducibly without a container daemon (bin/images/operator.tar); the bundle pins its digest.
 	$(MANAGER_BUILD) -o $(IMAGES_DIR)/manager .
 	$(CLUSTER_TOOL) image operator --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --ref=$(IMG) \
 	  --out=$(IMAGES_DIR)/operator.tar --digest-file=$(OPERATOR_DIGEST_FILE)
