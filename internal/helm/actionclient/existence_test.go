@@ -19,6 +19,7 @@ package actionclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -57,6 +58,9 @@ func (c cacheOf) Get(_ context.Context, key client.ObjectKey, _ client.Object, _
 	if c.services[key.Namespace+"/"+key.Name] {
 		return nil
 	}
+	if key.Namespace == "unwatched" { // as a cache limited to some namespaces answers
+		return errors.New("unable to get: unwatched/" + key.Name + " because of unknown namespace for the cache")
+	}
 	return apierrors.NewNotFound(schema.GroupResource{Resource: "services"}, key.Name)
 }
 
@@ -81,6 +85,7 @@ func TestAbsentFromCache(t *testing.T) {
 		{"a kind the cache holds only in part (Secrets by label)", http.MethodGet, "/api/v1/namespaces/ns/secrets/new", true, true},
 		{"a query", http.MethodGet, "/api/v1/namespaces/ns/services/new?resourceVersion=0", true, true},
 		{"a cluster-scoped path", http.MethodGet, "/api/v1/namespaces/new", true, true},
+		{"a namespace the cache does not watch", http.MethodGet, "/api/v1/namespaces/unwatched/services/new", true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
