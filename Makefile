@@ -21,7 +21,8 @@ IMAGES_DIR ?= $(CURDIR)/bin/images
 # The operator image that the bundle pins by digest is image-build's: with no VCS stamp, no paths
 # and no settings of the environment in the manager binary, its digest depends only on the source,
 # the Go version (go.mod's toolchain) and the platform (linux/amd64 here).
-MANAGER_BUILD = CGO_ENABLED=0 GOFLAGS= GOWORK=off GOAMD64=v1 GOEXPERIMENT= go build -trimpath -buildvcs=false
+MANAGER_BUILD = CGO_ENABLED=0 GOFLAGS= GOWORK=off GOAMD64=v1 GOEXPERIMENT= GOTOOLCHAIN=$(GO_TOOLCHAIN) go build -trimpath -buildvcs=false
+GO_TOOLCHAIN := $(shell sed -n 's/^toolchain //p' $(CURDIR)/go.mod)
 OPERATOR_DIGEST_FILE = $(IMAGES_DIR)/operator.digest
 # IMG's repository: IMG without its tag or digest.
 OPERATOR_REPO = $(shell echo '$(IMG)' | sed -E 's/@sha256:[a-f0-9]+$$//; s/:[^:/]+$$//')

@@ -277,23 +277,6 @@ var _ = Describe("Objects the operator did not make", func() {
 		untouched(theirs)
 	})
 
-	It("deletes nothing of a MemcachedBackup's made together with a Memcached whose objects have its name", func() {
-		// Created at once, the backup's Deployment may be made after the Helm side found the name
-		// free (in its cache or live): the install then fails and keeps no record naming it.
-		backupKey := types.NamespacedName{Namespace: ns, Name: "both-memcached"}
-		mcKey := types.NamespacedName{Namespace: ns, Name: "both"} // its objects are named both-memcached
-		Expect(k8sClient.Create(ctx, &cachev1.MemcachedBackup{ObjectMeta: metav1.ObjectMeta{Name: backupKey.Name, Namespace: ns},
-			Spec: cachev1.MemcachedBackupSpec{Size: 1}})).To(Succeed())
-		createMemcached(ctx, mcKey, "  replicaCount: 1\n")
-		theirs := &appsv1.Deployment{}
-		Eventually(func() error { return k8sClient.Get(ctx, backupKey, theirs) }, timeout, interval).Should(Succeed())
-		Eventually(memcachedCondition(ctx, mcKey, "ReleaseFailed"), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
-
-		By("deleting the Memcached, whose uninstall must not take the backup's Deployment with it")
-		deleteMemcached(ctx, mcKey)
-		untouched(theirs)
-	})
-
 	It("leaves the first of two Memcacheds whose objects would share names alone, and tells the second why", func() {
 		first := types.NamespacedName{Namespace: ns, Name: "x-memcached"}
 		createMemcached(ctx, first, "  replicaCount: 1\n")

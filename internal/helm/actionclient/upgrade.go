@@ -97,6 +97,9 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 	}
 	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
 	if err != nil {
+		if dropped, derr := c.dropForeignConflict(rel, err); dropped {
+			err = derr // the deployed revision stays the last: nothing to back off from
+		}
 		err = c.explainConflict(name, err)
 		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "UpgradeFailed", "UpgradeRelease",
 			"Upgrade of release %s to chart %s failed; the release is left failed, not rolled back, and the same upgrade is retried after %s or at once when the resource changes: %v",
@@ -116,20 +119,29 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 	if errors.Is(err, driver.ErrReleaseExists) {
 		return rel, c.takeOver(name)
 	}
-	if err != nil && apierrors.IsAlreadyExists(err) && rel != nil {
-		// An object Helm found absent (AbsentFromCache, or made since its check) exists: the
-		// failed release's record names an object someone else made, and an uninstall of that
-		// record would delete it. Without the record the next install checks its ownership.
-		if _, derr := c.conf.Releases.Delete(rel.Name, rel.Version); derr != nil && !errors.Is(derr, driver.ErrReleaseNotFound) {
-			return rel, fmt.Errorf("install of release %s failed (%w), and its record naming an object made by someone else could not be removed: %v", name, err, derr)
-		}
-		return rel, fmt.Errorf("install of release %s found an object made meanwhile by someone else; its record is removed so that nothing of theirs is ever deleted with it, and the next attempt checks who made it: %w", name, err)
-	}
 	if err != nil {
+		if dropped, derr := c.dropForeignConflict(rel, err); dropped {
+			return rel, derr
+		}
 		return rel, c.explainConflict(name, err)
 	}
 	c.caps.renderedUnder(types.NamespacedName{Namespace: namespace, Name: name}, c.generation)
 	return rel, nil
+}
+
+// dropForeignConflict removes the record of a failed install or upgrade whose create met an object
+// that exists (made by someone else after Helm found it absent: AbsentFromCache's view, or its
+// own check, a moment old): that record names the object, and an uninstall of it would delete
+// it. Without the record, the next attempt checks who made it. It says whether it was that case.
+func (c *actionClient) dropForeignConflict(rel *release.Release, err error) (bool, error) {
+	if rel == nil || !apierrors.IsAlreadyExists(err) {
+		return false, err
+	}
+	if _, derr := c.conf.Releases.Delete(rel.Name, rel.Version); derr != nil && !errors.Is(derr, driver.ErrReleaseNotFound) {
+		return true, fmt.Errorf("release %s failed (%w), and its record naming an object made by someone else could not be removed: %v", rel.Name, err, derr)
+	}
+	return true, fmt.Errorf("release %s met an object made meanwhile by someone else; its record (revision %d) is removed so that nothing of theirs is ever deleted with it, and the next attempt checks who made it: %w",
+		rel.Name, rel.Version, err)
 }
 
 // explainConflict says what to do when Helm refused to take over an object that another
