@@ -41,9 +41,10 @@ import (
 // install that the cache already answers. An object the cache holds is read from the API server,
 // so Helm's ownership check sees it as it is. If the cache has not yet seen an object made a
 // moment ago, Helm's create fails with AlreadyExists, and the next reconcile refuses it properly:
-// nothing is ever adopted (Install drops the record of such an install). partlyCached are the
-// kinds the cache holds only some objects of (selected by label): their checks go to the API
-// server. Upstream home: a lookup hook for Helm's existence checks.
+// nothing is adopted, and the failed install or upgrade drops its record, whose uninstall would
+// delete that object (dropForeignConflict). partlyCached are the kinds the cache holds only some
+// objects of (selected by label): their checks go to the API server. Upstream home: a lookup
+// hook for Helm's existence checks.
 func AbsentFromCache(c cache.Cache, mapper meta.RESTMapper, scheme *runtime.Scheme, partlyCached ...client.Object) (func(base *rest.Config) *rest.Config, error) {
 	skip := map[schema.GroupVersionKind]bool{}
 	for _, o := range partlyCached {
