@@ -206,7 +206,9 @@ var _ = Describe("On OKD's restricted-v2 SCC", Ordered, func() {
 		}))
 
 		By("storing and reading keys through the Service")
-		res := probeResultIn(okdNamespace, "probe", "-addr", fmt.Sprintf("%s.%s.svc.cluster.local:11211", mcName, okdNamespace), "-keys", "50")
+		// A pod just ready is routed once kube-proxy has synced its endpoint: the probe waits for
+		// a first served request before it counts.
+		res := probeResultIn(okdNamespace, "probe", "-addr", fmt.Sprintf("%s.%s.svc.cluster.local:11211", mcName, okdNamespace), "-keys", "50", "-wait-ready", "1m")
 		Expect(res["requests"]).To(BeEquivalentTo(50))
 		Expect(res["failures"]).To(BeEquivalentTo(0))
 

@@ -197,7 +197,7 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 		// over independent memcached pods (clients shard keys themselves), so a key stored on
 		// one connection is on one pod only.
 		addr := fmt.Sprintf("%s.%s.svc.cluster.local:11211", mcName, e2eNamespace)
-		res := probe("probe", "-addr", addr, "-keys", "50")
+		res := probe("probe", "-addr", addr, "-keys", "50", "-wait-ready", "1m")
 		Expect(res["requests"]).To(BeEquivalentTo(50))
 		Expect(res["failures"]).To(BeEquivalentTo(0))
 	})

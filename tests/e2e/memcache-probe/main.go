@@ -59,11 +59,11 @@ func main() {
 		os.Exit(2)
 	}
 
+	awaitServed(*addr, *waitReady, *interval)
 	var res result
 	if *keys > 0 {
 		res = fixedKeys(*addr, *keys)
 	} else {
-		awaitServed(*addr, *waitReady, *interval)
 		res = probe(*addr, *duration, *interval)
 	}
 	out, _ := json.Marshal(res)
