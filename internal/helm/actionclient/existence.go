@@ -25,7 +25,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -88,13 +87,7 @@ func (t absentFromCache) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || t.skip[gvk] {
 		return t.next.RoundTrip(req)
 	}
-	var obj client.Object = &unstructured.Unstructured{}
-	if typed, err := t.scheme.New(gvk); err == nil {
-		if o, ok := typed.(client.Object); ok {
-			obj = o
-		}
-	}
-	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	obj := NewObject(t.scheme, gvk)
 	// Only a kind the cache has synced: until then the API server answers (asking starts the
 	// kind's informer without waiting for it, as the release's dependent watch would).
 	inf, err := t.cache.GetInformer(req.Context(), obj, cache.BlockUntilSynced(false))
