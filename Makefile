@@ -24,6 +24,11 @@ IMAGES_DIR ?= $(CURDIR)/bin/images
 MANAGER_BUILD = CGO_ENABLED=0 GOFLAGS= GOWORK=off GOAMD64=v1 GOEXPERIMENT= GOTOOLCHAIN=$(GO_TOOLCHAIN) go build -trimpath -buildvcs=false
 GO_TOOLCHAIN := $(shell sed -n 's/^toolchain //p' $(CURDIR)/go.mod)
 OPERATOR_DIGEST_FILE = $(IMAGES_DIR)/operator.digest
+# The bundle's CSV, below a tree.
+CSV = bundle/manifests/memcached-operator.clusterserviceversion.yaml
+# Succeeds when the CSV of the tree DIR names IMAGE_TAG_BASE at the digest in DIGEST_FILE:
+# $(call pins_operator,DIR,DIGEST_FILE).
+pins_operator = grep -q "image: $(IMAGE_TAG_BASE)@$$(cat $(2))" $(1)/$(CSV)
 # IMG's repository: IMG without its tag or digest.
 OPERATOR_REPO = $(shell echo '$(IMG)' | sed -E 's/@sha256:[a-f0-9]+$$//; s/:[^:/]+$$//')
 
@@ -194,7 +199,7 @@ bundle: manifests image-build $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ f
 	cd config/scorecard && $(KUSTOMIZE) edit set image memcached-operator-scorecard-tests=$(SCORECARD_IMG)
 	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) \
 		--channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
-	go run ./hack/csvpatch -csv bundle/manifests/memcached-operator.clusterserviceversion.yaml -image $(OPERATOR_REPO)@$$(cat $(OPERATOR_DIGEST_FILE)) -created-at $(CREATED_AT) \
+	go run ./hack/csvpatch -csv $(CSV) -image $(OPERATOR_REPO)@$$(cat $(OPERATOR_DIGEST_FILE)) -created-at $(CREATED_AT) \
 		-annotations bundle/metadata/annotations.yaml -dockerfile bundle.Dockerfile
 	go run ./hack/olmv1manifests -bundle bundle -catalog catalog -catalog-image $(CATALOG_IMG) -out config/olmv1
 	$(MAKE) --no-print-directory bundle-validate
@@ -386,7 +391,7 @@ E2E_CATALOG_IMG ?= $(E2E_IMAGE_TAG_BASE)-catalog:v$(VERSION)
 e2e-olm-images: cluster-tool $(OPERATOR_SDK) $(SCORECARD_TEST) $(OPM) e2e-images ## Images of the bundle, catalog and scorecard tests for the OLM end-to-end tests.
 	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager \
 	  --ref=$(IMAGE_TAG_BASE) --by-digest --mirror --digest-file=$(IMAGES_DIR)/e2e-operator.digest
-	@grep -q "image: $(IMAGE_TAG_BASE)@$$(cat $(IMAGES_DIR)/e2e-operator.digest)" bundle/manifests/memcached-operator.clusterserviceversion.yaml || \
+	@$(call pins_operator,.,$(IMAGES_DIR)/e2e-operator.digest) || \
 	  { echo "the bundle pins another operator image than this tree builds: run 'make bundle catalog'" >&2; exit 1; }
 	$(MAKE) --no-print-directory scorecard-image-build scorecard-image-push IMAGE_PUSH_FLAGS=--mirror
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(SCORECARD_TEST) --ref=quay.io/operator-framework/scorecard-test:$(OPERATOR_SDK_VERSION) --mirror
@@ -412,8 +417,7 @@ e2e-release-images: cluster-tool ## Rebuild the operator and bundle images of ea
 	  (cd $$dir && $(MANAGER_BUILD) -o $(IMAGES_DIR)/manager-$$v .) && \
 	  $(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$$dir --manager=$(IMAGES_DIR)/manager-$$v --ref=$(IMAGE_TAG_BASE):v$$v --mirror \
 	    --digest-file=$(IMAGES_DIR)/operator-$$v.digest && \
-	  { ! grep -q "image: $(IMAGE_TAG_BASE)@sha256:" $$dir/bundle/manifests/memcached-operator.clusterserviceversion.yaml || \
-	    grep -q "image: $(IMAGE_TAG_BASE)@$$(cat $(IMAGES_DIR)/operator-$$v.digest)" $$dir/bundle/manifests/memcached-operator.clusterserviceversion.yaml || \
+	  { ! grep -q "image: $(IMAGE_TAG_BASE)@sha256:" $$dir/$(CSV) || $(call pins_operator,$$dir,$(IMAGES_DIR)/operator-$$v.digest) || \
 	    { echo "release $$v's operator image no longer builds to the digest its bundle pins (another Go version?)" >&2; exit 1; }; } && \
 	  $(CLUSTER_TOOL) image dockerfile --state-dir=$(CLUSTER_STATE) --repo=$$dir --dockerfile=$$dir/bundle.Dockerfile --ref=$(E2E_IMAGE_TAG_BASE)-bundle:v$$v && \
 	  $(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) --mirror \
