@@ -71,6 +71,7 @@ func main() {
 	flag.StringVar(&o.controllers.WatchesFile, "watches-file", "watches.yaml", "Path of the Helm watches file.")
 	flag.DurationVar(&o.controllers.Helm.ReconcilePeriod, "reconcile-period", time.Minute, "How often each Helm release is re-checked for drift.")
 	flag.IntVar(&o.controllers.Helm.Workers, "max-concurrent-reconciles", runtime.NumCPU(), "Workers per controller: each Helm-driven kind, the Go side of Memcached, MemcachedBackup.")
+	flag.DurationVar(&o.controllers.StatsInterval, "operand-stats-interval", controllers.DefaultStatsInterval, "How often memcached's own stats are read from each ready pod into the Memcached's status and metrics. 0 turns the reads off.")
 	flag.IntVar(&o.controllers.Helm.MaxHistory, "max-release-history", 10, "Helm release revisions kept per Memcached.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)

@@ -48,7 +48,7 @@ func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, 
 	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	return helm.Setup(ctx, mgr, w, helm.Options{
 		Translator:        ValuesTranslator(defaults, recorder),
-		GoConditions:      []string{ConditionAvailable, ConditionProgressing},
+		GoConditions:      []string{ConditionAvailable, ConditionProgressing, ConditionMemoryPressure, ConditionConnectionsSaturated},
 		Settings:          cfg.Helm,
 		Namespaces:        cfg.WatchNamespaces,
 		Live:              live,

@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
@@ -59,6 +60,8 @@ type Config struct {
 	Helm                 helm.Settings
 	// RetireDelay: see DefaultRetireDelay (0: that).
 	RetireDelay time.Duration
+	// StatsInterval is how often the stats of each Memcached's ready pods are read (0: never).
+	StatsInterval time.Duration
 	// Live is the operator's one uncached client, for what the manager's cache does not hold
 	// (main shares it with the leader lock); nil: Setup makes one.
 	Live client.Client
@@ -80,7 +83,8 @@ func WatchNamespaces(list string) []string {
 }
 
 // Setup registers every controller of the operator with the manager: the Helm side of the
-// Memcached API (its one entry in the watches file), its Go side (spec migration, operand status),
+// Memcached API (its one entry in the watches file), its Go side (spec migration, operand status,
+// memcached's own stats),
 // and the MemcachedBackup controller, whose pods use the Memcached chart's image policy.
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	memcachedWatch, err := loadMemcachedWatch(cfg.WatchesFile)
@@ -131,6 +135,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	operands := &MemcachedOperandReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-operand-controller"), RetireDelay: retire}
 	if err := operands.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached operand controller: %w", err)
+	}
+
+	if cfg.StatsInterval > 0 {
+		stats := &MemcachedStatsReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-stats-controller"),
+			Interval: cfg.StatsInterval, Workers: cfg.Helm.Workers}
+		if err := stats.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up the Memcached stats controller: %w", err)
+		}
+	}
+	if err := crmetrics.Registry.Register(releaseStates{reader: mgr.GetClient()}); err != nil {
+		return fmt.Errorf("register the releases metric: %w", err)
 	}
 
 	backups := &MemcachedBackupReconciler{

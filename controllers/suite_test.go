@@ -62,6 +62,8 @@ const (
 	reconcilePeriod = 2 * time.Second
 	// retireDelay is short so the upgrade specs see old pods go quickly.
 	retireDelay = 2 * time.Second
+	// statsInterval is short so the stats specs see a few reads quickly.
+	statsInterval = time.Second
 	// capabilitiesTTL is short: the capabilities test waits for a refresh.
 	capabilitiesTTL = 5 * time.Second
 )
@@ -147,6 +149,7 @@ var _ = BeforeSuite(func() {
 		Helm: helm.Settings{ReconcilePeriod: reconcilePeriod, Workers: 2, MaxHistory: 10,
 			CapabilitiesTTL: capabilitiesTTL},
 		RetireDelay:       retireDelay,
+		StatsInterval:     statsInterval,
 		MayRecoverPending: recovery.mayRecover,
 	})).To(Succeed())
 	go func() {

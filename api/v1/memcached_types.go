@@ -453,10 +453,11 @@ type ServiceMonitorSpec struct {
 // MemcachedStatus is written by two writers: the Helm reconciler (helm-operator-plugins) writes
 // deployedRelease and the conditions Initialized, Deployed, ReleaseFailed, Irreconcilable and
 // Paused; the operator's Go side writes the operand's state: version, the replica counts and the
-// conditions Available and Progressing.
+// conditions Available and Progressing, and memcached's own figures: stats and the conditions
+// MemoryPressure and ConnectionsSaturated.
 type MemcachedStatus struct {
 	// conditions: Initialized, Deployed, ReleaseFailed, Irreconcilable, Paused (the Helm release);
-	// Available, Progressing (the memcached pods).
+	// Available, Progressing (the memcached pods); MemoryPressure, ConnectionsSaturated (their stats).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -488,6 +489,48 @@ type MemcachedStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready replicas"
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// stats are what memcached reports about itself (its `stats` command), read by the operator
+	// from each ready pod every --operand-stats-interval; absent while no pod is ready.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Memcached stats"
+	Stats *MemcachedStats `json:"stats,omitempty"`
+}
+
+// MemcachedStats sums up the `stats` of the ready memcached pods. The conditions MemoryPressure
+// and ConnectionsSaturated say when the figures call for a larger cache.
+type MemcachedStats struct {
+	// pods is the number of ready pods whose stats these are.
+	Pods int32 `json:"pods"`
+
+	// hitRatioPercent is the share of gets that found their key, over the last interval that had
+	// gets (on a first read: since the pods started).
+	// +optional
+	HitRatioPercent *int32 `json:"hitRatioPercent,omitempty"`
+
+	// evictionsPerSecond is how many items per second the pods together evicted to make room for
+	// new ones, over the last interval; measured from the second read on.
+	// +optional
+	EvictionsPerSecond *resource.Quantity `json:"evictionsPerSecond,omitempty"`
+
+	// memoryUsed is the item memory in use, summed over the pods, in whole MiB.
+	MemoryUsed resource.Quantity `json:"memoryUsed"`
+
+	// memoryLimit is the item memory the pods have together (maxMemoryMB per pod).
+	MemoryLimit resource.Quantity `json:"memoryLimit"`
+
+	// memoryUsedPercent is the share of its item memory the fullest pod uses.
+	MemoryUsedPercent int32 `json:"memoryUsedPercent"`
+
+	// connections open, summed over the pods (the operator's read is one per pod).
+	Connections int32 `json:"connections"`
+
+	// maxConnections the pods accept together (maxConnections per pod).
+	MaxConnections int32 `json:"maxConnections"`
+
+	// lastStartTime is when the most recently started memcached process started: its cache is
+	// the coldest.
+	LastStartTime metav1.Time `json:"lastStartTime"`
 }
 
 // HelmCondition is a condition as the Helm reconciler writes it.
@@ -528,6 +571,10 @@ type HelmRelease struct {
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Hit%",type=integer,JSONPath=`.status.stats.hitRatioPercent`
+// +kubebuilder:printcolumn:name="Mem%",type=integer,JSONPath=`.status.stats.memoryUsedPercent`
+// +kubebuilder:printcolumn:name="Evictions/s",type=string,JSONPath=`.status.stats.evictionsPerSecond`,priority=1
+// +kubebuilder:printcolumn:name="Connections",type=integer,JSONPath=`.status.stats.connections`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Memcached is a memcached cluster, deployed by the operator from the memcached Helm chart.

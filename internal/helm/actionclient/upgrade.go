@@ -66,6 +66,13 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		}
 		return rel, err
 	}
+	rel, err := c.upgrade(name, namespace, chrt, vals, opts)
+	return rel, countOperation("upgrade", err)
+}
+
+// upgrade is a real upgrade.
+func (c *actionClient) upgrade(name, namespace string, chrt *chart.Chart, vals map[string]any, opts []helmclient.UpgradeOption) (*release.Release, error) {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
 	last, err := c.lastRelease(name)
 	if err != nil {
 		return nil, fmt.Errorf("read release %s: %w", name, err)
@@ -115,6 +122,11 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 
 // Install installs a release.
 func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]any, opts ...helmclient.InstallOption) (*release.Release, error) {
+	rel, err := c.install(name, namespace, chrt, vals, opts)
+	return rel, countOperation("install", err)
+}
+
+func (c *actionClient) install(name, namespace string, chrt *chart.Chart, vals map[string]any, opts []helmclient.InstallOption) (*release.Release, error) {
 	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
 	if errors.Is(err, driver.ErrReleaseExists) {
 		return rel, c.takeOver(name)
@@ -175,7 +187,10 @@ func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption
 	if err == nil {
 		c.caps.forget(types.NamespacedName{Namespace: c.owner.GetNamespace(), Name: name})
 	}
-	return resp, err
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return resp, err // nothing was uninstalled (the library calls this for a CR without a release too)
+	}
+	return resp, countOperation("uninstall", err)
 }
 
 // lastRelease is the newest revision of release name: the one Get returned, as the library reads

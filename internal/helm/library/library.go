@@ -40,6 +40,11 @@ const (
 	// ConditionDeployed is the condition the library sets True once a release is installed or
 	// upgraded (pkg/reconciler/internal/conditions, TypeDeployed).
 	ConditionDeployed = "Deployed"
+	// ConditionReleaseFailed is True while the last install, upgrade or uninstall failed
+	// (TypeReleaseFailed); ConditionIrreconcilable while the library cannot reconcile the CR at
+	// all (TypeIrreconcilable).
+	ConditionReleaseFailed  = "ReleaseFailed"
+	ConditionIrreconcilable = "Irreconcilable"
 )
 
 // ControllerName is the library's name for the controller of a kind (its SetupWithManager), which

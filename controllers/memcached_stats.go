@@ -1,0 +1,416 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/labels"
+	"github.com/example/memcached-operator/internal/operand"
+)
+
+// Conditions of a Memcached that the stats controller writes from memcached's own figures.
+const (
+	// ConditionMemoryPressure is True while memcached evicts items to store new ones: the cache
+	// is smaller than what its clients keep in it.
+	ConditionMemoryPressure = "MemoryPressure"
+	// ConditionConnectionsSaturated is True while a pod is near its maxConnections or refused
+	// connections at it.
+	ConditionConnectionsSaturated = "ConnectionsSaturated"
+)
+
+const (
+	// DefaultStatsInterval is how often the stats of a Memcached's ready pods are read.
+	DefaultStatsInterval = 30 * time.Second
+	// statsTimeout bounds one pod's read: connect, ask, answer.
+	statsTimeout = 2 * time.Second
+	// statsReadsInParallel bounds the pods read at once for one Memcached.
+	statsReadsInParallel = 8
+	// saturatedPercent of maxConnections open on a pod counts as saturated.
+	saturatedPercent = 90
+	// memcachedPort is the chart's container port, for a pod that does not name it.
+	memcachedPort = 11211
+)
+
+// MemcachedStatsReconciler reads memcached's own `stats` from the ready pods of each Memcached,
+// every Interval while it has ready pods, and reports them in status.stats, the conditions
+// MemoryPressure and ConnectionsSaturated (with an Event when either changes) and the operand
+// metrics. It is its own controller, with its own queue: a slow or unreachable pod never
+// delays a reconcile of the release or of its pods.
+type MemcachedStatsReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	// Interval between reads of one Memcached's pods.
+	Interval time.Duration
+	// Workers read that many Memcacheds at once.
+	Workers int
+
+	mu sync.Mutex
+	// last is each pod's previous read, by Memcached: rates are the difference of two reads.
+	last map[types.NamespacedName]map[types.UID]operand.Stats
+}
+
+// podRead is one pod's answer.
+type podRead struct {
+	pod   *corev1.Pod
+	stats operand.Stats
+	err   error
+}
+
+// Reconcile reads the stats of a Memcached's ready pods and writes what changed.
+func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	mc := &cachev1.Memcached{}
+	if err := r.Get(ctx, req.NamespacedName, mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if mc.DeletionTimestamp != nil {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	pods, err := r.readyPods(ctx, mc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	st := mc.Status.DeepCopy()
+	var reads []podRead
+	if len(pods) == 0 {
+		r.forget(req.NamespacedName)
+		if st.Stats == nil && memcachedCondition(*st, ConditionMemoryPressure).Type == "" {
+			return ctrl.Result{}, nil // never read: nothing to take back (a new CR writes nothing here)
+		}
+		st.Stats = nil
+		msg := "no memcached pod is ready to be read"
+		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionUnknown, "NoReadyPods", msg)
+		setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionUnknown, "NoReadyPods", msg)
+	} else {
+		reads = readStats(ctx, pods)
+		r.observe(req.NamespacedName, st, reads)
+	}
+	for _, rd := range reads {
+		if rd.err != nil {
+			log.FromContext(ctx).V(1).Info("memcached stats unreadable", "error", rd.err.Error())
+		}
+	}
+	if was := mc.Status; !equality.Semantic.DeepEqual(*st, was) {
+		mc.Status = *st
+		if err := r.Status().Update(ctx, mc); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil // read again, on the CR as the other writer left it
+			}
+			return ctrl.Result{}, fmt.Errorf("update status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
+		}
+		r.announce(mc, was, *st)
+	}
+	r.remember(req.NamespacedName, reads)
+	operandMetrics.set(req.NamespacedName, st.Stats, reads)
+	if len(pods) == 0 {
+		return ctrl.Result{}, nil // the pods' watch brings us back when one is ready
+	}
+	return ctrl.Result{RequeueAfter: r.Interval}, nil
+}
+
+// readyPods are the Memcached's ready pods that its release's ReplicaSets made: a pod someone
+// else labelled alike is not read (it would report on another cache).
+func (r *MemcachedStatsReconciler) readyPods(ctx context.Context, mc *cachev1.Memcached) ([]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := r.List(ctx, list, client.InNamespace(mc.Namespace),
+		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name, labels.PartOf: labels.Operator}); err != nil {
+		return nil, fmt.Errorf("list pods of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
+	}
+	var ready []*corev1.Pod
+	for i := range list.Items {
+		p := &list.Items[i]
+		if owner := metav1.GetControllerOf(p); owner == nil || owner.Kind != "ReplicaSet" || p.DeletionTimestamp != nil {
+			continue
+		}
+		if p.Status.PodIP != "" && podReady(p) {
+			ready = append(ready, p)
+		}
+	}
+	return ready, nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// readStats reads every pod's stats, a few at a time.
+func readStats(ctx context.Context, pods []*corev1.Pod) []podRead {
+	reads := make([]podRead, len(pods))
+	slots := make(chan struct{}, statsReadsInParallel)
+	var wg sync.WaitGroup
+	for i, p := range pods {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			addr := net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(memcachedPortOf(p))))
+			s, err := operand.ReadStats(ctx, addr, statsTimeout)
+			if err != nil {
+				err = fmt.Errorf("read stats of pod %s at %s: %w", p.Name, addr, err)
+			}
+			reads[i] = podRead{pod: p, stats: s, err: err}
+		})
+	}
+	wg.Wait()
+	return reads
+}
+
+// memcachedPortOf is the port the pod's memcached container names memcache.
+func memcachedPortOf(p *corev1.Pod) int32 {
+	for _, c := range p.Spec.Containers {
+		for _, port := range c.Ports {
+			if c.Name == labels.ChartName && port.Name == "memcache" {
+				return port.ContainerPort
+			}
+		}
+	}
+	return memcachedPort
+}
+
+// observe turns the reads into status.stats and the two conditions, with each pod's previous
+// read for the rates.
+func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1.MemcachedStatus, reads []podRead) {
+	r.mu.Lock()
+	prev := r.last[key]
+	r.mu.Unlock()
+	sum := summarize(reads, prev, st.Stats)
+	if sum.stats == nil {
+		msg := fmt.Sprintf("no pod answered: %v", sum.firstErr)
+		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionUnknown, "StatsUnreadable", msg)
+		if sum.saturatedPods == 0 {
+			setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionUnknown, "StatsUnreadable", msg)
+		} else {
+			setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionTrue, "NearMaxConnections",
+				fmt.Sprintf("%d of %d pods refused connections at their maxConnections: raise memcached.maxConnections or replicaCount", sum.saturatedPods, len(reads)))
+		}
+		return
+	}
+	st.Stats = sum.stats
+	switch {
+	case sum.evictingPods > 0:
+		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionTrue, "Evicting",
+			fmt.Sprintf("%s items/s evicted on %d of %d pods: the cache is smaller than what its clients store; raise memcached.maxMemoryMB or replicaCount",
+				sum.stats.EvictionsPerSecond, sum.evictingPods, sum.stats.Pods))
+	case sum.measured:
+		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionFalse, "NoEvictions",
+			fmt.Sprintf("no evictions; the fullest pod uses %d%% of its item memory", sum.stats.MemoryUsedPercent))
+	case memcachedCondition(*st, ConditionMemoryPressure).Status != metav1.ConditionTrue &&
+		memcachedCondition(*st, ConditionMemoryPressure).Status != metav1.ConditionFalse:
+		// Evictions are a difference of two reads: the first read cannot tell.
+		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionUnknown, "Measuring",
+			"evictions are measured between two reads of the pods' stats")
+	}
+	if sum.saturatedPods > 0 {
+		setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionTrue, "NearMaxConnections",
+			fmt.Sprintf("%d of %d pods have %d%% or more of their maxConnections open or refused connections at it: raise memcached.maxConnections or replicaCount",
+				sum.saturatedPods, len(reads), saturatedPercent))
+	} else {
+		setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionFalse, "BelowMaxConnections",
+			fmt.Sprintf("%d of %d connections open", sum.stats.Connections, sum.stats.MaxConnections))
+	}
+}
+
+// announce records an Event for each stats condition that changes status.
+func (r *MemcachedStatsReconciler) announce(mc *cachev1.Memcached, before, after cachev1.MemcachedStatus) {
+	for _, typ := range []string{ConditionMemoryPressure, ConditionConnectionsSaturated} {
+		was, now := memcachedCondition(before, typ), memcachedCondition(after, typ)
+		switch {
+		case now.Status == was.Status:
+		case now.Status == metav1.ConditionTrue:
+			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, typ, "ObserveStats", "%s", now.Message)
+		case was.Status == metav1.ConditionTrue:
+			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, typ+"Relieved", "ObserveStats", "%s", now.Message)
+		}
+	}
+}
+
+// remember keeps the pods' reads for the next rates; pods gone are dropped.
+func (r *MemcachedStatsReconciler) remember(key types.NamespacedName, reads []podRead) {
+	if len(reads) == 0 {
+		return
+	}
+	byPod := map[types.UID]operand.Stats{}
+	for _, rd := range reads {
+		if rd.err == nil {
+			byPod[rd.pod.UID] = rd.stats
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last = map[types.NamespacedName]map[types.UID]operand.Stats{}
+	}
+	r.last[key] = byPod
+}
+
+// forget drops what is kept of a Memcached that is gone or has no ready pod.
+func (r *MemcachedStatsReconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.last, key)
+	r.mu.Unlock()
+	operandMetrics.forget(key)
+}
+
+// statsSummary is what summarize makes of one round of reads.
+type statsSummary struct {
+	stats *cachev1.MemcachedStats // nil: no pod answered
+	// measured: at least one pod was read twice, so its rates are known.
+	measured      bool
+	evictingPods  int
+	saturatedPods int
+	firstErr      error
+}
+
+// summarize adds up the pods' reads. Rates come from pods read before by the same process (a
+// restarted memcached counts from zero); a figure that cannot be measured this round keeps its
+// last value, so a quiet cache, or an operator restart, changes nothing in status.
+func summarize(reads []podRead, prev map[types.UID]operand.Stats, was *cachev1.MemcachedStats) statsSummary {
+	var out statsSummary
+	s := &cachev1.MemcachedStats{}
+	var used, limit, conns, maxConns, hits, gets, winHits, winGets uint64
+	var evictRate float64
+	var started time.Time
+	for _, rd := range reads {
+		if rd.err != nil {
+			if out.firstErr == nil {
+				out.firstErr = rd.err
+			}
+			if errors.Is(rd.err, operand.ErrTooManyConnections) {
+				out.saturatedPods++
+			}
+			continue
+		}
+		cur := rd.stats
+		s.Pods++
+		used += cur.Bytes
+		limit += cur.LimitMaxBytes
+		conns += cur.CurrConnections
+		maxConns += cur.MaxConnections
+		hits += cur.GetHits
+		gets += cur.GetHits + cur.GetMisses
+		if cur.LimitMaxBytes > 0 {
+			s.MemoryUsedPercent = max(s.MemoryUsedPercent, int32(cur.Bytes*100/cur.LimitMaxBytes))
+		}
+		if t := cur.Started(); t.After(started) {
+			started = t
+		}
+		saturated := cur.MaxConnections > 0 && cur.CurrConnections*100 >= saturatedPercent*cur.MaxConnections
+		if p, ok := prev[rd.pod.UID]; ok && p.Started().Equal(cur.Started()) && cur.Time > p.Time {
+			out.measured = true
+			evicted := cur.Evictions - p.Evictions
+			evictRate += float64(evicted) / float64(cur.Time-p.Time)
+			if evicted > 0 {
+				out.evictingPods++
+			}
+			winHits += cur.GetHits - p.GetHits
+			winGets += cur.GetHits + cur.GetMisses - p.GetHits - p.GetMisses
+			saturated = saturated || cur.RejectedConnections > p.RejectedConnections || cur.ListenDisabled > p.ListenDisabled
+		}
+		if saturated {
+			out.saturatedPods++
+		}
+	}
+	if s.Pods == 0 {
+		return out
+	}
+	s.MemoryUsed = *resource.NewQuantity(int64(used>>20)<<20, resource.BinarySI)
+	s.MemoryLimit = *resource.NewQuantity(int64(limit), resource.BinarySI)
+	s.Connections, s.MaxConnections = int32(conns), int32(maxConns)
+	s.LastStartTime = metav1.NewTime(started)
+	switch {
+	case winGets > 0:
+		s.HitRatioPercent = ptrTo(int32(winHits * 100 / winGets))
+	case was != nil && was.HitRatioPercent != nil:
+		s.HitRatioPercent = was.HitRatioPercent
+	case !out.measured && gets > 0:
+		s.HitRatioPercent = ptrTo(int32(hits * 100 / gets))
+	}
+	switch {
+	case out.measured:
+		s.EvictionsPerSecond = resource.NewMilliQuantity(int64(evictRate*1000), resource.DecimalSI)
+	case was != nil:
+		s.EvictionsPerSecond = was.EvictionsPerSecond
+	}
+	out.stats = s
+	return out
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// SetupWithManager reads each Memcached when it is created (and, for each one there, when the
+// operator starts) and when one of its pods becomes ready or stops being ready; after that, every
+// Interval while it has a ready pod.
+func (r *MemcachedStatsReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[labels.Instance]}}}
+	})
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		l := o.GetLabels()
+		return l[labels.Name] == labels.ChartName && l[labels.Instance] != "" && l[labels.PartOf] == labels.Operator
+	})
+	readinessChanged := predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return podReady(e.Object.(*corev1.Pod)) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return podReady(e.ObjectOld.(*corev1.Pod)) != podReady(e.ObjectNew.(*corev1.Pod))
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	created := predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return true },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("memcached-stats").
+		For(&cachev1.Memcached{}, builder.WithPredicates(created)).
+		Watches(&corev1.Pod{}, toMemcached, builder.WithPredicates(ours, readinessChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		Complete(r)
+}

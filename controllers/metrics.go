@@ -1,0 +1,147 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/helm/library"
+)
+
+// The operator's own metrics, served with controller-runtime's on the manager's metrics endpoint.
+// docs/monitoring.md lists them; the alerts in config/prometheus use them.
+
+// operandMetrics are memcached's figures as the stats controller last read them, one series per
+// Memcached (labels namespace and memcached), removed when it is gone or has no ready pod.
+var operandMetrics = newOperandGauges()
+
+type operandGauges struct {
+	pods, hitRatio, evictions, memUsed, memLimit, conns, maxConns *prometheus.GaugeVec
+	readErrors                                                    *prometheus.CounterVec
+}
+
+func newOperandGauges() *operandGauges {
+	by := []string{"namespace", "memcached"}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "memcached_operator", Subsystem: "operand", Name: name, Help: help}, by)
+		crmetrics.Registry.MustRegister(g)
+		return g
+	}
+	m := &operandGauges{
+		pods:      gauge("pods_read", "Ready memcached pods whose stats were read."),
+		hitRatio:  gauge("hit_ratio", "Share of gets that found their key, over the last read interval with gets (0 to 1)."),
+		evictions: gauge("evictions_per_second", "Items evicted per second to store new ones, summed over the pods."),
+		memUsed:   gauge("memory_used_bytes", "Item memory in use, summed over the pods."),
+		memLimit:  gauge("memory_limit_bytes", "Item memory of the pods together (maxMemoryMB per pod)."),
+		conns:     gauge("connections", "Open connections, summed over the pods."),
+		maxConns:  gauge("max_connections", "Connections the pods accept together (maxConnections per pod)."),
+		readErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "memcached_operator", Subsystem: "operand",
+			Name: "stats_read_errors_total", Help: "Reads of a ready pod's stats that failed (timeout, refused, too many connections, not memcached)."}, by),
+	}
+	crmetrics.Registry.MustRegister(m.readErrors)
+	return m
+}
+
+// set publishes a Memcached's figures (nil: none this round, the last ones stay) and counts
+// the reads that failed.
+func (m *operandGauges) set(key types.NamespacedName, s *cachev1.MemcachedStats, reads []podRead) {
+	l := prometheus.Labels{"namespace": key.Namespace, "memcached": key.Name}
+	for _, rd := range reads {
+		if rd.err != nil {
+			m.readErrors.With(l).Inc()
+		}
+	}
+	if s == nil {
+		return
+	}
+	m.pods.With(l).Set(float64(s.Pods))
+	if s.HitRatioPercent != nil {
+		m.hitRatio.With(l).Set(float64(*s.HitRatioPercent) / 100)
+	}
+	if s.EvictionsPerSecond != nil {
+		m.evictions.With(l).Set(s.EvictionsPerSecond.AsApproximateFloat64())
+	}
+	m.memUsed.With(l).Set(s.MemoryUsed.AsApproximateFloat64())
+	m.memLimit.With(l).Set(s.MemoryLimit.AsApproximateFloat64())
+	m.conns.With(l).Set(float64(s.Connections))
+	m.maxConns.With(l).Set(float64(s.MaxConnections))
+}
+
+// forget removes a Memcached's series.
+func (m *operandGauges) forget(key types.NamespacedName) {
+	l := prometheus.Labels{"namespace": key.Namespace, "memcached": key.Name}
+	for _, g := range []*prometheus.GaugeVec{m.pods, m.hitRatio, m.evictions, m.memUsed, m.memLimit, m.conns, m.maxConns} {
+		g.Delete(l)
+	}
+	m.readErrors.Delete(l)
+}
+
+// Release states of memcached_operator_releases.
+const (
+	ReleaseDeployed       = "deployed"
+	ReleaseFailed         = "failed"
+	ReleaseIrreconcilable = "irreconcilable"
+	ReleasePending        = "pending"
+)
+
+var releasesDesc = prometheus.NewDesc("memcached_operator_releases",
+	"Memcached releases by state, from their conditions: failed (ReleaseFailed), irreconcilable (Irreconcilable), deployed (Deployed), else pending.",
+	[]string{"state"}, nil)
+
+// releaseStates counts the Memcacheds by the state of their release, from the cache, on each
+// scrape: a count kept up to date by the reconcilers would drift from the CRs it counts.
+type releaseStates struct{ reader client.Reader }
+
+func (releaseStates) Describe(ch chan<- *prometheus.Desc) { ch <- releasesDesc }
+
+func (c releaseStates) Collect(ch chan<- prometheus.Metric) {
+	list := &cachev1.MemcachedList{}
+	if err := c.reader.List(context.Background(), list); err != nil {
+		// Before the cache syncs (and on a standby waiting for the leader lock) there is nothing
+		// to count yet; an invalid metric would fail the whole scrape.
+		ctrl.Log.WithName("metrics").V(1).Info("releases not counted", "error", err.Error())
+		return
+	}
+	counts := map[string]int{ReleaseDeployed: 0, ReleaseFailed: 0, ReleaseIrreconcilable: 0, ReleasePending: 0}
+	for i := range list.Items {
+		counts[releaseState(list.Items[i].Status)]++
+	}
+	for state, n := range counts {
+		ch <- prometheus.MustNewConstMetric(releasesDesc, prometheus.GaugeValue, float64(n), state)
+	}
+}
+
+// releaseState is the state memcached_operator_releases counts a Memcached in.
+func releaseState(st cachev1.MemcachedStatus) string {
+	switch {
+	case memcachedCondition(st, library.ConditionReleaseFailed).Status == metav1.ConditionTrue:
+		return ReleaseFailed
+	case memcachedCondition(st, library.ConditionIrreconcilable).Status == metav1.ConditionTrue:
+		return ReleaseIrreconcilable
+	case memcachedCondition(st, library.ConditionDeployed).Status == metav1.ConditionTrue:
+		return ReleaseDeployed
+	}
+	return ReleasePending
+}
