@@ -38,6 +38,8 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 HELM ?= $(LOCALBIN)/helm
 STATICCHECK ?= $(LOCALBIN)/staticcheck
+# promtool, from Prometheus's Go module (hack/prometheus/go.mod): tests the shipped alert rules.
+PROMTOOL ?= $(LOCALBIN)/promtool
 
 # The Kubernetes version is pinned in hack/kube/go.mod, and only there.
 KUBE_VERSION := $(shell cd hack/kube && go list -m -f '{{.Version}}' k8s.io/kubernetes)
@@ -127,8 +129,8 @@ verify-generated: $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM) ## Fail 
 	hack/verify-generated.sh
 
 .PHONY: test
-test: verify-generated vet lint lint-chart envtest envtest-floor ## Unit and envtest tests (also on the oldest supported Kubernetes), staticcheck, chart lint, bundle and catalog validation, stale-file check.
-	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test ./... -coverprofile cover.out
+test: verify-generated vet lint lint-chart envtest envtest-floor $(PROMTOOL) ## Unit and envtest tests (also on the oldest supported Kubernetes), staticcheck, chart lint, alert rule tests (promtool), dashboard lint, bundle and catalog validation, stale-file check.
+	KUBEBUILDER_ASSETS="$(KUBE_BIN)" PROMTOOL="$(PROMTOOL)" go test ./... -coverprofile cover.out
 	KUBEBUILDER_ASSETS="$(FLOOR_KUBE_BIN)" go test $(FLOOR_TEST_PACKAGES)
 	cd hack/cluster && go test ./...
 
@@ -489,7 +491,7 @@ $(LOCALBIN)/olmv1/operator-controller $(LOCALBIN)/olmv1/catalogd: hack/olmv1/go.
 ##@ Tools (built from hack/tools/go.mod and hack/kube/go.mod into bin/)
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(HELM) $(STATICCHECK) ## Build the developer tools.
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(HELM) $(STATICCHECK) $(PROMTOOL) ## Build the developer tools.
 
 $(CONTROLLER_GEN): hack/tools/go.mod
 	cd hack/tools && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -499,6 +501,8 @@ $(HELM): hack/tools/go.mod
 	cd hack/tools && go build -o $@ helm.sh/helm/v3/cmd/helm
 $(STATICCHECK): hack/tools/go.mod
 	cd hack/tools && go build -o $@ honnef.co/go/tools/cmd/staticcheck
+$(PROMTOOL): hack/prometheus/go.mod
+	cd hack/prometheus && CGO_ENABLED=0 go build -o $@ github.com/prometheus/prometheus/cmd/promtool
 
 .PHONY: envtest
 envtest: $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/etcd ## Build kube-apiserver and etcd for envtest into bin/k8s/<version>.

@@ -123,6 +123,10 @@ var _ = Describe("Admission of bad input", func() {
 			"metrics.serviceMonitor.enabled needs metrics.enabled"),
 		Entry("a ServiceMonitor interval Prometheus cannot read", "Memcached", "  metrics: {serviceMonitor: {interval: 30sec}}",
 			"spec.metrics.serviceMonitor.interval in body should match"),
+		Entry("an alert duration Prometheus cannot read", "Memcached", "  metrics: {prometheusRule: {for: {evictions: 15 minutes}}}",
+			"spec.metrics.prometheusRule.for.evictions in body should match"),
+		Entry("a runbook URL that would run as a Prometheus template", "Memcached", "  metrics: {prometheusRule: {runbookURL: 'https://x/{{ query \"up\" }}'}}",
+			"spec.metrics.prometheusRule.runbookURL in body should match"),
 
 		// images
 		Entry("a tag that is not a memcached version", "Memcached", "  image: {tag: latest}",
@@ -267,6 +271,8 @@ var _ = Describe("Admission of bad input", func() {
 		Entry("repository paths with _ and __", "Memcached", "ok", "  image: {repository: 'localhost/my_team/mem__cached'}"),
 		Entry("a ServiceMonitor interval of minutes and seconds", "Memcached", "ok",
 			"  metrics: {enabled: true, serviceMonitor: {interval: 1m30s}}"),
+		Entry("alerts with a duration of hours and minutes and a runbook URL of one's own", "Memcached", "ok",
+			"  metrics: {enabled: true, prometheusRule: {for: {hitRatio: 1h30m}, runbookURL: 'https://wiki.example.com/runbooks/memcached/'}}"),
 		Entry("resources as numbers and strings", "Memcached", "ok",
 			"  resources: {requests: {cpu: 100m, memory: 96Mi, ephemeral-storage: 1Gi}, limits: {cpu: 1, memory: '100663296', ephemeral-storage: 2G}}"),
 		Entry("a memory limit given in exponent form", "Memcached", "ok", "  resources: {limits: {memory: 1e9}}"),

@@ -153,14 +153,14 @@ func TestChartCannotBeSteeredByValues(t *testing.T) {
 }
 
 // renderUnchecked renders like renderChart, but without values.schema.json, on a cluster with
-// the ServiceMonitor API.
+// the Prometheus Operator's APIs.
 func renderUnchecked(chrt *chart.Chart, vals map[string]any) (string, error) {
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
 	install.SkipSchemaValidation = true
 	install.ReleaseName, install.Namespace = releaseName, chartNamespace
 	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
-	install.APIVersions = chartutil.VersionSet{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor"}
+	install.APIVersions = chartutil.VersionSet{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule"}
 	rel, err := install.Run(chrt, vals)
 	if err != nil {
 		return "", err
@@ -205,7 +205,7 @@ func checkRendered(manifest string, vals map[string]any) []string {
 		}
 		objs[kind] = obj
 	}
-	want := []string{"Deployment", "NetworkPolicy", "PodDisruptionBudget", "Service", "ServiceAccount", "ServiceMonitor"}
+	want := []string{"Deployment", "NetworkPolicy", "PodDisruptionBudget", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}
 	if got := slices.Sorted(maps.Keys(objs)); !slices.Equal(got, want) {
 		problems = append(problems, fmt.Sprintf("rendered kinds %v, want exactly %v", got, want))
 	}
@@ -236,6 +236,46 @@ func checkRendered(manifest string, vals map[string]any) []string {
 		if len(endpoints) != 1 || dig(endpoints[0], "interval") != dig(vals, "metrics", "serviceMonitor", "interval") {
 			problems = append(problems, fmt.Sprintf("ServiceMonitor endpoints %.200v, want one with the interval value", endpoints))
 		}
+	}
+	if rule, ok := objs["PrometheusRule"]; ok {
+		problems = append(problems, checkPrometheusRule(rule, vals)...)
+	}
+	return problems
+}
+
+// checkPrometheusRule: the chart's five alerts, each value in its place: the durations as they
+// are, the runbook URL with braces encoded, since Prometheus runs annotations as templates.
+func checkPrometheusRule(obj map[string]any, vals map[string]any) []string {
+	var problems []string
+	groups, _ := dig(obj, "spec", "groups").([]any)
+	if len(groups) != 1 {
+		return []string{fmt.Sprintf("PrometheusRule has %d groups, want 1", len(groups))}
+	}
+	rules, _ := dig(groups[0], "rules").([]any)
+	forOf := map[string]string{"MemcachedDown": "down", "MemcachedUnavailable": "down", "MemcachedEvictionsSustained": "evictions",
+		"MemcachedConnectionsNearLimit": "connections", "MemcachedHitRatioCollapsed": "hitRatio"}
+	url := strings.NewReplacer("{", "%7B", "}", "%7D").Replace(strings.TrimSuffix(fmt.Sprint(dig(vals, "metrics", "prometheusRule", "runbookURL")), "/"))
+	seen := 0
+	for _, r := range rules {
+		alert, _ := dig(r, "alert").(string)
+		key, known := forOf[alert]
+		if !known {
+			problems = append(problems, fmt.Sprintf("PrometheusRule has an alert %.80q the chart does not define", alert))
+			continue
+		}
+		seen++
+		if got, want := dig(r, "for"), dig(vals, "metrics", "prometheusRule", "for", key); got != want {
+			problems = append(problems, fmt.Sprintf("alert %s for %.80q, want the value %.80q", alert, got, want))
+		}
+		if got, want := dig(r, "annotations", "runbook_url"), url+"/"+alert+".md"; got != want {
+			problems = append(problems, fmt.Sprintf("alert %s runbook_url %.80q, want %.80q", alert, got, want))
+		}
+		if extra := extraKeys(r.(map[string]any), []string{"alert", "annotations", "expr", "for", "labels"}); len(extra) > 0 {
+			problems = append(problems, fmt.Sprintf("alert %s has fields the chart does not set: %v", alert, extra))
+		}
+	}
+	if seen != len(forOf) {
+		problems = append(problems, fmt.Sprintf("PrometheusRule has %d of the chart's %d alerts", seen, len(forOf)))
 	}
 	return problems
 }

@@ -131,8 +131,8 @@ func TestRoleCoversChart(t *testing.T) {
 	}
 
 	objs := renderChart(t, map[string]any{
-		"metrics": map[string]any{"enabled": true, "serviceMonitor": map[string]any{"enabled": true}},
-	}, "monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor")
+		"metrics": map[string]any{"enabled": true, "serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}},
+	}, "monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule")
 	kinds := map[string]bool{}
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
@@ -144,7 +144,7 @@ func TestRoleCoversChart(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"Deployment", "Service", "PodDisruptionBudget", "ServiceAccount", "ServiceMonitor"} {
+	for _, want := range []string{"Deployment", "Service", "PodDisruptionBudget", "ServiceAccount", "ServiceMonitor", "PrometheusRule"} {
 		if !kinds[want] {
 			t.Errorf("the chart with every feature on rendered no %s (rendered %v)", want, kinds)
 		}

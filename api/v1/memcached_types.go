@@ -433,6 +433,63 @@ type MetricsSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	ServiceMonitor *ServiceMonitorSpec `json:"serviceMonitor,omitempty"`
+
+	// prometheusRule creates a Prometheus Operator PrometheusRule with this memcached's alerts,
+	// each with a runbook (docs/runbooks); they read the exporter's metrics as the ServiceMonitor
+	// has Prometheus scrape them, so it needs metrics.enabled (the release fails without, saying
+	// so). Added in 1.2.0, without a schema default: the chart of an earlier operator, which may
+	// still run while OLM upgrades it, refuses values it does not know; values.yaml has the defaults.
+	// +optional
+	PrometheusRule *PrometheusRuleSpec `json:"prometheusRule,omitempty"`
+}
+
+// PrometheusRuleSpec configures the alerts of a memcached (needs the Prometheus Operator's CRDs).
+type PrometheusRuleSpec struct {
+	// enabled creates the PrometheusRule; requires metrics.enabled.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// for is how long each symptom lasts before its alert fires.
+	// +kubebuilder:default={}
+	// +optional
+	For *AlertDurations `json:"for,omitempty"`
+
+	// runbookURL is where the alerts' runbooks are, one page per alert name (<runbookURL>/<alert>.md).
+	// +kubebuilder:validation:Pattern=`^https?://[^\s"{}]+$`
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:default="https://github.com/example/memcached-operator/blob/main/docs/runbooks"
+	// +optional
+	RunbookURL string `json:"runbookURL,omitempty"`
+}
+
+// AlertDurations are Prometheus durations such as 5m or 1h30m.
+type AlertDurations struct {
+	// down: a pod's memcached does not answer (MemcachedDown), or fewer pods answer than
+	// replicaCount asks for (MemcachedUnavailable).
+	// +kubebuilder:validation:Pattern=`^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:default="5m"
+	// +optional
+	Down string `json:"down,omitempty"`
+	// evictions: memcached evicts items to store new ones (MemcachedEvictionsSustained).
+	// +kubebuilder:validation:Pattern=`^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:default="15m"
+	// +optional
+	Evictions string `json:"evictions,omitempty"`
+	// connections: a pod is near its maxConnections or refuses connections (MemcachedConnectionsNearLimit).
+	// +kubebuilder:validation:Pattern=`^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:default="5m"
+	// +optional
+	Connections string `json:"connections,omitempty"`
+	// hitRatio: the hit ratio fell below half of what it was an hour before (MemcachedHitRatioCollapsed).
+	// +kubebuilder:validation:Pattern=`^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:default="15m"
+	// +optional
+	HitRatio string `json:"hitRatio,omitempty"`
 }
 
 // ServiceMonitorSpec configures the ServiceMonitor (needs the Prometheus Operator's CRDs).
