@@ -17,6 +17,7 @@ limitations under the License.
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,7 +66,7 @@ const (
 	statsReadsInParallel = 8
 	// saturatedPercent of maxConnections open on a pod counts as saturated.
 	saturatedPercent = 90
-	// memcachedPort is the chart's container port, for a pod that does not name it.
+	// memcachedPort is the chart's container port.
 	memcachedPort = 11211
 )
 
@@ -81,6 +82,9 @@ type MemcachedStatsReconciler struct {
 	Interval time.Duration
 	// Workers read that many Memcacheds at once.
 	Workers int
+	// Port is memcached's port in each pod (the chart's; 0: 11211). Not the port the pod spec
+	// names: a pod's spec is the tenant's to write.
+	Port int32
 
 	mu sync.Mutex
 	// last is each pod's previous read, by Memcached: rates are the difference of two reads.
@@ -123,7 +127,7 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionUnknown, "NoReadyPods", msg)
 		setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionUnknown, "NoReadyPods", msg)
 	} else {
-		reads = readStats(ctx, pods)
+		reads = readStats(ctx, pods, cmp.Or(r.Port, memcachedPort))
 		r.observe(req.NamespacedName, st, reads)
 	}
 	for _, rd := range reads {
@@ -163,6 +167,9 @@ func (r *MemcachedStatsReconciler) readyPods(ctx context.Context, mc *cachev1.Me
 		if owner := metav1.GetControllerOf(p); owner == nil || owner.Kind != "ReplicaSet" || p.DeletionTimestamp != nil {
 			continue
 		}
+		if p.Spec.HostNetwork {
+			continue // its IP is its node's: the chart never makes one, and a read would go to the node
+		}
 		if p.Status.PodIP != "" && podReady(p) {
 			ready = append(ready, p)
 		}
@@ -179,8 +186,8 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// readStats reads every pod's stats, a few at a time.
-func readStats(ctx context.Context, pods []*corev1.Pod) []podRead {
+// readStats reads every pod's stats at port, a few at a time.
+func readStats(ctx context.Context, pods []*corev1.Pod, port int32) []podRead {
 	reads := make([]podRead, len(pods))
 	slots := make(chan struct{}, statsReadsInParallel)
 	var wg sync.WaitGroup
@@ -188,7 +195,7 @@ func readStats(ctx context.Context, pods []*corev1.Pod) []podRead {
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			addr := net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(memcachedPortOf(p))))
+			addr := net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))
 			s, err := operand.ReadStats(ctx, addr, statsTimeout)
 			if err != nil {
 				err = fmt.Errorf("read stats of pod %s at %s: %w", p.Name, addr, err)
@@ -200,18 +207,6 @@ func readStats(ctx context.Context, pods []*corev1.Pod) []podRead {
 	return reads
 }
 
-// memcachedPortOf is the port the pod's memcached container names memcache.
-func memcachedPortOf(p *corev1.Pod) int32 {
-	for _, c := range p.Spec.Containers {
-		for _, port := range c.Ports {
-			if c.Name == labels.ChartName && port.Name == "memcache" {
-				return port.ContainerPort
-			}
-		}
-	}
-	return memcachedPort
-}
-
 // observe turns the reads into status.stats and the two conditions, with each pod's previous
 // read for the rates.
 func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1.MemcachedStatus, reads []podRead) {
@@ -220,6 +215,7 @@ func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1
 	r.mu.Unlock()
 	sum := summarize(reads, prev, st.Stats)
 	if sum.stats == nil {
+		st.Stats = nil // figures nobody could read are not current
 		msg := fmt.Sprintf("no pod answered: %v", sum.firstErr)
 		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionUnknown, "StatsUnreadable", msg)
 		if sum.saturatedPods == 0 {
@@ -340,7 +336,7 @@ func summarize(reads []podRead, prev map[types.UID]operand.Stats, was *cachev1.M
 			started = t
 		}
 		saturated := cur.MaxConnections > 0 && cur.CurrConnections*100 >= saturatedPercent*cur.MaxConnections
-		if p, ok := prev[rd.pod.UID]; ok && p.Started().Equal(cur.Started()) && cur.Time > p.Time {
+		if p, ok := prev[rd.pod.UID]; ok && sameProcess(p, cur) {
 			out.measured = true
 			evicted := cur.Evictions - p.Evictions
 			evictRate += float64(evicted) / float64(cur.Time-p.Time)
@@ -378,6 +374,15 @@ func summarize(reads []podRead, prev map[types.UID]operand.Stats, was *cachev1.M
 	}
 	out.stats = s
 	return out
+}
+
+// sameProcess says whether cur is a later read of the memcached process that answered p, whose
+// counters have only grown since: a restarted process, or one whose counters a client reset
+// (`stats reset`), counts from zero, and its difference is no rate.
+func sameProcess(p, cur operand.Stats) bool {
+	return p.Started().Equal(cur.Started()) && cur.Time > p.Time &&
+		cur.GetHits >= p.GetHits && cur.GetMisses >= p.GetMisses && cur.Evictions >= p.Evictions &&
+		cur.RejectedConnections >= p.RejectedConnections && cur.ListenDisabled >= p.ListenDisabled
 }
 
 func ptrTo[T any](v T) *T { return &v }

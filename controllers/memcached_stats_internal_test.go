@@ -88,6 +88,13 @@ func TestSummarize(t *testing.T) {
 		prev: map[types.UID]operand.Stats{"a": base},
 		hit:  nil,
 	}, {
+		name: "counters a client reset (stats reset): no rate, the last figures stay",
+		reads: []podRead{{pod: pod("a"), stats: later(30, func(s *operand.Stats) {
+			s.Evictions, s.GetHits, s.GetMisses = 0, 1, 0
+		})}},
+		prev: map[types.UID]operand.Stats{"a": base}, was: was,
+		hit: ptrTo(int32(42)), evictions: ptrTo(int64(1500)),
+	}, {
 		name: "connections refused in the interval",
 		reads: []podRead{{pod: pod("a"), stats: later(30, func(s *operand.Stats) { s.RejectedConnections = 3 })},
 			{pod: pod("b"), err: operand.ErrTooManyConnections}},

@@ -45,11 +45,11 @@ import (
 // its IP and port, and reads what the operator reports from it.
 var _ = Describe("Memcached stats", func() {
 	It("reports memcached's own figures, and MemoryPressure with Events while it evicts", func(ctx SpecContext) {
-		port := startMemcached(2) // 2 MiB of item memory: a little load evicts
+		host := startMemcached(2) // 2 MiB of item memory: a little load evicts
 		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "stats"}
 		createMemcached(ctx, key, "  replicaCount: 1\n")
 		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
-		memcachedPod(ctx, key, "stats-0", port, true)
+		memcachedPod(ctx, key, "stats-0", host, true)
 
 		By("reporting the pod's figures in status, and no pressure once two reads tell")
 		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("Stats", And(
@@ -66,7 +66,7 @@ var _ = Describe("Memcached stats", func() {
 			HaveField("Status", metav1.ConditionFalse))
 
 		By("turning MemoryPressure True, with a Warning Event, while a load overfills the cache")
-		stop := overfill(port)
+		stop := overfill(host)
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionMemoryPressure), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "Evicting"),
 			HaveField("Message", ContainSubstring("raise memcached.maxMemoryMB"))))
@@ -101,15 +101,15 @@ var _ = Describe("Memcached stats", func() {
 	})
 
 	It("reports ConnectionsSaturated while a pod is near its maxConnections", func(ctx SpecContext) {
-		port := startMemcached(64) // maxConnections 1024
+		host := startMemcached(64) // maxConnections 1024
 		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "busy"}
 		createMemcached(ctx, key, "  replicaCount: 1\n")
 		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
-		memcachedPod(ctx, key, "busy-0", port, true)
+		memcachedPod(ctx, key, "busy-0", host, true)
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionConnectionsSaturated), timeout, interval).Should(
 			HaveField("Status", metav1.ConditionFalse))
 
-		conns := openConnections(port, 930) // with the operator's read: 931 of 1024, above 90%
+		conns := openConnections(host, 930) // with the operator's read: 931 of 1024, above 90%
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionConnectionsSaturated), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "NearMaxConnections")))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.ConditionConnectionsSaturated))
@@ -121,65 +121,78 @@ var _ = Describe("Memcached stats", func() {
 	})
 
 	It("never reads a pod it did not make, and gives up on one that is not memcached", func(ctx SpecContext) {
-		port := startMemcached(64)
+		host := startMemcached(64)
 		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "guarded"}
 		createMemcached(ctx, key, "  replicaCount: 1\n")
 		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
 
 		By("ignoring a ready pod a tenant labelled like the release's, without its ReplicaSet")
-		memcachedPod(ctx, key, "guarded-lookalike", port, false)
+		memcachedPod(ctx, key, "guarded-lookalike", host, false)
 		Consistently(memcachedStatus(ctx, key), 3*time.Second, interval).Should(HaveField("Stats", BeNil()))
 
-		By("reporting StatsUnreadable for a pod that answers garbage without end")
+		By("ignoring a pod on its node's network, whose IP is the node's")
+		memcachedPod(ctx, key, "guarded-hostnetwork", host, true, func(p *corev1.Pod) { p.Spec.HostNetwork = true })
+		Consistently(memcachedStatus(ctx, key), 3*time.Second, interval).Should(HaveField("Stats", BeNil()))
+
+		By("reporting StatsUnreadable for a pod that answers garbage without end, and none of its bytes")
 		garbage := endlessTalker()
 		memcachedPod(ctx, key, "guarded-0", garbage, true)
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionMemoryPressure), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionUnknown), HaveField("Reason", "StatsUnreadable"),
-			HaveField("Message", ContainSubstring("not a memcached stats reply"))))
+			HaveField("Message", And(ContainSubstring("not a memcached stats reply"), Not(ContainSubstring("HTTP"))))))
 		Eventually(func() map[string]float64 { return operandSeries(key) }, timeout, interval).Should(
 			HaveKeyWithValue("memcached_operator_operand_stats_read_errors_total", BeNumerically(">=", 1)))
 	})
 })
 
-// startMemcached runs memcached on a free loopback port with memoryMB of item memory and extra
-// flags, until the spec ends, and returns its port.
-func startMemcached(memoryMB int, flags ...string) int32 {
+// loopbackHosts hands out addresses of the loopback network (127.0.0.0/8), one per memcached a
+// spec starts: the operator reads every pod at the same port, statsPort, as at the chart's 11211.
+var loopbackHosts atomic.Int32
+
+func nextLoopbackHost() string { return fmt.Sprintf("127.0.1.%d", loopbackHosts.Add(1)) }
+
+// startMemcached runs memcached at statsPort of a loopback address of its own, with memoryMB of
+// item memory and extra flags, until the spec ends, and returns that address.
+func startMemcached(memoryMB int, flags ...string) string {
 	bin, err := exec.LookPath("memcached")
 	Expect(err).NotTo(HaveOccurred(), "the stats specs run a real memcached: apt-get install memcached (hack/packages.txt)")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	port := l.Addr().(*net.TCPAddr).Port
-	Expect(l.Close()).To(Succeed())
-	args := append([]string{"-l", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "0", "-m", strconv.Itoa(memoryMB), "-u", "nobody"}, flags...)
+	host := nextLoopbackHost()
+	args := append([]string{"-l", host, "-p", strconv.Itoa(statsPort), "-U", "0", "-m", strconv.Itoa(memoryMB), "-u", "nobody"}, flags...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
 	Expect(cmd.Start()).To(Succeed())
 	DeferCleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	Eventually(func() error {
-		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		c, err := net.Dial("tcp", statsAddr(host))
 		if err == nil {
 			_ = c.Close()
 		}
 		return err
 	}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
-	return int32(port)
+	return host
 }
 
+func statsAddr(host string) string { return net.JoinHostPort(host, strconv.Itoa(statsPort)) }
+
 // memcachedPod makes the pod the release's ReplicaSet would (madeByReplicaSet), or one that only
-// carries its labels, serving at 127.0.0.1:port, and marks it ready.
-func memcachedPod(ctx context.Context, key types.NamespacedName, name string, port int32, madeByReplicaSet bool) {
+// carries its labels, with the IP host, and marks it ready. Its spec names another port, as a
+// tenant may write: the operator reads statsPort all the same.
+func memcachedPod(ctx context.Context, key types.NamespacedName, name, host string, madeByReplicaSet bool, edits ...func(*corev1.Pod)) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: key.Namespace, Labels: map[string]string{
 			labels.Name: labels.ChartName, labels.Instance: key.Name, labels.PartOf: labels.Operator}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: relatedImage,
-			Ports: []corev1.ContainerPort{{Name: "memcache", ContainerPort: port}}}}},
+			Ports: []corev1.ContainerPort{{Name: "memcache", ContainerPort: 6443}}}}},
 	}
 	if madeByReplicaSet {
 		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: key.Name + "-5d4f8",
-			UID: types.UID("00000000-0000-0000-0000-" + fmt.Sprintf("%012d", port)), Controller: ptr.To(true)}}
+			UID: types.UID("00000000-0000-0000-0000-000000000001"), Controller: ptr.To(true)}}
+	}
+	for _, edit := range edits {
+		edit(pod)
 	}
 	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "127.0.0.1", PodIPs: []corev1.PodIP{{IP: "127.0.0.1"}}}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: host, PodIPs: []corev1.PodIP{{IP: host}}}
 	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
 	setPodReady(ctx, key.Namespace, name, true)
 }
@@ -198,8 +211,8 @@ func setPodReady(ctx context.Context, ns, name string, ready bool) {
 }
 
 // overfill stores 4 KB items under ever new keys until the returned stop is called.
-func overfill(port int32) (stop func()) {
-	conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+func overfill(host string) (stop func()) {
+	conn, err := net.Dial("tcp", statsAddr(host))
 	Expect(err).NotTo(HaveOccurred())
 	var stopped atomic.Bool
 	done := make(chan struct{})
@@ -225,10 +238,10 @@ func overfill(port int32) (stop func()) {
 }
 
 // openConnections opens n idle client connections, which the caller closes.
-func openConnections(port int32, n int) []net.Conn {
+func openConnections(host string, n int) []net.Conn {
 	var conns []net.Conn
 	for range n {
-		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+		c, err := net.Dial("tcp", statsAddr(host))
 		Expect(err).NotTo(HaveOccurred())
 		conns = append(conns, c)
 	}
@@ -240,10 +253,11 @@ func openConnections(port int32, n int) []net.Conn {
 	return conns
 }
 
-// endlessTalker serves, until the spec ends, a TCP port that answers every connection with
-// lines that are not memcached's, without end, and returns the port.
-func endlessTalker() int32 {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// endlessTalker serves, until the spec ends, statsPort of a loopback address of its own, answering
+// every connection with lines that are not memcached's, without end, and returns the address.
+func endlessTalker() string {
+	host := nextLoopbackHost()
+	l, err := net.Listen("tcp", statsAddr(host))
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(l.Close)
 	go func() {
@@ -262,7 +276,7 @@ func endlessTalker() int32 {
 			}()
 		}
 	}()
-	return int32(l.Addr().(*net.TCPAddr).Port)
+	return host
 }
 
 // operandSeries are the values of the operand metrics of the Memcached key, by name.
@@ -275,7 +289,7 @@ func operandSeries(key types.NamespacedName) map[string]float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if label(m, "namespace") == key.Namespace && label(m, "memcached") == key.Name {
+			if label(m, "memcached_namespace") == key.Namespace && label(m, "memcached") == key.Name {
 				out[f.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
 			}
 		}

@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,7 +35,8 @@ import (
 // docs/monitoring.md lists them; the alerts in config/prometheus use them.
 
 // operandMetrics are memcached's figures as the stats controller last read them, one series per
-// Memcached (labels namespace and memcached), removed when it is gone or has no ready pod.
+// Memcached (labels memcached_namespace and memcached: a scrape sets namespace to the operator's),
+// removed when it is gone, has no ready pod, or none answered.
 var operandMetrics = newOperandGauges()
 
 type operandGauges struct {
@@ -43,7 +45,7 @@ type operandGauges struct {
 }
 
 func newOperandGauges() *operandGauges {
-	by := []string{"namespace", "memcached"}
+	by := []string{"memcached_namespace", "memcached"}
 	gauge := func(name, help string) *prometheus.GaugeVec {
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "memcached_operator", Subsystem: "operand", Name: name, Help: help}, by)
 		crmetrics.Registry.MustRegister(g)
@@ -67,13 +69,14 @@ func newOperandGauges() *operandGauges {
 // set publishes a Memcached's figures (nil: none this round, the last ones stay) and counts
 // the reads that failed.
 func (m *operandGauges) set(key types.NamespacedName, s *cachev1.MemcachedStats, reads []podRead) {
-	l := prometheus.Labels{"namespace": key.Namespace, "memcached": key.Name}
+	l := labelsOf(key)
 	for _, rd := range reads {
 		if rd.err != nil {
 			m.readErrors.With(l).Inc()
 		}
 	}
 	if s == nil {
+		m.forgetFigures(l)
 		return
 	}
 	m.pods.With(l).Set(float64(s.Pods))
@@ -91,11 +94,19 @@ func (m *operandGauges) set(key types.NamespacedName, s *cachev1.MemcachedStats,
 
 // forget removes a Memcached's series.
 func (m *operandGauges) forget(key types.NamespacedName) {
-	l := prometheus.Labels{"namespace": key.Namespace, "memcached": key.Name}
+	m.forgetFigures(labelsOf(key))
+	m.readErrors.Delete(labelsOf(key))
+}
+
+// forgetFigures removes a Memcached's figures (not its count of failed reads).
+func (m *operandGauges) forgetFigures(l prometheus.Labels) {
 	for _, g := range []*prometheus.GaugeVec{m.pods, m.hitRatio, m.evictions, m.memUsed, m.memLimit, m.conns, m.maxConns} {
 		g.Delete(l)
 	}
-	m.readErrors.Delete(l)
+}
+
+func labelsOf(key types.NamespacedName) prometheus.Labels {
+	return prometheus.Labels{"memcached_namespace": key.Namespace, "memcached": key.Name}
 }
 
 // Release states of memcached_operator_releases.
@@ -117,10 +128,12 @@ type releaseStates struct{ reader client.Reader }
 func (releaseStates) Describe(ch chan<- *prometheus.Desc) { ch <- releasesDesc }
 
 func (c releaseStates) Collect(ch chan<- prometheus.Metric) {
+	// The cache's List waits for its first sync: a scrape before then gets no count rather
+	// than a hung request, and no invalid metric, which would fail the whole scrape.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	list := &cachev1.MemcachedList{}
-	if err := c.reader.List(context.Background(), list); err != nil {
-		// Before the cache syncs (and on a standby waiting for the leader lock) there is nothing
-		// to count yet; an invalid metric would fail the whole scrape.
+	if err := c.reader.List(ctx, list); err != nil {
 		ctrl.Log.WithName("metrics").V(1).Info("releases not counted", "error", err.Error())
 		return
 	}

@@ -62,6 +62,9 @@ type Config struct {
 	RetireDelay time.Duration
 	// StatsInterval is how often the stats of each Memcached's ready pods are read (0: never).
 	StatsInterval time.Duration
+	// StatsPort is memcached's port in the pods (0: the chart's, 11211); tests serve several
+	// memcacheds on one machine.
+	StatsPort int32
 	// Live is the operator's one uncached client, for what the manager's cache does not hold
 	// (main shares it with the leader lock); nil: Setup makes one.
 	Live client.Client
@@ -139,7 +142,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 
 	if cfg.StatsInterval > 0 {
 		stats := &MemcachedStatsReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-stats-controller"),
-			Interval: cfg.StatsInterval, Workers: cfg.Helm.Workers}
+			Interval: cfg.StatsInterval, Workers: cfg.Helm.Workers, Port: cfg.StatsPort}
 		if err := stats.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up the Memcached stats controller: %w", err)
 		}

@@ -64,6 +64,8 @@ const (
 	retireDelay = 2 * time.Second
 	// statsInterval is short so the stats specs see a few reads quickly.
 	statsInterval = time.Second
+	// statsPort is where the stats specs' memcacheds listen, each on a loopback address of its own.
+	statsPort = 21211
 	// capabilitiesTTL is short: the capabilities test waits for a refresh.
 	capabilitiesTTL = 5 * time.Second
 )
@@ -150,6 +152,7 @@ var _ = BeforeSuite(func() {
 			CapabilitiesTTL: capabilitiesTTL},
 		RetireDelay:       retireDelay,
 		StatsInterval:     statsInterval,
+		StatsPort:         statsPort,
 		MayRecoverPending: recovery.mayRecover,
 	})).To(Succeed())
 	go func() {

@@ -107,7 +107,8 @@ func ParseStats(r io.Reader) (Stats, error) {
 		}
 		parts := strings.Fields(line)
 		if len(parts) != 3 || parts[0] != "STAT" {
-			return Stats{}, fmt.Errorf("not a memcached stats reply: %.80q", line)
+			// What answered goes no further: the error reaches the CR's status.
+			return Stats{}, errors.New("not a memcached stats reply")
 		}
 		var err error
 		if p, ok := fields[parts[1]]; ok {

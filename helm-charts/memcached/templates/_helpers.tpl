@@ -117,3 +117,9 @@ matchExpressions:
 {{- "monitoring" }}
 {{- end }}
 {{- end }}
+
+{{/* Labels of every alert of a release: which Memcached it is about. */}}
+{{- define "memcached.alertLabels" -}}
+namespace: {{ .Release.Namespace | quote }}
+memcached: {{ .Release.Name | quote }}
+{{- end }}

@@ -66,13 +66,6 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		}
 		return rel, err
 	}
-	rel, err := c.upgrade(name, namespace, chrt, vals, opts)
-	return rel, countOperation("upgrade", err)
-}
-
-// upgrade is a real upgrade.
-func (c *actionClient) upgrade(name, namespace string, chrt *chart.Chart, vals map[string]any, opts []helmclient.UpgradeOption) (*release.Release, error) {
-	key := types.NamespacedName{Namespace: namespace, Name: name}
 	last, err := c.lastRelease(name)
 	if err != nil {
 		return nil, fmt.Errorf("read release %s: %w", name, err)
@@ -99,10 +92,12 @@ func (c *actionClient) upgrade(name, namespace string, chrt *chart.Chart, vals m
 		return nil, err
 	}
 	if err := c.replaceDeployments(target, namespace, to); err != nil {
+		countOperation("upgrade", err)
 		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "UpgradeFailed", "UpgradeRelease", "Upgrade of release %s to chart %s: %v", name, to, err)
 		return nil, err
 	}
 	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
+	countOperation("upgrade", err)
 	if err != nil {
 		if dropped, derr := c.dropForeignConflict(rel, err); dropped {
 			err = derr // the deployed revision stays the last: nothing to back off from
@@ -122,15 +117,11 @@ func (c *actionClient) upgrade(name, namespace string, chrt *chart.Chart, vals m
 
 // Install installs a release.
 func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]any, opts ...helmclient.InstallOption) (*release.Release, error) {
-	rel, err := c.install(name, namespace, chrt, vals, opts)
-	return rel, countOperation("install", err)
-}
-
-func (c *actionClient) install(name, namespace string, chrt *chart.Chart, vals map[string]any, opts []helmclient.InstallOption) (*release.Release, error) {
 	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
 	if errors.Is(err, driver.ErrReleaseExists) {
-		return rel, c.takeOver(name)
+		return rel, c.takeOver(name) // no install: a release of this name exists
 	}
+	countOperation("install", err)
 	if err != nil {
 		if dropped, derr := c.dropForeignConflict(rel, err); dropped {
 			return rel, derr
@@ -190,7 +181,8 @@ func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return resp, err // nothing was uninstalled (the library calls this for a CR without a release too)
 	}
-	return resp, countOperation("uninstall", err)
+	countOperation("uninstall", err)
+	return resp, err
 }
 
 // lastRelease is the newest revision of release name: the one Get returned, as the library reads
