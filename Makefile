@@ -38,8 +38,10 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 HELM ?= $(LOCALBIN)/helm
 STATICCHECK ?= $(LOCALBIN)/staticcheck
-# promtool, from Prometheus's Go module (hack/prometheus/go.mod): tests the shipped alert rules.
+# promtool and Prometheus, from Prometheus's Go module (hack/prometheus/go.mod): promtool tests the
+# shipped alert rules in make test; the e2e's Prometheus scrapes the operator and the exporters.
 PROMTOOL ?= $(LOCALBIN)/promtool
+PROMETHEUS ?= $(LOCALBIN)/prometheus
 
 # The Kubernetes version is pinned in hack/kube/go.mod, and only there.
 KUBE_VERSION := $(shell cd hack/kube && go list -m -f '{{.Version}}' k8s.io/kubernetes)
@@ -141,7 +143,7 @@ FLOOR_TEST_PACKAGES = ./controllers/ ./tests/integration/ ./internal/leader/
 E2E_LOG ?= $(LOCALBIN)/e2e.log
 
 .PHONY: test-e2e
-test-e2e: host-packages cluster-binaries cluster-tool olm-binaries olmv1-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) ## End-to-end suites on the local cluster with OLM v0 and v1 (root); always tears the cluster down. E2E_ARGS='-ginkgo.focus=...' picks specs.
+test-e2e: host-packages cluster-binaries cluster-tool olm-binaries olmv1-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) $(PROMETHEUS) ## End-to-end suites on the local cluster with OLM v0 and v1 and a real Prometheus (root); always tears the cluster down. E2E_ARGS='-ginkgo.focus=...' picks specs.
 	status=0; rm -f $(E2E_LOG); \
 	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && \
 	  $(MAKE) --no-print-directory olm-install olmv1-install e2e-olm-images e2e-release-images && \
@@ -150,7 +152,7 @@ test-e2e: host-packages cluster-binaries cluster-tool olm-binaries olmv1-binarie
 	    E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
 	    E2E_BUNDLE_IMG=$(E2E_BUNDLE_IMG) E2E_CATALOG_IMG=$(E2E_CATALOG_IMG) \
 	    E2E_VERSION=$(VERSION) E2E_OLDEST_VERSION=$(OLDEST_VERSION) E2E_PREVIOUS_VERSION=$(PREVIOUS_VERSION) E2E_PREVIOUS_BUNDLE_IMG=$(E2E_IMAGE_TAG_BASE)-bundle:v$(PREVIOUS_VERSION) \
-	    E2E_INDEX_IMG=localhost:5000/opm:$(OPM_VERSION) E2E_BUSYBOX_IMG=localhost:5000/busybox:stable \
+	    E2E_INDEX_IMG=localhost:5000/opm:$(OPM_VERSION) E2E_BUSYBOX_IMG=localhost:5000/busybox:stable E2E_PROMETHEUS=$(PROMETHEUS) \
 	    go test -tags e2e ./tests/e2e -count=1 -timeout 60m -v -ginkgo.v $(E2E_ARGS) 2>&1 | tee $(E2E_LOG) || status=$$?; \
 	  $(CLUSTER_TOOL) down $(CLUSTER_FLAGS) || status=1; \
 	  if [ $$status -ne 0 ]; then \
@@ -503,6 +505,8 @@ $(STATICCHECK): hack/tools/go.mod
 	cd hack/tools && go build -o $@ honnef.co/go/tools/cmd/staticcheck
 $(PROMTOOL): hack/prometheus/go.mod
 	cd hack/prometheus && CGO_ENABLED=0 go build -o $@ github.com/prometheus/prometheus/cmd/promtool
+$(PROMETHEUS): hack/prometheus/go.mod
+	cd hack/prometheus && CGO_ENABLED=0 go build -o $@ github.com/prometheus/prometheus/cmd/prometheus
 
 .PHONY: envtest
 envtest: $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/etcd ## Build kube-apiserver and etcd for envtest into bin/k8s/<version>.

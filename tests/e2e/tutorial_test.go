@@ -49,9 +49,14 @@ const (
 
 // runningPods returns the names of the Running, ready, not terminating pods with these labels.
 func runningPods(selector map[string]string) func(g Gomega) []string {
+	return runningPodsIn(e2eNamespace, selector)
+}
+
+// runningPodsIn is runningPods in namespace ns.
+func runningPodsIn(ns string, selector map[string]string) func(g Gomega) []string {
 	return func(g Gomega) []string {
 		pods := &corev1.PodList{}
-		g.Expect(k8s.List(ctx(), pods, client.InNamespace(e2eNamespace), client.MatchingLabels(selector))).To(Succeed())
+		g.Expect(k8s.List(ctx(), pods, client.InNamespace(ns), client.MatchingLabels(selector))).To(Succeed())
 		var names []string
 		for _, p := range pods.Items {
 			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
@@ -370,6 +375,8 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 		kubectl("-n", ns, "patch", "memcached", mcName, "--type=merge", "-p", `{"spec":{"image":null}}`)
 		Eventually(progressing, timeout, poll).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "Complete")))
 	})
+
+	It("proves its monitoring against a real Prometheus: a cache overfilled shows in status, Events, metrics and alerts, and clears", proveMonitoring)
 
 	It("leaves no operator objects after make undeploy, and with CRs present removes them and their releases first", func() {
 		ns := "memcached-left"

@@ -52,6 +52,7 @@ func main() {
 	duration := flag.Duration("duration", 0, "keep probing this long (until SIGTERM if 0 and -keys is 0)")
 	interval := flag.Duration("interval", 50*time.Millisecond, "pause between probes")
 	linger := flag.Duration("linger", 0, "after the report, stay up this long")
+	valueSize := flag.Int("value-size", 0, "probe with values of this many bytes under ever new keys, which fills the cache until it evicts (0: small values under 1000 keys)")
 	waitReady := flag.Duration("wait-ready", 0, "before probing, wait this long at most for a first served request, uncounted (a new Service is routed only once kube-proxy has synced it)")
 	flag.Parse()
 	if *addr == "" {
@@ -64,7 +65,7 @@ func main() {
 	if *keys > 0 {
 		res = fixedKeys(*addr, *keys)
 	} else {
-		res = probe(*addr, *duration, *interval)
+		res = probe(*addr, *duration, *interval, *valueSize)
 	}
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
@@ -102,7 +103,7 @@ func awaitServed(addr string, wait, interval time.Duration) {
 	}
 }
 
-func probe(addr string, duration, interval time.Duration) result {
+func probe(addr string, duration, interval time.Duration, valueSize int) result {
 	var res result
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
@@ -119,7 +120,11 @@ func probe(addr string, duration, interval time.Duration) result {
 			return res
 		default:
 		}
-		err := setGet(addr, fmt.Sprintf("live-%d", i%1000), fmt.Sprintf("v%d", i))
+		key, value := fmt.Sprintf("live-%d", i%1000), fmt.Sprintf("v%d", i)
+		if valueSize > 0 {
+			key, value = fmt.Sprintf("fill-%d", i), strings.Repeat("x", valueSize)
+		}
+		err := setGet(addr, key, value)
 		res.record(err)
 		now := time.Now()
 		if err == nil {
