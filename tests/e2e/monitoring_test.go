@@ -56,7 +56,9 @@ func proveMonitoring() {
 
 	By("serving the Prometheus Operator's kinds, and creating a Memcached with its alerts on")
 	kubectl("apply", "-f", "tests/e2e/testdata/monitoring-crds.yaml")
-	DeferCleanup(func() { _, _ = kubectlOut("delete", "-f", "tests/e2e/testdata/monitoring-crds.yaml", "--ignore-not-found") })
+	DeferCleanup(func() {
+		_, _ = kubectlOut("delete", "-f", "tests/e2e/testdata/monitoring-crds.yaml", "--ignore-not-found")
+	})
 	kubectl("create", "namespace", ns)
 	DeferCleanup(deleteNamespace, ns)
 	Expect(k8s.Create(ctx(), &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name},
@@ -90,7 +92,9 @@ func proveMonitoring() {
 	// The operator's metrics endpoint authorizes each scrape: a token of an account that may read it.
 	kubectl("-n", ns, "create", "serviceaccount", "prometheus")
 	kubectl("create", "clusterrolebinding", "memcached-e2e-prometheus", "--clusterrole=memcached-operator-metrics-reader", "--serviceaccount="+ns+":prometheus")
-	DeferCleanup(func() { _, _ = kubectlOut("delete", "clusterrolebinding", "memcached-e2e-prometheus", "--ignore-not-found") })
+	DeferCleanup(func() {
+		_, _ = kubectlOut("delete", "clusterrolebinding", "memcached-e2e-prometheus", "--ignore-not-found")
+	})
 	token := strings.TrimSpace(kubectl("-n", ns, "create", "token", "prometheus", "--duration=1h"))
 	Expect(os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600)).To(Succeed())
 	Expect(os.WriteFile(filepath.Join(dir, "prometheus.yaml"), []byte(prometheusConfig(ns, job)), 0o644)).To(Succeed())
@@ -218,7 +222,9 @@ func promAPI(g Gomega, api, path string, query url.Values, data any) {
 
 // promQuery returns the series of an instant query, each as its labels.
 func promQuery(g Gomega, api, expr string) []string {
-	var data struct{ Result []struct{ Metric map[string]string } }
+	var data struct {
+		Result []struct{ Metric map[string]string }
+	}
 	promAPI(g, api, "/api/v1/query", url.Values{"query": {expr}}, &data)
 	var out []string
 	for _, r := range data.Result {
