@@ -437,7 +437,7 @@ type MetricsSpec struct {
 	// prometheusRule creates a Prometheus Operator PrometheusRule with this memcached's alerts,
 	// each with a runbook (docs/runbooks); they read the exporter's metrics as the ServiceMonitor
 	// has Prometheus scrape them, so it needs metrics.enabled (the release fails without, saying
-	// so). Added in 1.2.0, without a schema default: the chart of an earlier operator, which may
+	// so). Added after 1.1.0, without a schema default: the chart of an earlier operator, which may
 	// still run while OLM upgrades it, refuses values it does not know; values.yaml has the defaults.
 	// +optional
 	PrometheusRule *PrometheusRuleSpec `json:"prometheusRule,omitempty"`

@@ -28,10 +28,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,10 +57,13 @@ func proveMonitoring() {
 	const job = "cache-memcached" // the Service's name, the ServiceMonitor's job
 
 	By("serving the Prometheus Operator's kinds, and creating a Memcached with its alerts on")
-	kubectl("apply", "-f", "tests/e2e/testdata/monitoring-crds.yaml")
-	DeferCleanup(func() {
-		_, _ = kubectlOut("delete", "-f", "tests/e2e/testdata/monitoring-crds.yaml", "--ignore-not-found")
-	})
+	// A cluster with the Prometheus Operator keeps its own CRDs, and its objects.
+	if _, err := kubectlOut("get", "crd", "servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"); err != nil {
+		kubectl("apply", "-f", "tests/e2e/testdata/monitoring-crds.yaml")
+		DeferCleanup(func() {
+			_, _ = kubectlOut("delete", "-f", "tests/e2e/testdata/monitoring-crds.yaml", "--ignore-not-found")
+		})
+	}
 	kubectl("create", "namespace", ns)
 	DeferCleanup(deleteNamespace, ns)
 	Expect(k8s.Create(ctx(), &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name},
@@ -91,14 +96,50 @@ func proveMonitoring() {
 	writeRuleFile(filepath.Join(dir, "operator-rules.yaml"), operatorRules)
 	// The operator's metrics endpoint authorizes each scrape: a token of an account that may read it.
 	kubectl("-n", ns, "create", "serviceaccount", "prometheus")
+	_, _ = kubectlOut("delete", "clusterrolebinding", "memcached-e2e-prometheus", "--ignore-not-found") // an aborted run's
 	kubectl("create", "clusterrolebinding", "memcached-e2e-prometheus", "--clusterrole=memcached-operator-metrics-reader", "--serviceaccount="+ns+":prometheus")
 	DeferCleanup(func() {
 		_, _ = kubectlOut("delete", "clusterrolebinding", "memcached-e2e-prometheus", "--ignore-not-found")
 	})
 	token := strings.TrimSpace(kubectl("-n", ns, "create", "token", "prometheus", "--duration=1h"))
 	Expect(os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600)).To(Succeed())
-	Expect(os.WriteFile(filepath.Join(dir, "prometheus.yaml"), []byte(prometheusConfig(ns, job)), 0o644)).To(Succeed())
+	// Prometheus scrapes what the chart's ServiceMonitor names: its Service, by the selector, at
+	// its port.
+	monitor := &unstructured.Unstructured{}
+	monitor.SetAPIVersion("monitoring.coreos.com/v1")
+	monitor.SetKind("ServiceMonitor")
+	Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: job}, monitor)).To(Succeed())
+	selector, _, _ := unstructured.NestedStringMap(monitor.Object, "spec", "selector", "matchLabels")
+	endpoints, _, _ := unstructured.NestedSlice(monitor.Object, "spec", "endpoints")
+	Expect(selector).NotTo(BeEmpty())
+	Expect(endpoints).To(HaveLen(1))
+	port, _ := endpoints[0].(map[string]any)["port"].(string)
+	svc := &corev1.Service{}
+	Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: job}, svc)).To(Succeed())
+	for k, v := range selector {
+		Expect(svc.Labels).To(HaveKeyWithValue(k, v), "the ServiceMonitor selects the Service")
+	}
+	Expect(svc.Spec.Ports).To(ContainElement(HaveField("Name", port)), "the ServiceMonitor's port is the Service's")
+	Expect(os.WriteFile(filepath.Join(dir, "prometheus.yaml"), []byte(prometheusConfig(ns, svc.Name, port)), 0o644)).To(Succeed())
 	api := startPrometheus(prometheus, dir)
+	Eventually(func(g Gomega) []string {
+		var data struct {
+			Groups []struct {
+				Rules []struct{ Name, Health, LastError string }
+			}
+		}
+		promAPI(g, api, "/api/v1/rules", nil, &data)
+		var rules []string
+		for _, grp := range data.Groups {
+			for _, r := range grp.Rules {
+				rules = append(rules, r.Name+" "+r.Health+r.LastError)
+			}
+		}
+		return rules
+	}, time.Minute, poll).Should(ConsistOf(
+		"MemcachedDown ok", "MemcachedUnavailable ok", "MemcachedEvictionsSustained ok", "MemcachedConnectionsNearLimit ok",
+		"MemcachedHitRatioCollapsed ok", "MemcachedOperatorDown ok", "MemcachedOperatorReconcileErrors ok", "MemcachedReleaseFailed ok"),
+		"every shipped rule loads and evaluates without error")
 	Eventually(func(g Gomega) map[string]string {
 		var targets struct {
 			ActiveTargets []struct {
@@ -128,8 +169,8 @@ func proveMonitoring() {
 		return promQuery(g, api, fmt.Sprintf(`memcached_operator_operand_evictions_per_second{memcached_namespace=%q, memcached=%q} > 0`, ns, key.Name))
 	}, timeout, poll).ShouldNot(BeEmpty(), "the operator's gauge, as Prometheus scraped it")
 	Eventually(alertState(api, "MemcachedEvictionsSustained", ns), timeout, poll).Should(Equal("firing"))
-	Expect(alertState(api, "MemcachedDown", ns)()).To(BeEmpty(), "the pod serves all along")
-	Expect(alertState(api, "MemcachedOperatorDown", "")()).To(BeEmpty(), "the operator is scraped")
+	Expect(alertState(api, "MemcachedDown", ns)(Default)).To(BeEmpty(), "the pod serves all along")
+	Expect(alertState(api, "MemcachedOperatorDown", "")(Default)).To(BeEmpty(), "the operator is scraped")
 
 	By("stopping the load: MemoryPressure clears with its Event, and the alert resolves")
 	Expect(k8s.Delete(ctx(), load)).To(Succeed())
@@ -144,7 +185,7 @@ func proveMonitoring() {
 // prometheusConfig scrapes what the chart's ServiceMonitor names, labelled as the Prometheus
 // Operator labels it (namespace, job: the Service, pod), and the operator's metrics Service over
 // HTTPS with the token; every 5 seconds, with the rules evaluated as often.
-func prometheusConfig(ns, job string) string {
+func prometheusConfig(ns, service, port string) string {
 	sd := func(namespace string) string {
 		return fmt.Sprintf(`  kubernetes_sd_configs:
   - role: endpoints
@@ -165,7 +206,7 @@ func prometheusConfig(ns, job string) string {
 rule_files: [memcached-rules.yaml, operator-rules.yaml]
 scrape_configs:
 - job_name: memcached
-` + sd(ns) + relabel(job, "metrics") + `- job_name: operator
+` + sd(ns) + relabel(service, port) + `- job_name: operator
   scheme: https
   tls_config: {insecure_skip_verify: true}
   authorization: {credentials_file: token}
@@ -190,10 +231,11 @@ func startPrometheus(bin, dir string) string {
 		"--web.listen-address="+strings.TrimPrefix(api, "http://"), "--log.level=warn")
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // also when the suite dies
 	Expect(cmd.Start()).To(Succeed())
 	DeferCleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	Eventually(func() error {
-		resp, err := http.Get(api + "/-/ready")
+		resp, err := promClient.Get(api + "/-/ready")
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
@@ -205,9 +247,12 @@ func startPrometheus(bin, dir string) string {
 	return api
 }
 
+// promClient gives up on a request that hangs, so that Eventually tries again.
+var promClient = &http.Client{Timeout: 10 * time.Second}
+
 // promAPI reads a Prometheus API path into data.
 func promAPI(g Gomega, api, path string, query url.Values, data any) {
-	resp, err := http.Get(api + path + "?" + query.Encode())
+	resp, err := promClient.Get(api + path + "?" + query.Encode())
 	g.Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = resp.Body.Close() }()
 	var body struct {
@@ -234,15 +279,15 @@ func promQuery(g Gomega, api, expr string) []string {
 }
 
 // alertState is the state (pending, firing) of an alert of namespace ns ("": any), "" if none.
-func alertState(api, name, ns string) func() string {
-	return func() string {
+func alertState(api, name, ns string) func(g Gomega) string {
+	return func(g Gomega) string {
 		var data struct {
 			Alerts []struct {
 				Labels map[string]string
 				State  string
 			}
 		}
-		promAPI(Default, api, "/api/v1/alerts", nil, &data)
+		promAPI(g, api, "/api/v1/alerts", nil, &data)
 		for _, a := range data.Alerts {
 			if a.Labels["alertname"] == name && (ns == "" || a.Labels["namespace"] == ns) {
 				return a.State

@@ -21,13 +21,14 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// releaseOperations counts the installs, upgrades and uninstalls of releases that Helm ran, by
-// outcome: not the dry runs that render a release to compare it, nor an upgrade held back (a
-// back-off, a refused downgrade). memcached_operator_release_operations_total.
+// releaseOperations counts the installs, upgrades and uninstalls of releases that were tried, by
+// outcome: from the render of the chart on (a chart that refuses the values fails the operation),
+// not the dry runs that render a release to compare it, nor an upgrade held back before its
+// render (a back-off, a refused downgrade). memcached_operator_release_operations_total.
 var releaseOperations = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Namespace: "memcached_operator",
 	Name:      "release_operations_total",
-	Help:      "Helm release installs, upgrades and uninstalls, by operation and outcome (succeeded, failed).",
+	Help:      "Helm release installs, upgrades and uninstalls tried, by operation and outcome (succeeded, failed).",
 }, []string{"operation", "outcome"})
 
 func init() {

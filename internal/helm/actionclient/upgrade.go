@@ -85,6 +85,7 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 	}
 	target, err := c.render(name, namespace, chrt, vals, opts)
 	if err != nil {
+		countOperation("upgrade", err) // the chart refused the values or the cluster, as an install's render does
 		return nil, fmt.Errorf("render chart %s for release %s: %w", to, name, err)
 	}
 	// Helm patches the objects of the last release without asking who made them now.
