@@ -153,8 +153,8 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	return ctrl.Result{RequeueAfter: r.Interval}, nil
 }
 
-// readyPods are the Memcached's ready pods that its release's ReplicaSets made: a pod someone
-// else labelled alike is not read (it would report on another cache).
+// readyPods are the Memcached's ready pods: with the release's labels, made by a ReplicaSet (a bare
+// pod labelled alike is not read) and not on the host network (its IP would be the node's).
 func (r *MemcachedStatsReconciler) readyPods(ctx context.Context, mc *cachev1.Memcached) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
 	if err := r.List(ctx, list, client.InNamespace(mc.Namespace),
