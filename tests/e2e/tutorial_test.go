@@ -355,22 +355,10 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 		Expect(k8s.Create(ctx(), &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mcName},
 			Spec: cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](1),
 				Image: &cachev1.ImageSpec{Repository: "localhost:5000/e2e/no-such-image", Tag: "1.6.39"}}})).To(Succeed())
-		progressing := func(g Gomega) cachev1.HelmCondition {
-			mc := &cachev1.Memcached{}
-			g.Expect(k8s.Get(ctx(), key, mc)).To(Succeed())
-			for _, c := range mc.Status.Conditions {
-				if c.Type == "Progressing" {
-					return c
-				}
-			}
-			return cachev1.HelmCondition{}
-		}
+		progressing := func(g Gomega) cachev1.HelmCondition { return memcachedConditionOf(g, key, "Progressing") }
 		Eventually(progressing, time.Minute, poll).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "PodsFailing"),
 			HaveField("Message", MatchRegexp(`container memcached: (ErrImagePull|ImagePullBackOff): .*no-such-image`))))
-		Eventually(func() []string {
-			return strings.Fields(kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name="+mcName,
-				"-o", "jsonpath={.items[*].reason}"))
-		}, timeout, poll).Should(ContainElement("PodsFailing"))
+		Eventually(eventReasonsOf(ns, mcName), timeout, poll).Should(ContainElement("PodsFailing"))
 
 		kubectl("-n", ns, "patch", "memcached", mcName, "--type=merge", "-p", `{"spec":{"image":null}}`)
 		Eventually(progressing, timeout, poll).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "Complete")))
