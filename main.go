@@ -42,6 +42,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
+	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/leader"
 	"github.com/example/memcached-operator/internal/operand"
 )
@@ -82,6 +83,7 @@ func main() {
 	o.controllers.Namespace = os.Getenv("POD_NAMESPACE")
 	o.controllers.RelatedImage = os.Getenv(operand.RelatedImageEnv)
 	o.controllers.RelatedExporterImage = os.Getenv(operand.ExporterRelatedImageEnv)
+	o.controllers.Records = helm.NewRecords() // the cache keeps release records as metadata, their decoded form here
 	setMemoryLimit()
 	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
 		setupLog.Error(err, "operator stopped")
@@ -120,7 +122,7 @@ func run(ctx context.Context, o options) error {
 		Metrics:                metricsOpts,
 		HealthProbeBindAddress: o.probeAddr,
 		PprofBindAddress:       o.pprofAddr,
-		Cache:                  controllers.CacheOptions(o.controllers.WatchNamespaces),
+		Cache:                  controllers.CacheOptions(o.controllers.WatchNamespaces, o.controllers.Records),
 		Client:                 controllers.ClientOptions(),
 		// The Go side of Memcached writes the status of as many CRs as the Helm side installs.
 		Controller: config.Controller{MaxConcurrentReconciles: o.controllers.Helm.Workers},

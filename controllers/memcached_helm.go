@@ -43,8 +43,8 @@ import (
 
 // setupMemcachedHelm sets up the Helm side of Memcached (internal/helm) with this operator's
 // values translation: its image for CRs that name none (nil: the chart's own) and its namespace,
-// and the status conditions its Go side owns.
-func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, cfg Config, defaults OperatorValues, live client.Client) error {
+// the status conditions its Go side owns, and the Go side's first report.
+func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, cfg Config, defaults OperatorValues, live client.Client, firstReport helm.FirstReport) error {
 	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	return helm.Setup(ctx, mgr, w, helm.Options{
 		Translator:        ValuesTranslator(defaults, recorder),
@@ -54,5 +54,7 @@ func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, 
 		Live:              live,
 		MayRecoverPending: cfg.MayRecoverPending,
 		PartlyCached:      PartlyCachedKinds(),
+		FirstReport:       firstReport,
+		Records:           cfg.Records,
 	})
 }

@@ -26,6 +26,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -112,30 +115,26 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, err
 	}
 	installed := deploy != nil && revision > 0 && memcachedCondition(mc.Status, library.ConditionDeployed).Status == metav1.ConditionTrue
-	if wait := firstReportGrace - time.Since(mc.CreationTimestamp.Time); !installed && wait > 0 &&
+	if grace := firstReportGrace - time.Since(mc.CreationTimestamp.Time); !installed && grace > 0 &&
 		memcachedCondition(mc.Status, ConditionAvailable).Type == "" {
-		// The first install is in flight. The first report waits for the Helm side's status write
-		// that says it is deployed (deployedChanged brings us back): one write, with the
-		// revision, after that one, instead of a write per object Helm creates and a race with
-		// the Helm side's. An install that has not succeeded by then gets its report anyway.
-		return ctrl.Result{RequeueAfter: wait}, nil
+		// The first install is in flight. The first report goes with the Helm side's status
+		// write that says it is deployed (FirstReport), or, when that one could not carry it,
+		// right after it (deployedChanged brings us back): not a write per object Helm creates,
+		// nor a race with the Helm side's write. An install that has not succeeded by then gets
+		// its report anyway.
+		return ctrl.Result{RequeueAfter: grace}, nil
 	}
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(mc.Namespace),
-		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list pods of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
-	}
-	retiring, requeue, err := r.retireOldPods(ctx, mc, deploy, pods.Items)
+	pods, err := r.podsOf(ctx, mc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	st := mc.Status.DeepCopy()
-	observeOperand(st, deploy, retiring, podTrouble(pods.Items))
+	retiring, requeue, err := r.retireOldPods(ctx, mc, deploy, pods)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	st := operandStatus(mc, deploy, revision, retiring, pods)
 	if c := memcachedCondition(*st, ConditionProgressing); c.Reason == ReasonPodsFailing && memcachedCondition(mc.Status, ConditionProgressing).Reason != ReasonPodsFailing {
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, ReasonPodsFailing, "ObserveOperand", "%s", c.Message)
-	}
-	if revision > 0 {
-		st.DeployedRelease = &cachev1.HelmRelease{Name: mc.Name, Revision: revision}
 	}
 	if equality.Semantic.DeepEqual(*st, mc.Status) {
 		return ctrl.Result{RequeueAfter: requeue}, nil
@@ -150,18 +149,87 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
+// FirstReport is the Go side's first report, carried by the Helm side's status write that says
+// the first install succeeded (helm.Options.FirstReport): one status write for both sides instead
+// of two. It is what Reconcile would write next. It is nil when Reconcile has more to do than
+// report: when the cache does not show the install's Deployment and deployed record within
+// firstReportWait, when pods of an earlier release are up, or when a pod is failing (Reconcile's
+// Event goes with that report).
+func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstructured.Unstructured) (map[string]any, error) {
+	mc := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: cr.GetNamespace(), Name: cr.GetName(), UID: cr.GetUID()}}
+	if status, ok := cr.Object["status"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(status, &mc.Status); err != nil {
+			return nil, fmt.Errorf("read the status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
+		}
+	}
+	var deploy *appsv1.Deployment
+	var revision int32
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, firstReportWait, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if deploy, err = r.deploymentOf(ctx, mc); err != nil || deploy == nil {
+			return false, err
+		}
+		revision, err = helm.DeployedRevision(ctx, r.Client, mc.Namespace, mc.Name)
+		return revision > 0, err
+	})
+	if wait.Interrupted(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	pods, err := r.podsOf(ctx, mc)
+	if err != nil || len(earlierReleasePods(pods)) > 0 || podTrouble(pods) != "" {
+		return nil, err
+	}
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(operandStatus(mc, deploy, revision, 0, pods))
+}
+
+// firstReportWait is how long FirstReport waits for the cache to show what the install made a
+// moment ago (watch events come a few milliseconds after the writes).
+const firstReportWait = time.Second
+
+// operandStatus is mc's status with the Go side's part as the operand is: the release's
+// Deployment (nil: none), its deployed revision (0: none yet), the number of pods of an earlier
+// release still up, and the release's pods.
+func operandStatus(mc *cachev1.Memcached, deploy *appsv1.Deployment, revision int32, retiring int, pods []corev1.Pod) *cachev1.MemcachedStatus {
+	st := mc.Status.DeepCopy()
+	observeOperand(st, deploy, retiring, podTrouble(pods))
+	if revision > 0 {
+		st.DeployedRelease = &cachev1.HelmRelease{Name: mc.Name, Revision: revision}
+	}
+	return st
+}
+
+// podsOf lists the pods that carry the release's labels.
+func (r *MemcachedOperandReconciler) podsOf(ctx context.Context, mc *cachev1.Memcached) ([]corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(mc.Namespace),
+		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name}); err != nil {
+		return nil, fmt.Errorf("list pods of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
+	}
+	return pods.Items, nil
+}
+
+// earlierReleasePods are the release's pods that no controller owns: an earlier release's, left
+// running when its Deployment was replaced. (The chart's pods carry part-of; a bare pod someone
+// else labelled alike is not ours.)
+func earlierReleasePods(pods []corev1.Pod) []*corev1.Pod {
+	var old []*corev1.Pod
+	for i := range pods {
+		if p := &pods[i]; metav1.GetControllerOf(p) == nil && p.DeletionTimestamp == nil && p.Labels[labels.PartOf] == labels.Operator {
+			old = append(old, p)
+		}
+	}
+	return old
+}
+
 // retireOldPods moves the pods of the release that no controller owns (an earlier release's,
 // left running when its Deployment was replaced) out of service once the Deployment has all its
 // new pods available: first out of the Service, then, RetireDelay later, deleted. It returns how
 // many such pods are left and when to look again.
 func (r *MemcachedOperandReconciler) retireOldPods(ctx context.Context, mc *cachev1.Memcached, deploy *appsv1.Deployment, pods []corev1.Pod) (int, time.Duration, error) {
-	var old []*corev1.Pod
-	for i := range pods {
-		// The chart's pods carry part-of; a bare pod someone else labelled alike is not ours.
-		if p := &pods[i]; metav1.GetControllerOf(p) == nil && p.DeletionTimestamp == nil && p.Labels[labels.PartOf] == labels.Operator {
-			old = append(old, p)
-		}
-	}
+	old := earlierReleasePods(pods)
 	if len(old) == 0 || deploy == nil || !rolloutOf(deploy).complete() {
 		return len(old), 0, nil // the Deployment's watch brings us back when its rollout completes
 	}

@@ -19,16 +19,11 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -40,7 +35,6 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/helm"
-	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -68,6 +62,9 @@ type Config struct {
 	// Live is the operator's one uncached client, for what the manager's cache does not hold
 	// (main shares it with the leader lock); nil: Setup makes one.
 	Live client.Client
+	// Records is the memo of decoded release records that CacheOptions was given (nil: none, the
+	// cache keeps the records' data).
+	Records *helm.Records
 	// MayRecoverPending says whether a release left pending by an interrupted operation may be
 	// recovered now (leader.Lease.MayRecover); nil: always, as the single instance.
 	MayRecoverPending func(context.Context) error
@@ -117,7 +114,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if exporterOverridden {
 		defaults.ExporterImage = &exporterImg
 	}
-	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, defaults, direct); err != nil {
+	retire := cfg.RetireDelay
+	if retire == 0 {
+		retire = DefaultRetireDelay
+	}
+	operands := &MemcachedOperandReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-operand-controller"), RetireDelay: retire}
+	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, defaults, direct, operands.FirstReport); err != nil {
 		return err
 	}
 
@@ -131,11 +133,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	ctrl.Log.WithName("setup").Info("operand settings", "memcachedImage", img.String(), "exporterImage", exporterImg.String(), "openShift", platform.OpenShift)
 
-	retire := cfg.RetireDelay
-	if retire == 0 {
-		retire = DefaultRetireDelay
-	}
-	operands := &MemcachedOperandReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-operand-controller"), RetireDelay: retire}
 	if err := operands.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached operand controller: %w", err)
 	}
@@ -214,41 +211,4 @@ func setupUpgradeable(mgr ctrl.Manager, direct client.Client) error {
 // API server.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{Unstructured: true}}
-}
-
-// CacheOptions limits the manager's cache to the watched namespaces (empty: all),
-// its Pod cache to memcached pods (of the chart and of MemcachedBackups) and its Secret cache to
-// Helm release records: the controllers read only those, and caching every Pod and Secret of the
-// cluster would cost memory.
-func CacheOptions(watchNamespaces []string) cache.Options {
-	opts := cache.Options{
-		// Nothing reads managedFields from the cache; they are a good part of each object.
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject:         partlyCached(),
-	}
-	for _, ns := range watchNamespaces {
-		if opts.DefaultNamespaces == nil {
-			opts.DefaultNamespaces = map[string]cache.Config{}
-		}
-		opts.DefaultNamespaces[ns] = cache.Config{}
-	}
-	return opts
-}
-
-// PartlyCachedKinds are the kinds CacheOptions caches only some objects of.
-func PartlyCachedKinds() []client.Object {
-	return slices.Collect(maps.Keys(partlyCached()))
-}
-
-func partlyCached() map[client.Object]cache.ByObject {
-	memcachedPods, err := k8slabels.NewRequirement(labels.Name, selection.In, []string{BackupAppName, labels.ChartName})
-	if err != nil {
-		panic(err) // constant arguments
-	}
-	return map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: k8slabels.NewSelector().Add(*memcachedPods)},
-		// The Helm reconcilers watch the release records this operator wrote; no other Secret,
-		// and no Helm release of others, is needed.
-		&corev1.Secret{}: {Label: helm.RecordSelector()},
-	}
 }

@@ -132,7 +132,8 @@ var _ = BeforeSuite(func() {
 	// missing permission fails here as it would in a cluster.
 	mgrCfg.Impersonate = rest.ImpersonationConfig{UserName: grantOperatorRole(context.Background())}
 	resync := 3 * time.Second // makes the Go controller reconcile periodically too
-	cacheOpts := controllers.CacheOptions(nil)
+	records := helm.NewRecords()
+	cacheOpts := controllers.CacheOptions(nil, records)
 	cacheOpts.SyncPeriod = &resync
 	mgr, err := ctrl.NewManager(mgrCfg, ctrl.Options{
 		Scheme:  scheme,
@@ -154,6 +155,7 @@ var _ = BeforeSuite(func() {
 		StatsInterval:     statsInterval,
 		StatsPort:         statsPort,
 		MayRecoverPending: recovery.mayRecover,
+		Records:           records,
 	})).To(Succeed())
 	go func() {
 		defer GinkgoRecover()

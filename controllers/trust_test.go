@@ -277,6 +277,23 @@ var _ = Describe("Objects the operator did not make", func() {
 		untouched(theirs)
 	})
 
+	It("does not adopt someone else's plain Deployment in its objects' name, which its cache keeps as a skeleton", func() {
+		// Not labelled as the chart's: the cache keeps its name and labels only (skeletonOfOthers),
+		// and Helm's existence check of it goes to the API server.
+		theirs := foreignDeployment("plain-memcached")
+
+		mcKey := types.NamespacedName{Namespace: ns, Name: "plain"} // its Deployment is named plain-memcached
+		createMemcached(ctx, mcKey, "  replicaCount: 1\n")
+		Eventually(memcachedCondition(ctx, mcKey, "ReleaseFailed"), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue),
+			HaveField("Message", And(ContainSubstring("was made by someone else"), ContainSubstring(`Deployment "plain-memcached"`)))))
+		untouched(theirs)
+		Expect(releaseSecrets(ctx, ns, mcKey.Name)).To(BeEmpty(), "nothing was installed")
+
+		deleteMemcached(ctx, mcKey)
+		untouched(theirs)
+	})
+
 	It("leaves the first of two Memcacheds whose objects would share names alone, and tells the second why", func() {
 		first := types.NamespacedName{Namespace: ns, Name: "x-memcached"}
 		createMemcached(ctx, first, "  replicaCount: 1\n")

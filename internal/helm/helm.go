@@ -39,9 +39,11 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/values"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"helm.sh/helm/v3/pkg/chartutil"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -80,6 +82,13 @@ type Options struct {
 	Live client.Client
 	// MayRecoverPending: see actionclient.Config.
 	MayRecoverPending func(context.Context) error
+	// Records holds the decoded release records, when the manager's cache keeps them without
+	// their data (CacheTransform: the cache's Secret transform); nil: the cache keeps their data.
+	Records *Records
+	// FirstReport, if set, gives the Go side's first report of a CR, which the Helm side's status
+	// write that says its release is deployed carries while none of GoConditions is set yet: one
+	// write for both sides (status.go).
+	FirstReport FirstReport
 	// PartlyCached are the kinds the manager's cache holds only some objects of (by label): an
 	// object missing there may exist, so Helm's existence checks of these go to the API server.
 	PartlyCached []client.Object
@@ -112,7 +121,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 	}
 
 	// Release records are read from the manager's cache (see actionclient.ReleaseStore).
-	store := actionclient.NewReleaseStore(mgr.GetClient())
+	records := opts.Records
+	if records == nil {
+		records = actionclient.NewRecords()
+	}
+	store := actionclient.NewReleaseStore(mgr.GetClient(), records)
+	// A deleted record's decoded form goes with it.
+	secrets, err := mgr.GetCache().GetInformer(ctx, &corev1.Secret{})
+	if err != nil {
+		return fmt.Errorf("release records' informer: %w", err)
+	}
+	if _, err := secrets.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: records.Forget}); err != nil {
+		return fmt.Errorf("release records' informer: %w", err)
+	}
 	// Helm's existence checks before it creates objects are answered from the cache when absent.
 	absent, err := actionclient.AbsentFromCache(mgr.GetCache(), mgr.GetRESTMapper(), mgr.GetScheme(), opts.PartlyCached...)
 	if err != nil {
@@ -149,7 +170,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 		goConditions[c] = true
 	}
 	ropts := []reconciler.Option{
-		reconciler.WithClient(sharedStatusClient{Client: mgr.GetClient(), live: opts.Live, goConditions: goConditions}),
+		reconciler.WithClient(sharedStatusClient{Client: mgr.GetClient(), live: opts.Live, goConditions: goConditions, firstReport: opts.FirstReport}),
 		reconciler.WithActionClientGetter(getter),
 		reconciler.WithEventRecorder(libraryEvents{recorder}),
 		reconciler.WithChart(*w.Chart),
@@ -189,6 +210,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 // waitForDeletionTimeout is how long an uninstall waits for the CR to be gone (the library's
 // default, which its own set-up would apply).
 const waitForDeletionTimeout = 30 * time.Second
+
+// Records holds the decoded release records the manager's cache keeps without their data (see
+// actionclient.Records).
+type Records = actionclient.Records
+
+// NewRecords is an empty memo of decoded release records: its CacheTransform goes into the
+// manager's cache options, and Options.Records is the same memo.
+func NewRecords() *Records { return actionclient.NewRecords() }
 
 // RecordSelector selects the release records this operator writes: the manager's Secret cache
 // needs no other.

@@ -25,6 +25,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/example/memcached-operator/internal/helm/library"
 )
 
 // sharedStatusClient is the Helm reconciler's client. The library writes a CR's whole status
@@ -34,20 +37,49 @@ import (
 // conditions stay as they are. The library also writes the release's rendered manifest into
 // deployedRelease, which is left out: status is for every reader of the CR, the manifest is in the
 // release's records.
+//
+// While the Go side has not reported yet, the write that says the release is deployed also
+// carries the Go side's first report (Options.FirstReport): one write for both sides.
 type sharedStatusClient struct {
 	client.Client
 	live         client.Reader   // the API server, uncached: when the cache's status is not current
 	goConditions map[string]bool // the condition types the Go side owns (Options.GoConditions)
+	firstReport  FirstReport     // Options.FirstReport
 }
 
 func (c sharedStatusClient) Status() client.SubResourceWriter {
-	return sharedStatusWriter{SubResourceWriter: c.Client.Status(), live: c.live, cache: c.Client, goConditions: c.goConditions}
+	return sharedStatusWriter{SubResourceWriter: c.Client.Status(), live: c.live, cache: c.Client, goConditions: c.goConditions, firstReport: c.firstReport}
 }
 
 type sharedStatusWriter struct {
 	client.SubResourceWriter
 	live, cache  client.Reader
 	goConditions map[string]bool
+	firstReport  FirstReport
+}
+
+// FirstReport is the Go side's first report of a CR (Options.FirstReport): the CR's status, given
+// in cr, with the Go side's fields and conditions added; nil when it has none to give yet.
+type FirstReport func(ctx context.Context, cr *unstructured.Unstructured) (map[string]any, error)
+
+// withFirstReport is the merged status with the Go side's first report, when it says the release
+// is deployed, the Go side has not reported yet, and it has a report to give; else merged as it is.
+func (w sharedStatusWriter) withFirstReport(ctx context.Context, u *unstructured.Unstructured, merged map[string]any) map[string]any {
+	if w.firstReport == nil || !deployed(merged) || hasCondition(merged, w.goConditions) {
+		return merged
+	}
+	cr := &unstructured.Unstructured{Object: maps.Clone(u.Object)}
+	cr.Object["status"] = merged
+	report, err := w.firstReport(ctx, cr)
+	if err != nil {
+		// The Go side's own reconcile reports then: one more write, nothing lost.
+		log.FromContext(ctx).Error(err, "the Go side's first report", "namespace", u.GetNamespace(), "name", u.GetName())
+		return merged
+	}
+	if report == nil {
+		return merged
+	}
+	return report
 }
 
 func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
@@ -63,7 +95,7 @@ func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts 
 		// manifest it never reads back, is every reconcile: nothing is sent when the merge leaves
 		// the status as the cache has it.
 		existing, _ := cached.Object["status"].(map[string]any)
-		merged := mergeHelmStatus(existing, written, w.goConditions)
+		merged := w.withFirstReport(ctx, u, mergeHelmStatus(existing, written, w.goConditions))
 		if equality.Semantic.DeepEqual(merged, existing) {
 			return nil
 		}
@@ -84,7 +116,7 @@ func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts 
 			return err
 		}
 		existing, _ := current.Object["status"].(map[string]any)
-		u.Object["status"] = mergeHelmStatus(existing, written, w.goConditions)
+		u.Object["status"] = w.withFirstReport(ctx, u, mergeHelmStatus(existing, written, w.goConditions))
 		u.SetResourceVersion(current.GetResourceVersion())
 		return w.SubResourceWriter.Update(ctx, u, opts...)
 	})
@@ -122,6 +154,28 @@ func mergeHelmStatus(existing, written map[string]any, goConditions map[string]b
 	}
 	out["conditions"] = conds
 	return out
+}
+
+// deployed reports whether a status has the library's Deployed condition True.
+func deployed(status map[string]any) bool {
+	conds, _ := status["conditions"].([]any)
+	for _, c := range conds {
+		if m, _ := c.(map[string]any); conditionType(c) == library.ConditionDeployed && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// hasCondition reports whether a status has a condition of one of types.
+func hasCondition(status map[string]any, types map[string]bool) bool {
+	conds, _ := status["conditions"].([]any)
+	for _, c := range conds {
+		if types[conditionType(c)] {
+			return true
+		}
+	}
+	return false
 }
 
 func conditionType(c any) string {

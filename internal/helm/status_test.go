@@ -17,8 +17,12 @@ limitations under the License.
 package helm
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // The library's status write replaces its own part of the live status and keeps the Go side's.
@@ -60,6 +64,69 @@ func TestMergeHelmStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := mergeHelmStatus(tc.existing, tc.written, goConditions); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("mergeHelmStatus =\n%#v\nwant\n%#v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The Go side's first report goes with the write that says the release is deployed, once.
+func TestWithFirstReport(t *testing.T) {
+	goConditions := map[string]bool{"Available": true}
+	cond := func(typ, status string) map[string]any { return map[string]any{"type": typ, "status": status} }
+	report := map[string]any{"conditions": []any{cond("Deployed", "True"), cond("Available", "False")}, "replicas": int64(0)}
+	for _, tc := range []struct {
+		name   string
+		merged map[string]any
+		give   map[string]any // what FirstReport returns
+		err    error
+		asked  bool
+		want   map[string]any
+	}{
+		{
+			name:   "deployed, the Go side not reported yet: the report is written",
+			merged: map[string]any{"conditions": []any{cond("Deployed", "True")}},
+			give:   report, asked: true, want: report,
+		},
+		{
+			name:   "not deployed: nothing to report",
+			merged: map[string]any{"conditions": []any{cond("Deployed", "False")}},
+			give:   report, want: map[string]any{"conditions": []any{cond("Deployed", "False")}},
+		},
+		{
+			name:   "the Go side has reported: its own reconcile writes what changes",
+			merged: map[string]any{"conditions": []any{cond("Deployed", "True"), cond("Available", "True")}},
+			give:   report, want: map[string]any{"conditions": []any{cond("Deployed", "True"), cond("Available", "True")}},
+		},
+		{
+			name:   "no report to give yet: the library's status alone",
+			merged: map[string]any{"conditions": []any{cond("Deployed", "True")}},
+			asked:  true, want: map[string]any{"conditions": []any{cond("Deployed", "True")}},
+		},
+		{
+			name:   "a report that fails: the library's status alone",
+			merged: map[string]any{"conditions": []any{cond("Deployed", "True")}},
+			give:   report, err: errors.New("boom"), asked: true,
+			want: map[string]any{"conditions": []any{cond("Deployed", "True")}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cr := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "m", "namespace": "ns"}, "status": map[string]any{}}}
+			asked := false
+			w := sharedStatusWriter{goConditions: goConditions, firstReport: func(_ context.Context, got *unstructured.Unstructured) (map[string]any, error) {
+				asked = true
+				if !reflect.DeepEqual(got.Object["status"], tc.merged) || got.GetName() != "m" {
+					t.Errorf("FirstReport got %#v, want the merged status on the CR", got.Object)
+				}
+				return tc.give, tc.err
+			}}
+			if got := w.withFirstReport(context.Background(), cr, tc.merged); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("withFirstReport =\n%#v\nwant\n%#v", got, tc.want)
+			}
+			if asked != tc.asked {
+				t.Errorf("FirstReport asked: %v, want %v", asked, tc.asked)
+			}
+			if !reflect.DeepEqual(cr.Object["status"], map[string]any{}) {
+				t.Errorf("the CR given was changed: %#v", cr.Object["status"])
 			}
 		})
 	}

@@ -23,6 +23,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -63,31 +64,24 @@ func RecordSelector() labels.Selector {
 // reads of that release go to the API server too: a reconcile never sees its release older than
 // the previous reconcile left it.
 type ReleaseStore struct {
-	cache client.Reader
+	cache   client.Reader
+	records *Records // the decoded records (the cache holds their metadata)
 
-	mu      sync.Mutex
-	decoded map[types.UID]decodedRelease
-	// charts holds one copy of each chart the decoded records carry: every record holds a whole
-	// copy of its chart (templates, values, schema), the same for all releases of a chart version.
-	charts map[[sha256.Size]byte]*chart.Chart
+	mu sync.Mutex
 	// written holds, per record Secret, the resourceVersion this operator last wrote ("" for
 	// deleted) until the cache shows it.
 	written map[types.NamespacedName]string
 	secrets kubernetes.Interface
 }
 
-// maxDecoded bounds the memo of decoded records (a few kB each).
-const maxDecoded = 16384
-
-type decodedRelease struct {
-	resourceVersion string
-	rel             *release.Release
-}
-
-// NewReleaseStore reads release Secrets through cache (the manager's client).
-func NewReleaseStore(cache client.Reader) *ReleaseStore {
-	return &ReleaseStore{cache: cache, decoded: map[types.UID]decodedRelease{}, written: map[types.NamespacedName]string{},
-		charts: map[[sha256.Size]byte]*chart.Chart{}}
+// NewReleaseStore reads release Secrets through cache (the manager's client), whose records
+// records decodes (Records.CacheTransform, or on first read when the cache keeps their data;
+// nil: a memo of the store's own). Records.Forget must see the cache's deletions.
+func NewReleaseStore(cache client.Reader, records *Records) *ReleaseStore {
+	if records == nil {
+		records = NewRecords()
+	}
+	return &ReleaseStore{cache: cache, records: records, written: map[types.NamespacedName]string{}}
 }
 
 // DriverFor is a helmclient.ObjectToStorageDriverMapper: the storage of one CR's release, whose
@@ -136,7 +130,11 @@ func (d *storeDriver) Get(key string) (*release.Release, error) {
 	}
 	for i := range list {
 		if list[i].Name == key {
-			return d.store.decode(&list[i])
+			rel, err := d.store.records.decode(&list[i])
+			if errors.Is(err, errNotDecoded) {
+				return d.Secrets.Get(key)
+			}
+			return rel, err
 		}
 	}
 	return nil, driver.ErrReleaseNotFound
@@ -152,7 +150,10 @@ func (d *storeDriver) Query(labels map[string]string) ([]*release.Release, error
 	}
 	var out []*release.Release
 	for i := range list {
-		rel, err := d.store.decode(&list[i])
+		rel, err := d.store.records.decode(&list[i])
+		if errors.Is(err, errNotDecoded) {
+			return d.Secrets.Query(labels)
+		}
 		if err != nil {
 			continue // as Helm's driver: an undecodable record is skipped
 		}
@@ -242,51 +243,6 @@ func (s *ReleaseStore) wrote(namespace, name, resourceVersion string) {
 	s.mu.Lock()
 	s.written[types.NamespacedName{Namespace: namespace, Name: name}] = resourceVersion
 	s.mu.Unlock()
-}
-
-// decode returns the release of a record, decoded once per resourceVersion. Callers get their own
-// Release and Info (Helm changes a release's status in place before writing it back); the chart
-// (one copy for all releases of a chart version), values and manifest are shared and never
-// changed.
-func (s *ReleaseStore) decode(sec *corev1.Secret) (*release.Release, error) {
-	s.mu.Lock()
-	d, ok := s.decoded[sec.UID]
-	s.mu.Unlock()
-	if !ok || d.resourceVersion != sec.ResourceVersion {
-		rel, err := decodeRecord(sec.Data["release"])
-		if err != nil {
-			return nil, fmt.Errorf("decode release record %s: %w", sec.Name, err)
-		}
-		chartKey, err := hashChart(rel.Chart)
-		if err != nil {
-			return nil, fmt.Errorf("decode release record %s: %w", sec.Name, err)
-		}
-		d = decodedRelease{resourceVersion: sec.ResourceVersion, rel: rel}
-		s.mu.Lock()
-		if len(s.decoded) >= maxDecoded { // records of deleted releases: start again
-			clear(s.decoded)
-		}
-		if shared, ok := s.charts[chartKey]; ok {
-			rel.Chart = shared
-		} else if rel.Chart != nil {
-			if len(s.charts) >= maxCharts {
-				clear(s.charts)
-			}
-			s.charts[chartKey] = rel.Chart
-		}
-		s.decoded[sec.UID] = d
-		s.mu.Unlock()
-	}
-	rel := *d.rel
-	if d.rel.Info != nil {
-		info := *d.rel.Info
-		rel.Info = &info
-	}
-	rel.Labels = make(map[string]string, len(sec.Labels))
-	for k, v := range sec.Labels {
-		rel.Labels[k] = v
-	}
-	return &rel, nil
 }
 
 // maxCharts bounds the shared charts (one per chart version the releases were made with).

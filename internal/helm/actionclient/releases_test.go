@@ -56,7 +56,7 @@ func TestCaughtUp(t *testing.T) {
 		{"a write to another release", map[string]string{"sh.helm.release.v1.foobar.v1": "9"}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewReleaseStore(nil)
+			s := NewReleaseStore(nil, nil)
 			for name, rv := range tc.written {
 				s.wrote("ns", name, rv)
 			}
@@ -94,7 +94,7 @@ func TestDecodeSharesCharts(t *testing.T) {
 		return &chart.Chart{Metadata: &chart.Metadata{Name: "memcached", Version: version},
 			Templates: []*chart.File{{Name: "templates/deployment.yaml", Data: []byte("kind: Deployment")}}}
 	}
-	s := NewReleaseStore(nil)
+	s := NewRecords()
 	var decoded []*release.Release
 	for i, c := range []*chart.Chart{chartOf("0.1.0"), chartOf("0.1.0"), chartOf("0.2.0")} {
 		sec := recordSecret(t, &release.Release{Name: fmt.Sprintf("r%d", i), Version: 1, Chart: c}, types.UID(fmt.Sprint(i)))
@@ -115,7 +115,7 @@ func TestDecodeSharesCharts(t *testing.T) {
 // Each caller gets its own Release and Info: Helm changes a release's status in place.
 func TestDecodeReturnsCopies(t *testing.T) {
 	sec := recordSecret(t, &release.Release{Name: "foo", Version: 1, Info: &release.Info{Status: release.StatusDeployed}}, "uid")
-	s := NewReleaseStore(nil)
+	s := NewRecords()
 	a, err := s.decode(&sec)
 	if err != nil {
 		t.Fatal(err)

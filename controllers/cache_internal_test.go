@@ -1,0 +1,104 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"reflect"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+)
+
+// The cache keeps the operator's objects whole (without managedFields) and others' as their
+// identity and labels.
+func TestSkeletonOfOthers(t *testing.T) {
+	meta := func(name string, labels map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: "7", Generation: 2,
+			Labels: labels, Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Thing", Name: "owner", UID: "o"}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}
+	}
+	deployment := func(name string, labels map[string]string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: meta(name, labels), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "theirs:1"}}}}},
+			Status: appsv1.DeploymentStatus{ReadyReplicas: 3}}
+	}
+	serviceMonitor := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+		"metadata": map[string]any{"name": "theirs", "namespace": "ns", "annotations": map[string]any{"a": "b"}},
+		"spec":     map[string]any{"endpoints": []any{map[string]any{"port": "metrics"}}},
+	}}
+	for _, tc := range []struct {
+		name  string
+		in    client.Object
+		whole bool
+	}{
+		{"the chart's Deployment", deployment("m-memcached", map[string]string{"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "m"}), true},
+		{"a MemcachedBackup's Deployment", deployment("b", map[string]string{"app.kubernetes.io/name": BackupAppName}), true},
+		{"a Deployment of another part of the operator", deployment("p", map[string]string{"app.kubernetes.io/part-of": "memcached-operator"}), true},
+		{"a Memcached", &cachev1.Memcached{ObjectMeta: meta("m", nil), Spec: cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](1)}}, true},
+		{"someone else's Deployment", deployment("web", map[string]string{"app": "web"}), false},
+		{"someone else's ServiceMonitor", serviceMonitor, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := tc.in.DeepCopyObject().(client.Object)
+			out, err := skeletonOfOthers(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := out.(client.Object)
+			if got.GetManagedFields() != nil {
+				t.Error("managedFields are kept")
+			}
+			if tc.whole {
+				want.SetManagedFields(nil)
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("not kept whole:\n%#v", got)
+				}
+				return
+			}
+			if got.GetName() != want.GetName() || got.GetNamespace() != want.GetNamespace() || got.GetUID() != want.GetUID() ||
+				got.GetResourceVersion() != want.GetResourceVersion() || got.GetGeneration() != want.GetGeneration() ||
+				!reflect.DeepEqual(got.GetLabels(), want.GetLabels()) || !reflect.DeepEqual(got.GetOwnerReferences(), want.GetOwnerReferences()) {
+				t.Errorf("the skeleton lost the identity: %#v", got)
+			}
+			if got.GetAnnotations() != nil {
+				t.Errorf("the skeleton keeps annotations: %v", got.GetAnnotations())
+			}
+			switch s := got.(type) {
+			case *appsv1.Deployment:
+				if !reflect.DeepEqual(s.Spec, appsv1.DeploymentSpec{}) || !reflect.DeepEqual(s.Status, appsv1.DeploymentStatus{}) {
+					t.Errorf("the skeleton keeps spec or status: %+v", s)
+				}
+			case *unstructured.Unstructured:
+				if s.GroupVersionKind() != serviceMonitor.GroupVersionKind() || s.Object["spec"] != nil {
+					t.Errorf("the skeleton is %#v", s.Object)
+				}
+			default:
+				t.Errorf("the skeleton is a %T", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,161 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package actionclient
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// Records holds the decoded release of every record in the manager's cache, so the cache keeps
+// only the records' metadata: the cache's Transform (CacheTransform) decodes a record as it
+// arrives and drops its data, the store (ReleaseStore) reads the decoded form. A record's
+// encoded data (base64 of gzipped JSON, the chart included) is about as large as its decoded
+// form; holding both doubled what release records cost.
+//
+// It keeps two versions of each record: the cache's transform runs when a watch event is queued,
+// a moment before the cache's store shows the new version. A version it no longer holds is read
+// from the API server (errNotDecoded).
+type Records struct {
+	mu   sync.Mutex
+	byID map[types.UID][2]decodedRelease // the newest version, then the one before
+	// charts holds one copy of each chart the decoded records carry: every record holds a whole
+	// copy of its chart (templates, values, schema), the same for all releases of a chart version.
+	charts map[[sha256.Size]byte]*chart.Chart
+}
+
+type decodedRelease struct {
+	resourceVersion string
+	rel             *release.Release
+}
+
+// NewRecords is an empty memo of decoded release records.
+func NewRecords() *Records {
+	return &Records{byID: map[types.UID][2]decodedRelease{}, charts: map[[sha256.Size]byte]*chart.Chart{}}
+}
+
+// errNotDecoded: the record reached the cache without its data, and its decoded form is gone.
+var errNotDecoded = errors.New("release record not decoded")
+
+// CacheTransform is the manager cache's transform of Secrets: a release record this operator
+// wrote (RecordSelector) is decoded into the memo and kept without its data; any other Secret,
+// and a record that does not decode (Helm's reads report it), is kept as it is. next runs first
+// (nil: none).
+func (r *Records) CacheTransform(next toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		if next != nil {
+			var err error
+			if obj, err = next(obj); err != nil {
+				return nil, err
+			}
+		}
+		sec, ok := obj.(*corev1.Secret)
+		if !ok || sec.Data["release"] == nil || !RecordSelector().Matches(labels.Set(sec.Labels)) {
+			return obj, nil
+		}
+		if _, err := r.decode(sec); err != nil {
+			return obj, nil
+		}
+		sec.Data = nil
+		return sec, nil
+	}
+}
+
+// Forget drops the decoded versions of a record the cache no longer holds (an informer's delete).
+func (r *Records) Forget(obj any) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if sec, ok := obj.(*corev1.Secret); ok {
+		r.mu.Lock()
+		delete(r.byID, sec.UID)
+		r.mu.Unlock()
+	}
+}
+
+// decode returns the release of a record, decoded once per resourceVersion: from the memo, or
+// from its data. Callers get their own Release and Info (Helm changes a release's status in place
+// before writing it back); the chart (one copy for all releases of a chart version), values and
+// manifest are shared and never changed.
+func (r *Records) decode(sec *corev1.Secret) (*release.Release, error) {
+	r.mu.Lock()
+	d, ok := r.lookup(sec)
+	r.mu.Unlock()
+	if !ok {
+		if sec.Data["release"] == nil {
+			return nil, errNotDecoded
+		}
+		rel, err := decodeRecord(sec.Data["release"])
+		if err != nil {
+			return nil, fmt.Errorf("decode release record %s: %w", sec.Name, err)
+		}
+		chartKey, err := hashChart(rel.Chart)
+		if err != nil {
+			return nil, fmt.Errorf("decode release record %s: %w", sec.Name, err)
+		}
+		d = decodedRelease{resourceVersion: sec.ResourceVersion, rel: rel}
+		r.mu.Lock()
+		if shared, ok := r.charts[chartKey]; ok {
+			rel.Chart = shared
+		} else if rel.Chart != nil {
+			if len(r.charts) >= maxCharts {
+				clear(r.charts)
+			}
+			r.charts[chartKey] = rel.Chart
+		}
+		if versions := r.byID[sec.UID]; versions[0].resourceVersion != sec.ResourceVersion {
+			r.byID[sec.UID] = [2]decodedRelease{d, versions[0]}
+		}
+		r.mu.Unlock()
+	}
+	rel := *d.rel
+	if d.rel.Info != nil {
+		info := *d.rel.Info
+		rel.Info = &info
+	}
+	rel.Labels = make(map[string]string, len(sec.Labels))
+	for k, v := range sec.Labels {
+		rel.Labels[k] = v
+	}
+	return &rel, nil
+}
+
+// lookup finds the decoded version of sec; r.mu is held.
+func (r *Records) lookup(sec *corev1.Secret) (decodedRelease, bool) {
+	for _, d := range r.byID[sec.UID] {
+		if d.rel != nil && d.resourceVersion == sec.ResourceVersion {
+			return d, true
+		}
+	}
+	return decodedRelease{}, false
+}
+
+// size is the number of records whose decoded form is held.
+func (r *Records) size() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byID)
+}
