@@ -53,6 +53,12 @@ type options struct {
 	reps, workers                    int
 	idle, convergeProfile            time.Duration
 	variants                         []string
+	// once are larger sizes, measured once per variant.
+	once []int
+	// extras are variants of this operator measured once at extraN (foreign objects, GC settings).
+	extras  []string
+	extraN  int
+	foreign foreignObjects
 }
 
 func main() {
@@ -75,15 +81,24 @@ func main() {
 	flag.DurationVar(&o.idle, "idle", 75*time.Second, "idle window (longer than the 1m reconcile period)")
 	flag.DurationVar(&o.convergeProfile, "converge-profile", 10*time.Second, "CPU profile window from the first create (shorter than the idle settling of 12s)")
 	flag.StringVar(&variants, "variants", "raw,stock,this", "what to measure: raw (create limit), stock (helm-operator), this (this operator)")
+	var once, extras string
+	flag.StringVar(&once, "once", "3000", "larger numbers of Memcached CRs, measured once per variant (\"\": none)")
+	flag.StringVar(&extras, "extras", "this+foreign,this+gogc=50,this+gogc=25", "variants of this operator measured once at -extra-n: +foreign among others' objects, +gogc=X with GOGC=X (\"\": none)")
+	flag.IntVar(&o.extraN, "extra-n", 1000, "the number of Memcached CRs of the -extras")
+	flag.IntVar(&o.foreign.releases, "foreign-releases", 500, "Helm releases of others in the namespace (+foreign)")
+	flag.IntVar(&o.foreign.releaseKB, "foreign-release-kb", 200, "the size of each foreign release's record")
+	flag.IntVar(&o.foreign.deployments, "foreign-deployments", 2000, "Deployments of others in the namespace (+foreign)")
 	flag.Parse()
-	for _, s := range strings.Split(sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			fail(fmt.Errorf("-n: %q is not a positive number", s))
-		}
-		o.sizes = append(o.sizes, n)
-	}
+	o.sizes, o.once = numbers("-n", sizes), numbers("-once", once)
 	o.variants = strings.Split(variants, ",")
+	if extras != "" {
+		o.extras = strings.Split(extras, ",")
+	}
+	for _, v := range append(append([]string{}, o.variants...), o.extras...) {
+		if _, err := parseVariant(v); err != nil {
+			fail(err)
+		}
+	}
 	if o.kubeBin == "" || o.kubeVersion == "" {
 		fail(fmt.Errorf("-kube-bin and -kube-version are required"))
 	}
@@ -129,24 +144,58 @@ type result struct {
 	rss, peakRSS    int64 // bytes, at idle
 }
 
+// numbers parses a comma-separated list of positive numbers ("": none).
+func numbers(flagName, list string) []int {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			fail(fmt.Errorf("%s: %q is not a positive number", flagName, s))
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// run measures every variant at every size, o.reps times; then every variant once at each of
+// o.once; then each of o.extras once at o.extraN.
 func run(ctx context.Context, o options) ([]result, error) {
-	var results []result
+	type job struct {
+		variant string
+		n, rep  int
+	}
+	var jobs []job
 	for rep := 1; rep <= o.reps; rep++ {
 		for _, n := range o.sizes {
 			for _, v := range o.variants {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				progress("repetition %d, N=%d, %s", rep, n, v)
-				r, err := measure(ctx, o, v, n)
-				if err != nil {
-					return nil, fmt.Errorf("%s, N=%d, repetition %d: %w", v, n, rep, err)
-				}
-				r.rep = rep
-				progress("  converged in %s", r.converge.Round(time.Millisecond))
-				results = append(results, r)
+				jobs = append(jobs, job{v, n, rep})
 			}
 		}
+	}
+	for _, n := range o.once {
+		for _, v := range o.variants {
+			jobs = append(jobs, job{v, n, 1})
+		}
+	}
+	for _, v := range o.extras {
+		jobs = append(jobs, job{v, o.extraN, 1})
+	}
+	var results []result
+	for _, j := range jobs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		progress("repetition %d, N=%d, %s", j.rep, j.n, j.variant)
+		r, err := measure(ctx, o, j.variant, j.n)
+		if err != nil {
+			return nil, fmt.Errorf("%s, N=%d, repetition %d: %w", j.variant, j.n, j.rep, err)
+		}
+		r.rep = j.rep
+		progress("  converged in %s", r.converge.Round(time.Millisecond))
+		results = append(results, r)
 	}
 	return results, nil
 }

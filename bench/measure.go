@@ -59,6 +59,10 @@ func crName(i int) string { return fmt.Sprintf("bench-%04d", i) }
 // measure runs one variant at one N on a fresh control plane.
 func measure(ctx context.Context, o options, variant string, n int) (result, error) {
 	r := result{variant: variant, n: n}
+	v, err := parseVariant(variant)
+	if err != nil {
+		return r, err
+	}
 	cp, err := startControlPlane(o)
 	if err != nil {
 		return r, err
@@ -71,7 +75,12 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil {
 		return r, err
 	}
-	if variant == "raw" {
+	if v.foreign {
+		if err := o.foreign.seed(ctx, o, cp); err != nil {
+			return r, fmt.Errorf("foreign objects: %w", err)
+		}
+	}
+	if v.base == "raw" {
 		cp0, kcm0, err := cp.cpu(o)
 		if err != nil {
 			return r, err
@@ -84,7 +93,7 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 		return r, err
 	}
 
-	op, err := startOperator(o, cp, variant)
+	op, err := startOperator(o, cp, v)
 	if err != nil {
 		return r, err
 	}
@@ -111,7 +120,7 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 	// A CPU profile of the start of convergence explains where an install's CPU goes.
 	convergeProfiled := make(chan error, 1)
 	go func() {
-		convergeProfiled <- op.profileCPU(o.convergeProfile, filepath.Join(o.out, fmt.Sprintf("converge-cpu-%s-n%d.pprof", variant, n)))
+		convergeProfiled <- op.profileCPU(o.convergeProfile, profilePath(o, "converge-cpu", variant, n))
 	}()
 	start := time.Now()
 	err = parallel(n, func(i int) error {
@@ -159,7 +168,7 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 	if err := cp.startKCM(o, 500); err != nil {
 		return r, err
 	}
-	if err := waitRolledOut(ctx, kc, n); err != nil {
+	if err := waitRolledOut(ctx, kc, n, "app.kubernetes.io/name=memcached"); err != nil {
 		return r, err
 	}
 	time.Sleep(10 * time.Second) // let follow-up reconciles of the convergence finish
@@ -175,7 +184,7 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 	// A CPU profile of the idle window explains where an idle reconcile's CPU goes.
 	profiled := make(chan error, 1)
 	go func() {
-		profiled <- op.profileCPU(o.idle, filepath.Join(o.out, fmt.Sprintf("idle-cpu-%s-n%d.pprof", variant, n)))
+		profiled <- op.profileCPU(o.idle, profilePath(o, "idle-cpu", variant, n))
 	}()
 	select {
 	case <-ctx.Done():
@@ -203,20 +212,29 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 			r.idleRequests[verb] = float64(c) / r.idleReconciles
 		}
 	}
-	if err := op.profileHeap(filepath.Join(o.out, fmt.Sprintf("idle-heap-%s-n%d.pprof", variant, n))); err != nil {
+	if err := op.profileHeap(profilePath(o, "idle-heap", variant, n)); err != nil {
 		return r, err
 	}
 	r.rss, r.peakRSS, err = op.memory()
 	return r, err
 }
 
-// waitRolledOut waits until kube-controller-manager has taken n Deployments as far as it can
-// without a kubelet: the current generation observed and every pod created.
-func waitRolledOut(ctx context.Context, kc kubernetes.Interface, n int) error {
+// profilePath is where a profile of a measurement goes: profiles are kept of the plain variants
+// only ("" for others).
+func profilePath(o options, kind, variant string, n int) string {
+	if strings.Contains(variant, "+") {
+		return ""
+	}
+	return filepath.Join(o.out, fmt.Sprintf("%s-%s-n%d.pprof", kind, variant, n))
+}
+
+// waitRolledOut waits until kube-controller-manager has taken n Deployments (of selector) as far
+// as it can without a kubelet: the current generation observed and every pod created.
+func waitRolledOut(ctx context.Context, kc kubernetes.Interface, n int, selector string) error {
 	ctx, cancel := context.WithTimeout(ctx, convergeTimeout)
 	defer cancel()
 	for {
-		list, err := kc.AppsV1().Deployments(benchNamespace).List(ctx, metav1.ListOptions{})
+		list, err := kc.AppsV1().Deployments(benchNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return err
 		}
@@ -238,11 +256,14 @@ func waitRolledOut(ctx context.Context, kc kubernetes.Interface, n int) error {
 }
 
 // parallel runs f(0..n-1) on `creators` goroutines and returns the first error.
-func parallel(n int, f func(i int) error) error {
+func parallel(n int, f func(i int) error) error { return parallelN(creators, n, f) }
+
+// parallelN runs f(0..n-1) on workers goroutines and returns the first error.
+func parallelN(workers, n int, f func(i int) error) error {
 	work := make(chan int)
-	errs := make(chan error, creators)
+	errs := make(chan error, workers)
 	var wg sync.WaitGroup
-	for w := 0; w < creators; w++ {
+	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

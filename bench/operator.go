@@ -47,12 +47,15 @@ type operatorProcess struct {
 	pprof   string // base URL of /debug/pprof, or "" (the stock helm-operator has none)
 }
 
-func startOperator(o options, cp *controlPlane, variant string) (*operatorProcess, error) {
-	cmd, p, err := operatorCommand(o, cp, variant, false)
+func startOperator(o options, cp *controlPlane, v variant) (*operatorProcess, error) {
+	cmd, p, err := operatorCommand(o, cp, v.base, false)
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(cp.dir, variant+".log"))
+	if v.gogc != "" {
+		cmd.Env = append(cmd.Env, "GOGC="+v.gogc)
+	}
+	logFile, err := os.Create(filepath.Join(cp.dir, v.base+".log"))
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +66,7 @@ func startOperator(o options, cp *controlPlane, variant string) (*operatorProces
 	p.cmd = cmd
 	if err := p.waitServing(time.Minute); err != nil {
 		p.stop()
-		return nil, fmt.Errorf("%s: %w (log: %s)", variant, err, logFile.Name())
+		return nil, fmt.Errorf("%s: %w (log: %s)", v.base, err, logFile.Name())
 	}
 	return p, nil
 }
@@ -136,7 +139,7 @@ func (p *operatorProcess) stop() {
 
 // profileCPU writes a CPU profile of the next d to path (when the operator serves pprof).
 func (p *operatorProcess) profileCPU(d time.Duration, path string) error {
-	if p.pprof == "" {
+	if p.pprof == "" || path == "" {
 		return nil
 	}
 	return download(fmt.Sprintf("%s/profile?seconds=%d", p.pprof, int(d.Seconds())), path)
@@ -188,7 +191,7 @@ func processCPU(pid int) (time.Duration, error) {
 
 // profileHeap writes a heap profile to path (when the operator serves pprof).
 func (p *operatorProcess) profileHeap(path string) error {
-	if p.pprof == "" {
+	if p.pprof == "" || path == "" {
 		return nil
 	}
 	return download(p.pprof+"/heap?gc=1", path)

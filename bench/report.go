@@ -127,6 +127,7 @@ func isWrite(verb string) bool {
 var verbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 
 func report(o options, machine string, results []result) string {
+	sizes := append(append([]int{}, o.sizes...), o.once...)
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# `make bench`: this operator, stock helm-operator and the raw-create limit\n\n")
@@ -134,11 +135,15 @@ func report(o options, machine string, results []result) string {
 	w("Each measurement runs on a fresh control plane: etcd, kube-apiserver (audit log of every request) and kube-controller-manager, no kubelet. ")
 	w("Both operators run the same chart, CRD and watches.yaml with %d reconcile workers and a 1m reconcile period; `Memcached` CRs (`replicaCount: 1`) are created by %d clients at once. ", o.workers, creators)
 	w("The raw-create limit is a plain client creating the same rendered objects plus a release-sized Secret with %d clients. ", creators)
-	w("Values are median (min–max) over %d repetitions; ratios are paired within a repetition. Idle numbers come from a %s window after convergence.\n\n", o.reps, o.idle)
+	w("Values are median (min–max) over %d repetitions; ratios are paired within a repetition", o.reps)
+	if len(o.once) > 0 {
+		w(" (N=%s: one repetition)", joinInts(o.once))
+	}
+	w(". Idle numbers come from a %s window after convergence.\n\n", o.idle)
 
 	w("## Time until every Memcached reports Deployed\n\n")
 	w("| N | raw-create limit | stock helm-operator | this operator | this / raw | stock / this |\n|---|---|---|---|---|---|\n")
-	for _, n := range o.sizes {
+	for _, n := range sizes {
 		w("| %d | %s | %s | %s | %s | %s |\n", n,
 			summarize(pick(results, "raw", n, seconds)).format(" s", 2),
 			summarize(pick(results, "stock", n, seconds)).format(" s", 1),
@@ -149,7 +154,7 @@ func report(o options, machine string, results []result) string {
 
 	w("\n## Reconcile latency while converging\n\n")
 	w("| N | stock p50 | stock p99 | this p50 | this p99 |\n|---|---|---|---|---|\n")
-	for _, n := range o.sizes {
+	for _, n := range sizes {
 		w("| %d | %s | %s | %s | %s |\n", n,
 			summarize(pick(results, "stock", n, p50ms)).format(" ms", 0), summarize(pick(results, "stock", n, p99ms)).format(" ms", 0),
 			summarize(pick(results, "this", n, p50ms)).format(" ms", 0), summarize(pick(results, "this", n, p99ms)).format(" ms", 0))
@@ -158,7 +163,7 @@ func report(o options, machine string, results []result) string {
 	w("\n## CPU while converging\n\n")
 	w("Control plane: etcd, kube-apiserver and kube-controller-manager; kcm: kube-controller-manager alone (part of the control plane), rolling out the Deployments. The raw-create limit's client is not counted. All share the machine's cores.\n\n")
 	w("| N | raw: control plane | raw: kcm | stock: operator | stock: control plane | stock: kcm | this: operator | this: control plane | this: kcm |\n|---|---|---|---|---|---|---|---|---|\n")
-	for _, n := range o.sizes {
+	for _, n := range sizes {
 		cpCells := func(v string) string {
 			return summarize(pick(results, v, n, controlPlaneCPU)).format(" s", 1) + " | " + summarize(pick(results, v, n, kcmCPU)).format(" s", 1)
 		}
@@ -169,7 +174,7 @@ func report(o options, machine string, results []result) string {
 
 	w("\n## The operator's API requests while converging, per CR (median)\n\n")
 	w("| N | operator | %s | total |\n|---|---|%s---|\n", strings.Join(verbs, " | "), strings.Repeat("---|", len(verbs)))
-	for _, n := range o.sizes {
+	for _, n := range sizes {
 		for _, v := range []string{"stock", "this"} {
 			if !slices.Contains(o.variants, v) {
 				continue
@@ -187,7 +192,7 @@ func report(o options, machine string, results []result) string {
 
 	w("\n## Idle: per periodic reconcile\n\n")
 	w("| N | operator | CPU | API requests | writes | reconciles in the window |\n|---|---|---|---|---|---|\n")
-	for _, n := range o.sizes {
+	for _, n := range sizes {
 		for _, v := range []string{"stock", "this"} {
 			if !slices.Contains(o.variants, v) {
 				continue
@@ -202,27 +207,33 @@ func report(o options, machine string, results []result) string {
 
 	w("\n## Memory at idle\n\n")
 	w("| N | stock RSS | stock peak RSS | this RSS | this peak RSS | stock / this (RSS) |\n|---|---|---|---|---|---|\n")
-	for _, n := range o.sizes {
+	for _, n := range sizes {
 		w("| %d | %s | %s | %s | %s | %s |\n", n,
 			summarize(pick(results, "stock", n, rssMB)).format(" MB", 0), summarize(pick(results, "stock", n, peakMB)).format(" MB", 0),
 			summarize(pick(results, "this", n, rssMB)).format(" MB", 0), summarize(pick(results, "this", n, peakMB)).format(" MB", 0),
 			summarize(ratio(results, "stock", "this", n, rssMB)).format("x", 1))
 	}
 
+	extrasReport(w, o, results)
+
 	w("\n## Targets\n\n| target | measured (median) | met |\n|---|---|---|\n")
-	for _, n := range o.sizes {
+	for _, n := range sizes {
 		if n < 300 {
 			continue
 		}
 		x := summarize(ratio(results, "this", "raw", n, seconds)).med
 		w("| N=%d: time to all Deployed ≤ 2x the raw-create limit | %.1fx | %s |\n", n, x, yes(x > 0 && x <= 2))
 	}
-	for _, n := range o.sizes {
+	for _, n := range sizes {
+		x := summarize(pick(results, "this", n, requestsPerCR)).med
+		w("| N=%d: API requests per install ≤ 9 | %.1f | %s |\n", n, x, yes(x > 0 && x <= 9))
+	}
+	for _, n := range sizes {
 		x := summarize(ratio(results, "stock", "this", n, idleCPUms)).med
 		wr := summarize(pick(results, "this", n, idleWrites)).max
 		w("| N=%d: idle CPU per reconcile ≤ 1/20 of stock's, with 0 writes | 1/%.0f, %.2f writes | %s |\n", n, x, wr, yes(x >= 20 && wr == 0))
 	}
-	for _, n := range o.sizes {
+	for _, n := range sizes {
 		if n != 1000 {
 			continue
 		}
@@ -230,6 +241,70 @@ func report(o options, machine string, results []result) string {
 		w("| N=1000: RSS ≤ 1/3 of stock's | 1/%.1f | %s |\n", x, yes(x >= 3))
 	}
 	return b.String()
+}
+
+// requestsPerCR is the operator's API requests while converging per Memcached.
+func requestsPerCR(r result) float64 {
+	total := 0
+	for _, c := range r.convergeRequests {
+		total += c
+	}
+	return float64(total) / float64(r.n)
+}
+
+// extrasReport compares the -extras with this operator's plain runs at the same N.
+func extrasReport(w func(string, ...any), o options, results []result) {
+	if len(o.extras) == 0 {
+		return
+	}
+	n := o.extraN
+	row := func(label, v string) {
+		w("| %s | %s | %s | %s | %s | %s | %s | %s |\n", label,
+			summarize(pick(results, v, n, seconds)).format(" s", 1),
+			summarize(pick(results, v, n, operatorCPU)).format(" s", 1),
+			summarize(pick(results, v, n, requestsPerCR)).format("", 1),
+			summarize(pick(results, v, n, idleCPUms)).format(" ms", 2),
+			summarize(pick(results, v, n, idleRequestsTotal)).format("", 1),
+			summarize(pick(results, v, n, rssMB)).format(" MB", 0),
+			summarize(pick(results, v, n, peakMB)).format(" MB", 0))
+	}
+	header := "| | time to all Deployed | operator CPU while converging | requests per CR | idle CPU per reconcile | idle requests per reconcile | RSS | peak RSS |\n|---|---|---|---|---|---|---|---|\n"
+	var foreign, gc []string
+	for _, v := range o.extras {
+		if pv, _ := parseVariant(v); pv.foreign {
+			foreign = append(foreign, v)
+		} else if pv.gogc != "" {
+			gc = append(gc, v)
+		}
+	}
+	if len(foreign) > 0 {
+		w("\n## Among others' objects (N=%d, one repetition)\n\n", n)
+		w("The same namespace also holds %d Helm releases that others installed with the helm CLI (records of about %d KB) and %d Deployments of others, each with its ReplicaSet and pod, all made before the operator starts. ", o.foreign.releases, o.foreign.releaseKB, o.foreign.deployments)
+		w("The operator's cache holds none of the releases and keeps the Deployments as their names and labels.\n\n")
+		w(header)
+		row("this operator", "this")
+		for _, v := range foreign {
+			row("this operator, among others' objects", v)
+		}
+	}
+	if len(gc) > 0 {
+		w("\n## Garbage collector settings (N=%d, one repetition each)\n\n", n)
+		w("GOGC=100 is Go's default (the plain runs above); in a pod the operator also sets GOMEMLIMIT to 90%% of its memory limit.\n\n")
+		w(header)
+		row("GOGC=100", "this")
+		for _, v := range gc {
+			pv, _ := parseVariant(v)
+			row("GOGC="+pv.gogc, v)
+		}
+	}
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
 }
 
 func yes(ok bool) string {
