@@ -58,10 +58,6 @@ const (
 // looks again, on the object as the other writer left it.
 const conflictRetry = 100 * time.Millisecond
 
-// firstReportGrace is how long after its creation the first status report of a Memcached may wait
-// for its first install to succeed (an install that fails is reported then).
-const firstReportGrace = 10 * time.Second
-
 // DefaultRetireDelay is how long a pod of an earlier release stays up after leaving the Service,
 // so that every node's kube-proxy has stopped sending it connections before it stops.
 const DefaultRetireDelay = 10 * time.Second
@@ -114,15 +110,21 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	installed := deploy != nil && revision > 0 && memcachedCondition(mc.Status, library.ConditionDeployed).Status == metav1.ConditionTrue
-	if grace := firstReportGrace - time.Since(mc.CreationTimestamp.Time); !installed && grace > 0 &&
-		memcachedCondition(mc.Status, ConditionAvailable).Type == "" {
-		// The first install is in flight. The first report goes with the Helm side's status
-		// write that says it is deployed (FirstReport), or, when that one could not carry it,
-		// right after it (deployedChanged brings us back): not a write per object Helm creates,
-		// nor a race with the Helm side's write. An install that has not succeeded by then gets
-		// its report anyway.
-		return ctrl.Result{RequeueAfter: grace}, nil
+	if memcachedCondition(mc.Status, ConditionAvailable).Type == "" {
+		// The first install is in flight, however long it waited for a Helm worker. Its report
+		// goes with the Helm side's status write that says it is deployed (FirstReport), or,
+		// when that one could not carry it, right after it (helmOutcomeChanged brings us back,
+		// the Deployment's and the record's events once the cache shows them): not a write per
+		// object Helm creates, nor a race with the Helm side's write. An install that fails is
+		// reported as soon as the Helm side says so.
+		switch helmOutcome(mc.Status) {
+		case "":
+			return ctrl.Result{}, nil
+		case library.ConditionDeployed:
+			if deploy == nil || revision == 0 {
+				return ctrl.Result{}, nil
+			}
+		}
 	}
 	pods, err := r.podsOf(ctx, mc)
 	if err != nil {
@@ -187,7 +189,7 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 
 // firstReportWait is how long FirstReport waits for the cache to show what the install made a
 // moment ago (watch events come a few milliseconds after the writes).
-const firstReportWait = time.Second
+const firstReportWait = 500 * time.Millisecond
 
 // operandStatus is mc's status with the Go side's part as the operand is: the release's
 // Deployment (nil: none), its deployed revision (0: none yet), the number of pods of an earlier
@@ -382,19 +384,36 @@ func setMemcachedCondition(st *cachev1.MemcachedStatus, typ string, status metav
 
 // SetupWithManager reconciles on spec changes of a Memcached and on any change of its Deployment
 // or its release records.
-// deployedChanged passes updates of a Memcached whose Deployed condition changed status.
-var deployedChanged = predicate.Funcs{
+// helmOutcome is what the Helm side last said of the release: library.ConditionDeployed when
+// it is deployed, ConditionReleaseFailed or ConditionIrreconcilable when it could not be, or ""
+// before the Helm side's first status write.
+func helmOutcome(st cachev1.MemcachedStatus) string {
+	for _, typ := range []string{library.ConditionIrreconcilable, library.ConditionReleaseFailed, library.ConditionDeployed} {
+		if memcachedCondition(st, typ).Status == metav1.ConditionTrue {
+			return typ
+		}
+	}
+	for _, typ := range []string{library.ConditionDeployed, library.ConditionReleaseFailed, library.ConditionIrreconcilable} {
+		if memcachedCondition(st, typ).Type != "" {
+			return library.ConditionReleaseFailed // said, but not deployed
+		}
+	}
+	return ""
+}
+
+// helmOutcomeChanged passes updates of a Memcached whose Helm outcome changed (helmOutcome).
+var helmOutcomeChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		deployed := func(o client.Object) metav1.ConditionStatus {
+		outcome := func(o client.Object) string {
 			if mc, ok := o.(*cachev1.Memcached); ok {
-				return memcachedCondition(mc.Status, library.ConditionDeployed).Status
+				return helmOutcome(mc.Status)
 			}
 			return ""
 		}
-		return deployed(e.ObjectOld) != deployed(e.ObjectNew)
+		return outcome(e.ObjectOld) != outcome(e.ObjectNew)
 	},
 }
 
@@ -411,8 +430,8 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-operand").
-		// The spec, and the Helm side's Deployed condition, which the first report waits for.
-		For(&cachev1.Memcached{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deployedChanged))).
+		// The spec, and the Helm side's outcome, which the first report waits for.
+		For(&cachev1.Memcached{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, helmOutcomeChanged))).
 		Watches(&appsv1.Deployment{}, toMemcached, builder.WithPredicates(ours)).
 		// A pod that cannot start changes no Deployment status until the progress deadline.
 		Watches(&corev1.Pod{}, toMemcached, builder.WithPredicates(ours, predicate.Funcs{

@@ -113,3 +113,29 @@ func TestPodTrouble(t *testing.T) {
 		})
 	}
 }
+
+// The Go side's first report waits for the Helm side to say how the first install went.
+func TestHelmOutcome(t *testing.T) {
+	cond := func(typ string, status metav1.ConditionStatus) cachev1.HelmCondition {
+		return cachev1.HelmCondition{Type: typ, Status: status}
+	}
+	for _, tc := range []struct {
+		name       string
+		conditions []cachev1.HelmCondition
+		want       string
+	}{
+		{"nothing said yet", nil, ""},
+		{"only the Go side's", []cachev1.HelmCondition{cond(ConditionAvailable, metav1.ConditionFalse)}, ""},
+		{"deployed", []cachev1.HelmCondition{cond("Initialized", "True"), cond("Deployed", "True"), cond("ReleaseFailed", "False")}, "Deployed"},
+		{"the install failed", []cachev1.HelmCondition{cond("Deployed", "False"), cond("ReleaseFailed", "True")}, "ReleaseFailed"},
+		{"cannot be reconciled", []cachev1.HelmCondition{cond("Irreconcilable", "True")}, "Irreconcilable"},
+		{"an upgrade failed, the last release still deployed", []cachev1.HelmCondition{cond("Deployed", "True"), cond("ReleaseFailed", "True")}, "ReleaseFailed"},
+		{"said, but not deployed", []cachev1.HelmCondition{cond("Deployed", "False")}, "ReleaseFailed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := helmOutcome(cachev1.MemcachedStatus{Conditions: tc.conditions}); got != tc.want {
+				t.Errorf("helmOutcome = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -18,15 +18,19 @@ package actionclient
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,8 +38,8 @@ import (
 )
 
 // AbsentFromCache returns the rest config of Helm's kube client: a GET of one namespaced object
-// that the manager's cache (already synced for that kind) does not hold is answered 404 from the
-// cache, instead of by the API server. Before it creates a release's objects, Helm GETs each to
+// that the manager's cache (synced for that kind; the first installs wait for it) does not hold
+// is answered 404 from the cache, instead of by the API server. Before it creates a release's objects, Helm GETs each to
 // refuse adopting one it did not make; for a new release those are all absent, five requests per
 // install that the cache already answers. An object the cache holds is read from the API server,
 // so Helm's ownership check sees it as it is. If the cache has not yet seen an object made a
@@ -53,21 +57,48 @@ func AbsentFromCache(c cache.Cache, mapper meta.RESTMapper, scheme *runtime.Sche
 		}
 		skip[gvk] = true
 	}
+	waiting := &sync.Map{}
 	return func(base *rest.Config) *rest.Config {
 		cfg := rest.CopyConfig(base)
 		cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
-			return absentFromCache{next: next, cache: c, mapper: mapper, scheme: scheme, skip: skip}
+			return absentFromCache{next: next, cache: c, mapper: mapper, scheme: scheme, skip: skip, waiting: waiting}
 		})
 		return cfg
 	}, nil
 }
 
 type absentFromCache struct {
-	next   http.RoundTripper
-	cache  cache.Cache
-	mapper meta.RESTMapper
-	scheme *runtime.Scheme // typed kinds are looked up typed: the informers the watches share
-	skip   map[schema.GroupVersionKind]bool
+	next    http.RoundTripper
+	cache   cache.Cache
+	mapper  meta.RESTMapper
+	scheme  *runtime.Scheme // typed kinds are looked up typed: the informers the watches share
+	skip    map[schema.GroupVersionKind]bool
+	waiting *sync.Map // kind -> chan struct{}, closed when it synced or syncWait passed
+}
+
+// syncWait is how long the existence checks of a kind wait for its informer's first list.
+var syncWait = 5 * time.Second
+
+// synced reports whether the cache has synced the kind, waiting for it once per kind.
+func (t absentFromCache) synced(ctx context.Context, gvk schema.GroupVersionKind, inf cache.Informer) bool {
+	if inf.HasSynced() {
+		return true
+	}
+	done := make(chan struct{})
+	if first, loaded := t.waiting.LoadOrStore(gvk, done); loaded {
+		done = first.(chan struct{})
+	} else {
+		go func() {
+			defer close(done)
+			_ = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, syncWait, true,
+				func(context.Context) (bool, error) { return inf.HasSynced(), nil })
+		}()
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return inf.HasSynced()
 }
 
 // objectPath is the path of one namespaced object: /api/v1/... or /apis/GROUP/VERSION/..., then
@@ -88,10 +119,11 @@ func (t absentFromCache) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(req)
 	}
 	obj := NewObject(t.scheme, gvk)
-	// Only a kind the cache has synced: until then the API server answers (asking starts the
-	// kind's informer without waiting for it, as the release's dependent watch would).
+	// Only a kind the cache has synced. Asking starts the kind's informer, as the release's
+	// dependent watch would a moment later; the first installs wait for its first list (one
+	// LIST instead of a GET per install), at most syncWait, once per kind.
 	inf, err := t.cache.GetInformer(req.Context(), obj, cache.BlockUntilSynced(false))
-	if err != nil || !inf.HasSynced() {
+	if err != nil || !t.synced(req.Context(), gvk, inf) {
 		return t.next.RoundTrip(req)
 	}
 	err = t.cache.Get(req.Context(), client.ObjectKey{Namespace: m[4], Name: m[6]}, obj)

@@ -22,7 +22,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,7 +41,7 @@ import (
 type cacheOf struct {
 	*informertest.FakeInformers
 	services map[string]bool
-	synced   bool
+	synced   func() bool
 }
 
 func (c cacheOf) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
@@ -49,10 +51,10 @@ func (c cacheOf) GetInformer(ctx context.Context, obj client.Object, opts ...cac
 
 type syncedInformer struct {
 	cache.Informer
-	synced bool
+	synced func() bool
 }
 
-func (s syncedInformer) HasSynced() bool { return s.synced }
+func (s syncedInformer) HasSynced() bool { return s.synced() }
 
 func (c cacheOf) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
 	if c.services[key.Namespace+"/"+key.Name] {
@@ -67,6 +69,8 @@ func (c cacheOf) Get(_ context.Context, key client.ObjectKey, _ client.Object, _
 // Helm's existence check of an object the synced cache does not hold is answered 404 there;
 // every other request reaches the API server.
 func TestAbsentFromCache(t *testing.T) {
+	defer func(d time.Duration) { syncWait = d }(syncWait)
+	syncWait = 500 * time.Millisecond
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Service"), meta.RESTScopeNamespace)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
@@ -74,18 +78,20 @@ func TestAbsentFromCache(t *testing.T) {
 		name, method, path string
 		synced             bool
 		wantServer         bool
+		syncsLater         bool // the cache syncs while the check waits
 	}{
-		{"absent from a synced cache", http.MethodGet, "/api/v1/namespaces/ns/services/new", true, false},
-		{"in the cache: Helm's ownership check reads it live", http.MethodGet, "/api/v1/namespaces/ns/services/theirs", true, true},
-		{"a cache not synced yet", http.MethodGet, "/api/v1/namespaces/ns/services/new", false, true},
-		{"a write", http.MethodPut, "/api/v1/namespaces/ns/services/new", true, true},
-		{"a subresource", http.MethodGet, "/api/v1/namespaces/ns/services/new/status", true, true},
-		{"a list", http.MethodGet, "/api/v1/namespaces/ns/services", true, true},
-		{"a kind the mapper does not know", http.MethodGet, "/apis/example.com/v1/namespaces/ns/widgets/new", true, true},
-		{"a kind the cache holds only in part (Secrets by label)", http.MethodGet, "/api/v1/namespaces/ns/secrets/new", true, true},
-		{"a query", http.MethodGet, "/api/v1/namespaces/ns/services/new?resourceVersion=0", true, true},
-		{"a cluster-scoped path", http.MethodGet, "/api/v1/namespaces/new", true, true},
-		{"a namespace the cache does not watch", http.MethodGet, "/api/v1/namespaces/unwatched/services/new", true, true},
+		{"absent from a synced cache", http.MethodGet, "/api/v1/namespaces/ns/services/new", true, false, false},
+		{"in the cache: Helm's ownership check reads it live", http.MethodGet, "/api/v1/namespaces/ns/services/theirs", true, true, false},
+		{"a cache that does not sync in time", http.MethodGet, "/api/v1/namespaces/ns/services/new", false, true, false},
+		{"a cache that syncs while the check waits", http.MethodGet, "/api/v1/namespaces/ns/services/new", false, false, true},
+		{"a write", http.MethodPut, "/api/v1/namespaces/ns/services/new", true, true, false},
+		{"a subresource", http.MethodGet, "/api/v1/namespaces/ns/services/new/status", true, true, false},
+		{"a list", http.MethodGet, "/api/v1/namespaces/ns/services", true, true, false},
+		{"a kind the mapper does not know", http.MethodGet, "/apis/example.com/v1/namespaces/ns/widgets/new", true, true, false},
+		{"a kind the cache holds only in part (Secrets by label)", http.MethodGet, "/api/v1/namespaces/ns/secrets/new", true, true, false},
+		{"a query", http.MethodGet, "/api/v1/namespaces/ns/services/new?resourceVersion=0", true, true, false},
+		{"a cluster-scoped path", http.MethodGet, "/api/v1/namespaces/new", true, true, false},
+		{"a namespace the cache does not watch", http.MethodGet, "/api/v1/namespaces/unwatched/services/new", true, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,9 +101,11 @@ func TestAbsentFromCache(t *testing.T) {
 				w.WriteHeader(http.StatusTeapot)
 			}))
 			defer server.Close()
-			c := cacheOf{FakeInformers: &informertest.FakeInformers{}, services: map[string]bool{"ns/theirs": true}, synced: tc.synced}
+			start := time.Now()
+			synced := func() bool { return tc.synced || (tc.syncsLater && time.Since(start) > 50*time.Millisecond) }
+			c := cacheOf{FakeInformers: &informertest.FakeInformers{}, services: map[string]bool{"ns/theirs": true}, synced: synced}
 			rt := absentFromCache{next: http.DefaultTransport, cache: c, mapper: mapper, scheme: clientgoscheme.Scheme,
-				skip: map[schema.GroupVersionKind]bool{corev1.SchemeGroupVersion.WithKind("Secret"): true}}
+				skip: map[schema.GroupVersionKind]bool{corev1.SchemeGroupVersion.WithKind("Secret"): true}, waiting: &sync.Map{}}
 			req, _ := http.NewRequest(tc.method, server.URL+tc.path, nil)
 			resp, err := rt.RoundTrip(req)
 			if err != nil {
