@@ -37,6 +37,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -90,6 +91,11 @@ func main() {
 	flag.IntVar(&o.foreign.deployments, "foreign-deployments", 2000, "Deployments of others in the namespace (+foreign)")
 	flag.Parse()
 	o.sizes, o.once = numbers("-n", sizes), numbers("-once", once)
+	for _, n := range o.once {
+		if slices.Contains(o.sizes, n) {
+			fail(fmt.Errorf("-once: N=%d is also in -n, whose repetitions it would join", n))
+		}
+	}
 	o.variants = strings.Split(variants, ",")
 	if extras != "" {
 		o.extras = strings.Split(extras, ",")

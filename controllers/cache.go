@@ -20,8 +20,10 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -30,6 +32,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/helm"
+	"github.com/example/memcached-operator/internal/helm/library"
 	"github.com/example/memcached-operator/internal/labels"
 )
 
@@ -113,6 +116,10 @@ func skeletonOfOthers(obj any) (any, error) {
 	skeleton.SetOwnerReferences(o.GetOwnerReferences())
 	skeleton.SetCreationTimestamp(o.GetCreationTimestamp())
 	skeleton.SetDeletionTimestamp(o.GetDeletionTimestamp())
+	// Which Helm release made it, for the messages that say whose an object in the way is.
+	if a := o.GetAnnotations(); a[library.ReleaseNameAnnotation] != "" {
+		skeleton.SetAnnotations(map[string]string{library.ReleaseNameAnnotation: a[library.ReleaseNameAnnotation], library.ReleaseNamespaceAnnotation: a[library.ReleaseNamespaceAnnotation]})
+	}
 	return skeleton, nil
 }
 
@@ -125,6 +132,9 @@ func operators(o client.Object) bool {
 	}
 	if u, ok := o.(*unstructured.Unstructured); ok && u.GroupVersionKind().Group == cachev1.GroupVersion.Group {
 		return true
+	}
+	if ref := metav1.GetControllerOf(o); ref != nil && strings.HasPrefix(ref.APIVersion, cachev1.GroupVersion.Group+"/") {
+		return true // a MemcachedBackup's Deployment, whatever someone did to its labels
 	}
 	l := o.GetLabels()
 	return l[labels.Name] == labels.ChartName || l[labels.Name] == BackupAppName || l[labels.PartOf] == labels.Operator

@@ -59,7 +59,17 @@ func TestSkeletonOfOthers(t *testing.T) {
 		{"a MemcachedBackup's Deployment", deployment("b", map[string]string{"app.kubernetes.io/name": BackupAppName}), true},
 		{"a Deployment of another part of the operator", deployment("p", map[string]string{"app.kubernetes.io/part-of": "memcached-operator"}), true},
 		{"a Memcached", &cachev1.Memcached{ObjectMeta: meta("m", nil), Spec: cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](1)}}, true},
+		{"a MemcachedBackup's Deployment whose labels someone removed", func() client.Object {
+			d := deployment("b2", nil)
+			d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cache.my.domain/v1", Kind: "MemcachedBackup", Name: "b2", UID: "b", Controller: ptr.To(true)}}
+			return d
+		}(), true},
 		{"someone else's Deployment", deployment("web", map[string]string{"app": "web"}), false},
+		{"a Deployment of someone else's Helm release", func() client.Object {
+			d := deployment("their-release", map[string]string{"app": "theirs"})
+			d.Annotations["meta.helm.sh/release-name"], d.Annotations["meta.helm.sh/release-namespace"] = "theirs", "ns"
+			return d
+		}(), false},
 		{"someone else's ServiceMonitor", serviceMonitor, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,8 +94,12 @@ func TestSkeletonOfOthers(t *testing.T) {
 				!reflect.DeepEqual(got.GetLabels(), want.GetLabels()) || !reflect.DeepEqual(got.GetOwnerReferences(), want.GetOwnerReferences()) {
 				t.Errorf("the skeleton lost the identity: %#v", got)
 			}
-			if got.GetAnnotations() != nil {
-				t.Errorf("the skeleton keeps annotations: %v", got.GetAnnotations())
+			wantAnnotations := map[string]string(nil)
+			if release := want.GetAnnotations()["meta.helm.sh/release-name"]; release != "" {
+				wantAnnotations = map[string]string{"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": "ns"}
+			}
+			if !reflect.DeepEqual(got.GetAnnotations(), wantAnnotations) {
+				t.Errorf("the skeleton's annotations are %v, want %v (which Helm release made it, no more)", got.GetAnnotations(), wantAnnotations)
 			}
 			switch s := got.(type) {
 			case *appsv1.Deployment:

@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/helm/library"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/operand"
 )
@@ -164,7 +165,7 @@ func madeBy(obj client.Object) string {
 	if ref := metav1.GetControllerOf(obj); ref != nil {
 		return fmt.Sprintf("it belongs to %s %s", ref.Kind, ref.Name)
 	}
-	if rel := obj.GetAnnotations()["meta.helm.sh/release-name"]; rel != "" {
+	if rel := obj.GetAnnotations()[library.ReleaseNameAnnotation]; rel != "" {
 		return fmt.Sprintf("it belongs to Helm release %s", rel)
 	}
 	return "it has no owner"

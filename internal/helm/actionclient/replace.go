@@ -37,6 +37,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/example/memcached-operator/internal/helm/library"
 	oplabels "github.com/example/memcached-operator/internal/labels"
 )
 
@@ -144,7 +145,7 @@ func OwnedByRelease(obj, cr client.Object) bool {
 		return true
 	}
 	a := obj.GetAnnotations()
-	return a["meta.helm.sh/release-name"] == cr.GetName() && a["meta.helm.sh/release-namespace"] == cr.GetNamespace()
+	return a[library.ReleaseNameAnnotation] == cr.GetName() && a[library.ReleaseNamespaceAnnotation] == cr.GetNamespace()
 }
 
 // render renders the release an upgrade would make (a dry run).

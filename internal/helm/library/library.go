@@ -37,6 +37,11 @@ const (
 	RecordNameLabel   = "name"
 	RecordStatusLabel = "status"
 
+	// ReleaseNameAnnotation and ReleaseNamespaceAnnotation name the release that made an object
+	// (Helm's pkg/action, on every object it creates).
+	ReleaseNameAnnotation      = "meta.helm.sh/release-name"
+	ReleaseNamespaceAnnotation = "meta.helm.sh/release-namespace"
+
 	// ConditionDeployed is the condition the library sets True once a release is installed or
 	// upgraded (pkg/reconciler/internal/conditions, TypeDeployed).
 	ConditionDeployed = "Deployed"
