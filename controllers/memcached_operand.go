@@ -382,8 +382,6 @@ func setMemcachedCondition(st *cachev1.MemcachedStatus, typ string, status metav
 	})
 }
 
-// SetupWithManager reconciles on spec changes of a Memcached and on any change of its Deployment
-// or its release records.
 // helmOutcome is what the Helm side last said of the release: library.ConditionDeployed when
 // it is deployed, ConditionReleaseFailed or ConditionIrreconcilable when it could not be, or ""
 // before the Helm side's first status write.
@@ -417,6 +415,8 @@ var helmOutcomeChanged = predicate.Funcs{
 	},
 }
 
+// SetupWithManager reconciles on spec changes of a Memcached and on any change of its Deployment
+// or its release records.
 func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	recordToMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[library.RecordNameLabel]}}}
