@@ -123,6 +123,7 @@ func run(ctx context.Context, o options) error {
 		HealthProbeBindAddress: o.probeAddr,
 		PprofBindAddress:       o.pprofAddr,
 		Cache:                  controllers.CacheOptions(o.controllers.WatchNamespaces, o.controllers.Records),
+		NewCache:               controllers.NewCache,
 		Client:                 controllers.ClientOptions(),
 		// The Go side of Memcached writes the status of as many CRs as the Helm side installs.
 		Controller: config.Controller{MaxConcurrentReconciles: o.controllers.Helm.Workers},

@@ -17,6 +17,9 @@ limitations under the License.
 package controllers
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -26,7 +29,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -138,4 +144,94 @@ func operators(o client.Object) bool {
 	}
 	l := o.GetLabels()
 	return l[labels.Name] == labels.ChartName || l[labels.Name] == BackupAppName || l[labels.PartOf] == labels.Operator
+}
+
+// NewCache is the manager's cache (the manager's NewCache option), holding each Memcached once.
+// The Helm side reads Memcacheds unstructured: its values are the spec as the user wrote it (a
+// typed round trip would rewrite quantities such as 0.5Gi and drop false fields). The Go side's
+// typed reads are answered from that copy, converted, instead of from a typed informer of their
+// own that would hold every CR a second time. A typed watch of Memcacheds is refused: watch
+// MemcachedObject().
+func NewCache(config *rest.Config, opts cache.Options) (cache.Cache, error) {
+	c, err := cache.New(config, opts)
+	if err != nil {
+		return nil, err
+	}
+	return memcachedsOnce{c}, nil
+}
+
+// MemcachedObject is an empty Memcached as the cache holds them (unstructured), for watches.
+func MemcachedObject() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(cachev1.GroupVersion.WithKind("Memcached"))
+	return u
+}
+
+// asMemcached is a Memcached of a watch event (unstructured, as the cache holds them) typed.
+func asMemcached(o client.Object) (*cachev1.Memcached, error) {
+	switch o := o.(type) {
+	case *cachev1.Memcached:
+		return o, nil
+	case *unstructured.Unstructured:
+		mc := &cachev1.Memcached{}
+		return mc, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, mc)
+	}
+	return nil, fmt.Errorf("%T is not a Memcached", o)
+}
+
+type memcachedsOnce struct{ cache.Cache }
+
+var errTypedMemcachedWatch = errors.New("the cache holds Memcacheds unstructured, once: watch controllers.MemcachedObject()")
+
+func (c memcachedsOnce) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	mc, ok := obj.(*cachev1.Memcached)
+	if !ok {
+		return c.Cache.Get(ctx, key, obj, opts...)
+	}
+	u := MemcachedObject()
+	if err := c.Cache.Get(ctx, key, u, opts...); err != nil {
+		return err
+	}
+	*mc = cachev1.Memcached{}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, mc)
+}
+
+func (c memcachedsOnce) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	mcs, ok := list.(*cachev1.MemcachedList)
+	if !ok {
+		return c.Cache.List(ctx, list, opts...)
+	}
+	u := &unstructured.UnstructuredList{}
+	u.SetGroupVersionKind(cachev1.GroupVersion.WithKind("MemcachedList"))
+	if err := c.Cache.List(ctx, u, opts...); err != nil {
+		return err
+	}
+	*mcs = cachev1.MemcachedList{ListMeta: metav1.ListMeta{ResourceVersion: u.GetResourceVersion()}, Items: make([]cachev1.Memcached, len(u.Items))}
+	for i := range u.Items {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Items[i].Object, &mcs.Items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c memcachedsOnce) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	if _, typed := obj.(*cachev1.Memcached); typed {
+		return nil, errTypedMemcachedWatch
+	}
+	return c.Cache.GetInformer(ctx, obj, opts...)
+}
+
+func (c memcachedsOnce) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	if gvk == cachev1.GroupVersion.WithKind("Memcached") {
+		return c.Cache.GetInformer(ctx, MemcachedObject(), opts...) // by kind the cache would make it typed
+	}
+	return c.Cache.GetInformerForKind(ctx, gvk, opts...)
+}
+
+func (c memcachedsOnce) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	if _, typed := obj.(*cachev1.Memcached); typed {
+		return errTypedMemcachedWatch
+	}
+	return c.Cache.IndexField(ctx, obj, field, extract)
 }

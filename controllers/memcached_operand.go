@@ -406,7 +406,7 @@ var helmOutcomeChanged = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		outcome := func(o client.Object) string {
-			if mc, ok := o.(*cachev1.Memcached); ok {
+			if mc, err := asMemcached(o); err == nil {
 				return helmOutcome(mc.Status)
 			}
 			return ""
@@ -431,7 +431,7 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-operand").
 		// The spec, and the Helm side's outcome, which the first report waits for.
-		For(&cachev1.Memcached{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, helmOutcomeChanged))).
+		For(MemcachedObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, helmOutcomeChanged))).
 		Watches(&appsv1.Deployment{}, toMemcached, builder.WithPredicates(ours)).
 		// A pod that cannot start changes no Deployment status until the progress deadline.
 		Watches(&corev1.Pod{}, toMemcached, builder.WithPredicates(ours, predicate.Funcs{

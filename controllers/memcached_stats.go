@@ -414,7 +414,7 @@ func (r *MemcachedStatsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-stats").
-		For(&cachev1.Memcached{}, builder.WithPredicates(created)).
+		For(MemcachedObject(), builder.WithPredicates(created)).
 		Watches(&corev1.Pod{}, toMemcached, builder.WithPredicates(ours, readinessChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)

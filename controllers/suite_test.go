@@ -38,6 +38,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -74,6 +75,7 @@ var (
 	testEnv   *envtest.Environment
 	cfg       *rest.Config
 	k8sClient client.Client // strict field validation, like kubectl
+	mgrCache  cache.Cache   // the manager's cache (controllers.NewCache)
 	scheme    = runtime.NewScheme()
 	writes    = &writeCounter{}
 	cancel    context.CancelFunc
@@ -136,12 +138,14 @@ var _ = BeforeSuite(func() {
 	cacheOpts := controllers.CacheOptions(nil, records)
 	cacheOpts.SyncPeriod = &resync
 	mgr, err := ctrl.NewManager(mgrCfg, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cacheOpts,
-		Client:  controllers.ClientOptions(),
+		Scheme:   scheme,
+		Metrics:  metricsserver.Options{BindAddress: "0"},
+		Cache:    cacheOpts,
+		NewCache: controllers.NewCache,
+		Client:   controllers.ClientOptions(),
 	})
 	Expect(err).NotTo(HaveOccurred())
+	mgrCache = mgr.GetCache()
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())

@@ -178,7 +178,7 @@ func (r *UpgradeableReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("upgradeable").
 		WatchesRawSource(source.Channel(start, all)).
-		Watches(&cachev1.Memcached{}, all).
+		Watches(MemcachedObject(), all).
 		Watches(&appsv1.Deployment{}, all, builder.WithPredicates(ours)).
 		Complete(r)
 }

@@ -20,6 +20,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -127,6 +128,7 @@ func (r *Records) decode(sec *corev1.Secret) (*release.Release, error) {
 			r.charts[chartKey] = rel.Chart
 		}
 		if versions := r.byID[sec.UID]; versions[0].resourceVersion != sec.ResourceVersion {
+			shareUnchanged(rel, versions[0].rel)
 			r.byID[sec.UID] = [2]decodedRelease{d, versions[0]}
 		}
 		r.mu.Unlock()
@@ -141,6 +143,25 @@ func (r *Records) decode(sec *corev1.Secret) (*release.Release, error) {
 		rel.Labels[k] = v
 	}
 	return &rel, nil
+}
+
+// shareUnchanged makes rel share with the version before it (nil: none) what did not change
+// between them: Helm rewrites a record to change only its status (pending, then deployed;
+// deployed, then superseded), and the two versions held would otherwise hold the manifest and
+// values twice, most of a decoded record.
+func shareUnchanged(rel, before *release.Release) {
+	if before == nil || rel.Name != before.Name || rel.Version != before.Version {
+		return
+	}
+	if rel.Manifest == before.Manifest {
+		rel.Manifest = before.Manifest
+	}
+	if reflect.DeepEqual(rel.Config, before.Config) {
+		rel.Config = before.Config
+	}
+	if rel.Info != nil && before.Info != nil && rel.Info.Notes == before.Info.Notes {
+		rel.Info.Notes = before.Info.Notes
+	}
 }
 
 // lookup finds the decoded version of sec; r.mu is held.

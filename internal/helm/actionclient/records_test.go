@@ -18,7 +18,9 @@ package actionclient
 
 import (
 	"errors"
+	"reflect"
 	"testing"
+	"unsafe"
 
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
@@ -89,5 +91,39 @@ func TestRecordsVersions(t *testing.T) {
 	r.Forget(toolscache.DeletedFinalStateUnknown{Obj: versions[2]})
 	if r.size() != 0 {
 		t.Errorf("a deleted record is still held")
+	}
+}
+
+// A record rewritten to change its status only (pending, then deployed) holds its manifest and
+// values once for both versions.
+func TestRecordsShareWhatDidNotChange(t *testing.T) {
+	r := NewRecords()
+	transform := r.CacheTransform(nil)
+	var held []*release.Release
+	for i, status := range []release.Status{release.StatusPendingInstall, release.StatusDeployed} {
+		rel := &release.Release{Name: "foo", Version: 1, Manifest: "kind: Deployment",
+			Config: map[string]any{"replicaCount": 3}, Info: &release.Info{Status: status, Notes: "notes"}}
+		sec := recordSecret(t, rel, "uid")
+		sec.Labels[oplabels.Record] = oplabels.Operator
+		sec.ResourceVersion = string(rune('1' + i))
+		out, err := transform(&sec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.decode(out.(*corev1.Secret))
+		if err != nil || got.Info.Status != status {
+			t.Fatalf("decode = %v, %v", got, err)
+		}
+		held = append(held, got)
+	}
+	pending, deployed := held[0], held[1]
+	if unsafe.StringData(pending.Manifest) != unsafe.StringData(deployed.Manifest) {
+		t.Errorf("the two versions hold the manifest twice")
+	}
+	if reflect.ValueOf(pending.Config).UnsafePointer() != reflect.ValueOf(deployed.Config).UnsafePointer() {
+		t.Errorf("the two versions hold the values twice")
+	}
+	if unsafe.StringData(pending.Info.Notes) != unsafe.StringData(deployed.Info.Notes) {
+		t.Errorf("the two versions hold the notes twice")
 	}
 }
