@@ -159,11 +159,28 @@ func recordSize(ctx context.Context, kc kubernetes.Interface) (int, error) {
 }
 
 // variant is what one measurement runs: its base ("raw", "stock", "this") and modifiers after
-// "+": "this+gogc=50" runs this operator with GOGC=50, "this+foreign" among foreign objects.
+// "+": "this+gogc=50" runs this operator with GOGC=50, "this+memlimit=128MiB" with that
+// GOMEMLIMIT (as a pod's memory limit sets it), "this+foreign" among foreign objects.
 type variant struct {
-	base    string
-	gogc    string
-	foreign bool
+	base     string
+	gogc     string
+	memlimit string
+	foreign  bool
+}
+
+// gc reports whether the variant measures a garbage collector setting.
+func (v variant) gc() bool { return v.gogc != "" || v.memlimit != "" }
+
+// gcLabel names the variant's garbage collector setting.
+func (v variant) gcLabel() string {
+	var s []string
+	if v.gogc != "" {
+		s = append(s, "GOGC="+v.gogc)
+	}
+	if v.memlimit != "" {
+		s = append(s, "GOMEMLIMIT="+v.memlimit)
+	}
+	return strings.Join(s, ", ")
 }
 
 func parseVariant(v string) (variant, error) {
@@ -175,6 +192,8 @@ func parseVariant(v string) (variant, error) {
 			out.foreign = true
 		case strings.HasPrefix(m, "gogc="):
 			out.gogc = strings.TrimPrefix(m, "gogc=")
+		case strings.HasPrefix(m, "memlimit="):
+			out.memlimit = strings.TrimPrefix(m, "memlimit=")
 		default:
 			return out, fmt.Errorf("variant %q: unknown modifier %q", v, m)
 		}

@@ -84,7 +84,7 @@ func main() {
 	flag.StringVar(&variants, "variants", "raw,stock,this", "what to measure: raw (create limit), stock (helm-operator), this (this operator)")
 	var once, extras string
 	flag.StringVar(&once, "once", "3000", "larger numbers of Memcached CRs, measured once per variant (\"\": none)")
-	flag.StringVar(&extras, "extras", "this+foreign,this+gogc=50,this+gogc=25", "variants of this operator measured once at -extra-n: +foreign among others' objects, +gogc=X with GOGC=X (\"\": none)")
+	flag.StringVar(&extras, "extras", "this+foreign,this+gogc=50,this+gogc=25,this+memlimit=128MiB", "variants of this operator measured once at -extra-n: +foreign among others' objects, +gogc=X with GOGC=X, +memlimit=X with GOMEMLIMIT=X (\"\": none)")
 	flag.IntVar(&o.extraN, "extra-n", 1000, "the number of Memcached CRs of the -extras")
 	flag.IntVar(&o.foreign.releases, "foreign-releases", 500, "Helm releases of others in the namespace (+foreign)")
 	flag.IntVar(&o.foreign.releaseKB, "foreign-release-kb", 200, "the size of each foreign release's record")

@@ -55,6 +55,9 @@ func startOperator(o options, cp *controlPlane, v variant) (*operatorProcess, er
 	if v.gogc != "" {
 		cmd.Env = append(cmd.Env, "GOGC="+v.gogc)
 	}
+	if v.memlimit != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+v.memlimit)
+	}
 	logFile, err := os.Create(filepath.Join(cp.dir, v.base+".log"))
 	if err != nil {
 		return nil, err

@@ -226,7 +226,7 @@ func report(o options, machine string, results []result) string {
 	}
 	for _, n := range sizes {
 		x := summarize(pick(results, "this", n, requestsPerCR)).med
-		w("| N=%d: API requests per install ≤ 9 | %.1f | %s |\n", n, x, yes(x > 0 && x <= 9))
+		w("| N=%d: API requests per install ≤ 9 | %.2f | %s |\n", n, x, yes(x > 0 && x <= 9))
 	}
 	for _, n := range sizes {
 		x := summarize(ratio(results, "stock", "this", n, idleCPUms)).med
@@ -273,7 +273,7 @@ func extrasReport(w func(string, ...any), o options, results []result) {
 	for _, v := range o.extras {
 		if pv, _ := parseVariant(v); pv.foreign {
 			foreign = append(foreign, v)
-		} else if pv.gogc != "" {
+		} else if pv.gc() {
 			gc = append(gc, v)
 		}
 	}
@@ -289,12 +289,12 @@ func extrasReport(w func(string, ...any), o options, results []result) {
 	}
 	if len(gc) > 0 {
 		w("\n## Garbage collector settings (N=%d, one repetition each)\n\n", n)
-		w("GOGC=100 is Go's default (the plain runs above); in a pod the operator also sets GOMEMLIMIT to 90%% of its memory limit.\n\n")
+		w("GOGC=100 and no GOMEMLIMIT are Go's defaults (the plain runs above); in a pod the operator sets GOMEMLIMIT to 90%% of its memory limit, so a GOMEMLIMIT row shows what a limit that tight costs.\n\n")
 		w(header)
 		row("GOGC=100", "this")
 		for _, v := range gc {
 			pv, _ := parseVariant(v)
-			row("GOGC="+pv.gogc, v)
+			row(pv.gcLabel(), v)
 		}
 	}
 }

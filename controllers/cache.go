@@ -59,6 +59,9 @@ func CacheOptions(watchNamespaces []string, records *helm.Records) cache.Options
 		if _, secrets := obj.(*corev1.Secret); secrets && records != nil {
 			by.Transform = records.CacheTransform(by.Transform)
 		}
+		if _, pods := obj.(*corev1.Pod); pods {
+			by.Transform = podWithoutSpec
+		}
 		opts.ByObject[obj] = by
 	}
 	for _, ns := range watchNamespaces {
@@ -86,6 +89,20 @@ func partlyCached() map[client.Object]cache.ByObject {
 		// and no Helm release of others, is needed.
 		&corev1.Secret{}: {Label: helm.RecordSelector()},
 	}
+}
+
+// podWithoutSpec is the cache's transform of memcached pods: the controllers read a pod's
+// metadata and status (readiness, its address, why a container waits) and, of its spec, only
+// hostNetwork (whose pods share the node's address); the rest of the spec, as much again as the
+// pod's status, is the Deployment's template, which the cache holds already.
+func podWithoutSpec(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	pod.ManagedFields = nil
+	pod.Spec = corev1.PodSpec{HostNetwork: pod.Spec.HostNetwork, NodeName: pod.Spec.NodeName}
+	return pod, nil
 }
 
 // skeletonOfOthers is the cache's transform of every object: nothing reads managedFields, a good

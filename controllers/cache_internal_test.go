@@ -116,3 +116,36 @@ func TestSkeletonOfOthers(t *testing.T) {
 		})
 	}
 }
+
+// The cache keeps a memcached pod's metadata, status and hostNetwork; the rest of its spec is
+// its Deployment's template.
+func TestPodsCachedWithoutSpec(t *testing.T) {
+	var transform func(any) (any, error)
+	for obj, by := range CacheOptions(nil, nil).ByObject {
+		if _, ok := obj.(*corev1.Pod); ok {
+			transform = by.Transform
+		}
+	}
+	if transform == nil {
+		t.Fatal("CacheOptions has no transform of pods")
+	}
+	status := corev1.PodStatus{PodIP: "10.0.0.7", Phase: corev1.PodRunning,
+		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "memcached", RestartCount: 2}}}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "mc-0", Namespace: "ns", Labels: map[string]string{"app": "x"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec:   corev1.PodSpec{HostNetwork: true, NodeName: "node-1", Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1.6"}}},
+		Status: *status.DeepCopy(),
+	}
+	out, err := transform(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Pod)
+	want := corev1.PodSpec{HostNetwork: true, NodeName: "node-1"}
+	if !reflect.DeepEqual(got.Spec, want) || !reflect.DeepEqual(got.Status, status) ||
+		got.Labels["app"] != "x" || got.ManagedFields != nil {
+		t.Errorf("cached pod = spec %+v, status %+v, labels %v, managedFields %v", got.Spec, got.Status, got.Labels, got.ManagedFields)
+	}
+}
