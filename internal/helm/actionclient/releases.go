@@ -334,9 +334,11 @@ func (r recordingSecrets) Delete(ctx context.Context, name string, opts metav1.D
 	return err
 }
 
-func markOurs(s *corev1.Secret) {
-	if s.Labels == nil {
-		s.Labels = map[string]string{}
+func markOurs(s metav1.Object) {
+	l := s.GetLabels()
+	if l == nil {
+		l = map[string]string{}
 	}
-	s.Labels[oplabels.Record] = oplabels.Operator
+	l[oplabels.Record] = oplabels.Operator
+	s.SetLabels(l)
 }

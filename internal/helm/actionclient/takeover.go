@@ -38,7 +38,8 @@ import (
 
 // LabelEarlierRecords labels the release records that earlier versions of the operator wrote in
 // namespaces (all if empty), so the cache sees them before the first reconcile. It reads
-// uncached, a page at a time, and returns how many it labelled.
+// uncached, a page at a time, the records' metadata only (the namespaces may hold many Helm
+// releases of others, of hundreds of kB each), and returns how many it labelled.
 func LabelEarlierRecords(ctx context.Context, c client.Client, gvk metav1.GroupVersionKind, namespaces []string) (int, error) {
 	unlabelled, err := labels.NewRequirement(oplabels.Record, selection.DoesNotExist, nil)
 	if err != nil {
@@ -52,7 +53,8 @@ func LabelEarlierRecords(ctx context.Context, c client.Client, gvk metav1.GroupV
 	for _, ns := range namespaces {
 		opts := []client.ListOption{client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}, client.Limit(250)}
 		for {
-			list := &corev1.SecretList{}
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 			if err := c.List(ctx, list, opts...); err != nil {
 				return n, fmt.Errorf("list release records without %s: %w", oplabels.Record, err)
 			}
@@ -119,11 +121,11 @@ func controlledByKind(obj client.Object, gvk metav1.GroupVersionKind) bool {
 	return ref != nil && ref.Kind == gvk.Kind && strings.HasPrefix(ref.APIVersion, gvk.Group+"/")
 }
 
-func labelRecord(ctx context.Context, c client.Client, s *corev1.Secret) error {
-	patch := client.MergeFrom(s.DeepCopy())
+func labelRecord(ctx context.Context, c client.Client, s client.Object) error {
+	patch := client.MergeFrom(s.DeepCopyObject().(client.Object))
 	markOurs(s)
 	if err := c.Patch(ctx, s, patch); err != nil {
-		return fmt.Errorf("label release record %s/%s: %w", s.Namespace, s.Name, err)
+		return fmt.Errorf("label release record %s/%s: %w", s.GetNamespace(), s.GetName(), err)
 	}
 	return nil
 }
