@@ -101,7 +101,7 @@ func podWithoutSpec(obj any) (any, error) {
 		return obj, nil
 	}
 	pod.ManagedFields = nil
-	pod.Spec = corev1.PodSpec{HostNetwork: pod.Spec.HostNetwork, NodeName: pod.Spec.NodeName}
+	pod.Spec = corev1.PodSpec{HostNetwork: pod.Spec.HostNetwork}
 	return pod, nil
 }
 
@@ -184,18 +184,25 @@ func MemcachedObject() *unstructured.Unstructured {
 	return u
 }
 
-// asMemcached is a Memcached of a watch event (unstructured, as the cache holds them) typed.
-func asMemcached(o client.Object) (*cachev1.Memcached, error) {
+// memcachedStatusOf is the status of a Memcached of a watch event (unstructured, as the cache
+// holds them), converted alone: predicates see every status write.
+func memcachedStatusOf(o client.Object) (cachev1.MemcachedStatus, error) {
+	var st cachev1.MemcachedStatus
 	switch o := o.(type) {
 	case *cachev1.Memcached:
-		return o, nil
+		return o.Status, nil
 	case *unstructured.Unstructured:
-		mc := &cachev1.Memcached{}
-		return mc, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, mc)
+		if status, ok := o.Object["status"].(map[string]any); ok {
+			return st, runtime.DefaultUnstructuredConverter.FromUnstructured(status, &st)
+		}
+		return st, nil
 	}
-	return nil, fmt.Errorf("%T is not a Memcached", o)
+	return st, fmt.Errorf("%T is not a Memcached", o)
 }
 
+// memcachedsOnce reads the cache's own unstructured copy (UnsafeDisableDeepCopy): the conversion
+// copies every map, slice and pointer, and Memcached has no field of an interface type that it
+// would share, so a caller changing what it read cannot change the cache.
 type memcachedsOnce struct{ cache.Cache }
 
 var errTypedMemcachedWatch = errors.New("the cache holds Memcacheds unstructured, once: watch controllers.MemcachedObject()")
@@ -206,7 +213,7 @@ func (c memcachedsOnce) Get(ctx context.Context, key client.ObjectKey, obj clien
 		return c.Cache.Get(ctx, key, obj, opts...)
 	}
 	u := MemcachedObject()
-	if err := c.Cache.Get(ctx, key, u, opts...); err != nil {
+	if err := c.Cache.Get(ctx, key, u, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		return err
 	}
 	*mc = cachev1.Memcached{}
@@ -220,10 +227,11 @@ func (c memcachedsOnce) List(ctx context.Context, list client.ObjectList, opts .
 	}
 	u := &unstructured.UnstructuredList{}
 	u.SetGroupVersionKind(cachev1.GroupVersion.WithKind("MemcachedList"))
-	if err := c.Cache.List(ctx, u, opts...); err != nil {
+	if err := c.Cache.List(ctx, u, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		return err
 	}
-	*mcs = cachev1.MemcachedList{ListMeta: metav1.ListMeta{ResourceVersion: u.GetResourceVersion()}, Items: make([]cachev1.Memcached, len(u.Items))}
+	*mcs = cachev1.MemcachedList{ListMeta: metav1.ListMeta{ResourceVersion: u.GetResourceVersion(), Continue: u.GetContinue(),
+		RemainingItemCount: u.GetRemainingItemCount()}, Items: make([]cachev1.Memcached, len(u.Items))}
 	for i := range u.Items {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Items[i].Object, &mcs.Items[i]); err != nil {
 			return err

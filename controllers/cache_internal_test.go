@@ -143,7 +143,7 @@ func TestPodsCachedWithoutSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.(*corev1.Pod)
-	want := corev1.PodSpec{HostNetwork: true, NodeName: "node-1"}
+	want := corev1.PodSpec{HostNetwork: true}
 	if !reflect.DeepEqual(got.Spec, want) || !reflect.DeepEqual(got.Status, status) ||
 		got.Labels["app"] != "x" || got.ManagedFields != nil {
 		t.Errorf("cached pod = spec %+v, status %+v, labels %v, managedFields %v", got.Spec, got.Status, got.Labels, got.ManagedFields)

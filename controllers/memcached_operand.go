@@ -406,8 +406,8 @@ var helmOutcomeChanged = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		outcome := func(o client.Object) string {
-			if mc, err := asMemcached(o); err == nil {
-				return helmOutcome(mc.Status)
+			if st, err := memcachedStatusOf(o); err == nil {
+				return helmOutcome(st)
 			}
 			return ""
 		}

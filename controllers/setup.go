@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -87,6 +88,9 @@ func WatchNamespaces(list string) []string {
 // memcached's own stats),
 // and the MemcachedBackup controller, whose pods use the Memcached chart's image policy.
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
+	if _, ok := mgr.GetCache().(memcachedsOnce); !ok {
+		return errors.New("the manager's cache must be made by controllers.NewCache (ctrl.Options.NewCache): it holds each Memcached once")
+	}
 	memcachedWatch, err := loadMemcachedWatch(cfg.WatchesFile)
 	if err != nil {
 		return err
