@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -76,6 +77,11 @@ type MemcachedOperandReconciler struct {
 	Recorder events.EventRecorder
 	// RetireDelay: see DefaultRetireDelay.
 	RetireDelay time.Duration
+	// replaced holds, per Memcached, the resourceVersion its last status write replaced: while
+	// the cache still shows that version, a write would be refused (a conflict) and what it
+	// would say is already written. Another reconcile (a resync, an event of a Deployment or a
+	// record) can come a moment after a write, before the cache shows it.
+	replaced sync.Map // types.NamespacedName → string
 }
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
@@ -84,10 +90,17 @@ type MemcachedOperandReconciler struct {
 func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.replaced.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if mc.DeletionTimestamp != nil {
+		r.replaced.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil
+	}
+	if rv, ok := r.replaced.Load(req.NamespacedName); ok && rv == mc.ResourceVersion {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil // the cache does not show our last write yet
 	}
 
 	if migrated, err := r.migrateSpec(ctx, mc); err != nil || migrated {
@@ -142,12 +155,14 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
 	mc.Status = *st
+	before := mc.ResourceVersion
 	if err := r.Status().Update(ctx, mc); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: conflictRetry}, nil // the Helm reconciler wrote first: recompute on the new object
 		}
 		return ctrl.Result{}, fmt.Errorf("update status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
+	r.replaced.Store(req.NamespacedName, before)
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
