@@ -174,14 +174,13 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 // Event goes with that report).
 func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstructured.Unstructured) (map[string]any, error) {
 	mc := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: cr.GetNamespace(), Name: cr.GetName(), UID: cr.GetUID()}}
-	if status, ok := cr.Object["status"].(map[string]any); ok {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(status, &mc.Status); err != nil {
-			return nil, fmt.Errorf("read the status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
-		}
+	var err error
+	if mc.Status, err = memcachedStatusOf(cr); err != nil {
+		return nil, fmt.Errorf("read the status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
 	var deploy *appsv1.Deployment
 	var revision int32
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, firstReportWait, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, firstReportWait, true, func(ctx context.Context) (bool, error) {
 		var err error
 		if deploy, err = r.deploymentOf(ctx, mc); err != nil || deploy == nil {
 			return false, err
