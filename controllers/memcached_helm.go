@@ -56,5 +56,17 @@ func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, 
 		PartlyCached:      PartlyCachedKinds(),
 		FirstReport:       firstReport,
 		Records:           cfg.Records,
+		SealNamespace:     sealNamespace(cfg.Namespace),
 	})
+}
+
+// sealNamespace is where the keys that seal the release records live: the operator's namespace.
+// Outside a cluster (make run) there is none; the keys go to "default", which must then be a
+// namespace no tenant can read Secrets in.
+func sealNamespace(operatorNamespace string) string {
+	if operatorNamespace != "" {
+		return operatorNamespace
+	}
+	ctrl.Log.WithName("setup").Info("not running in a cluster: the keys that seal Helm's release records are kept in namespace default; whoever can read Secrets there can forge records")
+	return "default"
 }

@@ -77,6 +77,9 @@ type MemcachedOperandReconciler struct {
 	Recorder events.EventRecorder
 	// RetireDelay: see DefaultRetireDelay.
 	RetireDelay time.Duration
+	// Records are the Helm side's decoded release records, whose seals say which records count
+	// (helm.Options.Records).
+	Records *helm.Records
 	// replaced holds, per Memcached, the resourceVersion its last status write replaced: while
 	// the cache still shows that version, a write would be refused (a conflict) and what it
 	// would say is already written. Another reconcile (a resync, an event of a Deployment or a
@@ -119,7 +122,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		// now would make conflict. The Deployment it installs brings us back.
 		return ctrl.Result{}, nil
 	}
-	revision, err := helm.DeployedRevision(ctx, r.Client, mc.Namespace, mc.Name)
+	revision, err := helm.DeployedRevision(ctx, r.Client, r.Records, mc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -185,7 +188,7 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 		if deploy, err = r.deploymentOf(ctx, mc); err != nil || deploy == nil {
 			return false, err
 		}
-		revision, err = helm.DeployedRevision(ctx, r.Client, mc.Namespace, mc.Name)
+		revision, err = helm.DeployedRevision(ctx, r.Client, r.Records, mc)
 		return revision > 0, err
 	})
 	if wait.Interrupted(err) {

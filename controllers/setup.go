@@ -122,7 +122,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if retire == 0 {
 		retire = DefaultRetireDelay
 	}
-	operands := &MemcachedOperandReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-operand-controller"), RetireDelay: retire}
+	if cfg.Records == nil {
+		cfg.Records = helm.NewRecords() // the cache keeps the records' data; both sides share the memo
+	}
+	operands := &MemcachedOperandReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-operand-controller"), RetireDelay: retire, Records: cfg.Records}
 	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, defaults, direct, operands.FirstReport); err != nil {
 		return err
 	}

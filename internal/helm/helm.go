@@ -22,7 +22,9 @@ limitations under the License.
 //     recovery, no rollback, Deployment replacement, release records read from the cache);
 //   - a status client that merges the library's status with the Go side's (status.go);
 //   - watches with predicates, so a reconcile is caused by others' changes only (watches.go);
-//   - the library's events on the events.k8s.io recorder (events.go).
+//   - the library's events on the events.k8s.io recorder (events.go);
+//   - release records sealed by the operator and checked on every read, and Helm's writes fenced
+//     to the release (actionclient's seal.go and fence.go).
 //
 // What the kind's values mean (its translator) and which status conditions the Go side owns are
 // the caller's: Options.
@@ -92,6 +94,9 @@ type Options struct {
 	// PartlyCached are the kinds the manager's cache holds only some objects of (by label): an
 	// object missing there may exist, so Helm's existence checks of these go to the API server.
 	PartlyCached []client.Object
+	// SealNamespace holds the keys that seal the release records (actionclient.SealRingName): the
+	// operator's own namespace, which tenants cannot read.
+	SealNamespace string
 }
 
 // Setup registers the reconciler of the watch's kind with the manager: the release records' index
@@ -103,12 +108,27 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 	if err := actionclient.IndexReleaseRecords(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("index Helm release records: %w", err)
 	}
-	taken, err := actionclient.LabelEarlierRecords(ctx, opts.Live, metav1.GroupVersionKind(w.GroupVersionKind), opts.Namespaces)
+	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
+	// Release records are tenant input: sealed by the operator, and whatever they say, Helm's
+	// writes stay inside the release (actionclient's seal.go and fence.go).
+	seal, err := actionclient.LoadSeal(ctx, opts.Live, opts.SealNamespace, actionclient.SealRingName)
 	if err != nil {
-		return fmt.Errorf("take over the release records of earlier versions: %w", err)
+		return err
 	}
-	if taken > 0 {
-		ctrl.Log.WithName("setup").Info("took over release records written by an earlier version of the operator", "records", taken)
+	fence, err := actionclient.NewFence(w.Chart, mgr.GetRESTMapper(), opts.Live, recorder)
+	if err != nil {
+		return fmt.Errorf("fence the releases of chart %s: %w", w.Chart.Name(), err)
+	}
+	earlier, err := actionclient.SealEarlierRecords(ctx, opts.Live, seal, fence, metav1.GroupVersionKind(w.GroupVersionKind), opts.Namespaces, seal.Since())
+	if err != nil {
+		return fmt.Errorf("seal the release records of earlier versions: %w", err)
+	}
+	log := ctrl.Log.WithName("setup")
+	if earlier.Sealed > 0 {
+		log.Info("sealed the release records written by an earlier version of the operator, after checking their manifests", "records", earlier.Sealed)
+	}
+	for record, why := range earlier.Refused {
+		log.Info("a release record of an earlier version is refused: it is not used, and its release reports it", "record", record, "why", why)
 	}
 
 	period := opts.ReconcilePeriod
@@ -125,7 +145,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 	if records == nil {
 		records = actionclient.NewRecords()
 	}
-	store := actionclient.NewReleaseStore(mgr.GetClient(), records)
+	store := actionclient.NewReleaseStore(mgr.GetClient(), records, seal)
 	// A deleted record's decoded form goes with it.
 	secrets, err := mgr.GetCache().GetInformer(ctx, &corev1.Secret{})
 	if err != nil {
@@ -140,14 +160,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 		return fmt.Errorf("helm existence checks: %w", err)
 	}
 	configs, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), helmclient.StorageDriverMapper(store.DriverFor),
-		helmclient.ClientRestConfigMapper(func(_ context.Context, _ client.Object, base *rest.Config) (*rest.Config, error) {
-			return absent(base), nil
+		helmclient.ClientRestConfigMapper(func(_ context.Context, cr client.Object, base *rest.Config) (*rest.Config, error) {
+			return fence.Wrap(cr, absent(base)), nil
 		}))
 	if err != nil {
 		return fmt.Errorf("helm action configuration: %w", err)
 	}
 
-	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	ttl := opts.CapabilitiesTTL
 	if ttl == 0 {
 		ttl = actionclient.DefaultCapabilitiesTTL
@@ -227,8 +246,8 @@ func RecordSelector() k8slabels.Selector { return actionclient.RecordSelector() 
 // actionclient.OwnedByRelease).
 func OwnedByRelease(obj, cr client.Object) bool { return actionclient.OwnedByRelease(obj, cr) }
 
-// DeployedRevision is the revision of the deployed release of the CR name in namespace, from the
-// release records in the cache (see actionclient.DeployedRevision).
-func DeployedRevision(ctx context.Context, c client.Reader, namespace, name string) (int32, error) {
-	return actionclient.DeployedRevision(ctx, c, namespace, name)
+// DeployedRevision is the revision of the deployed release of the CR cr, from the release
+// records in the cache whose seal records verified (see Records.DeployedRevision).
+func DeployedRevision(ctx context.Context, c client.Reader, records *Records, cr client.Object) (int32, error) {
+	return records.DeployedRevision(ctx, c, cr)
 }

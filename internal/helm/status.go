@@ -19,6 +19,7 @@ package helm
 import (
 	"context"
 	"maps"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/example/memcached-operator/internal/helm/actionclient"
 	"github.com/example/memcached-operator/internal/helm/library"
 )
 
@@ -143,7 +145,7 @@ func mergeHelmStatus(existing, written map[string]any, goConditions map[string]b
 	writtenConds, _ := written["conditions"].([]any)
 	for _, c := range writtenConds {
 		if !goConditions[conditionType(c)] {
-			conds = append(conds, c)
+			conds = append(conds, withOwnReason(c))
 		}
 	}
 	existingConds, _ := existing["conditions"].([]any)
@@ -182,4 +184,18 @@ func conditionType(c any) string {
 	m, _ := c.(map[string]any)
 	t, _ := m["type"].(string)
 	return t
+}
+
+// withOwnReason gives a condition of the library that reports a refused release record the
+// reason of its own, ReleaseRecordRefused: the library gives its conditions the reason of the
+// step that failed (ErrorGettingReleaseState, UninstallError, ...) and the error's text, which
+// starts, where Helm wraps it, with the error's own (actionclient.RecordRefusedError).
+func withOwnReason(c any) any {
+	m, ok := c.(map[string]any)
+	if msg, _ := m["message"].(string); !ok || m["status"] != "True" || !strings.Contains(msg, actionclient.ReasonRecordRefused+": ") {
+		return c
+	}
+	out := maps.Clone(m)
+	out["reason"] = actionclient.ReasonRecordRefused
+	return out
 }

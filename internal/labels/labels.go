@@ -40,6 +40,11 @@ const (
 	// neither cached nor read nor touched.
 	Record = "cache.my.domain/operator"
 
+	// RecordSeal is the annotation that seals a release record this operator wrote (an HMAC of
+	// its content, internal/helm/actionclient/seal.go): records are in tenants' namespaces, and
+	// the operator acts only on those whose seal holds.
+	RecordSeal = "cache.my.domain/release-seal"
+
 	// RetiredAt marks a pod of an earlier release that left the Service, and when (an annotation).
 	RetiredAt = "cache.my.domain/retired-at"
 )

@@ -30,6 +30,11 @@ limitations under the License.
 //   - the cluster's capabilities are read once per TTL (DefaultCapabilitiesTTL) for all releases, not for each
 //     action, and a render is skipped only when the release was rendered under the current ones
 //     (capabilities.go);
+//   - the release records live in tenants' namespaces, so each one the operator writes is sealed
+//     with an HMAC and a record whose seal does not hold is never used (seal.go, releases.go);
+//     records of earlier versions are judged once by their manifests (takeover.go);
+//   - whatever a record says, every create, patch and delete Helm sends stays inside the
+//     release's namespace, kinds and ownership (fence.go);
 //   - each case records an Event on the CR.
 //
 // The library reconciles a release by patching each of its objects with a strategic merge patch
@@ -45,5 +50,6 @@ limitations under the License.
 // Deployments whose selector changed; insync.go skips reconciles without drift; capabilities.go
 // shares the cluster's capabilities; releases.go serves the operator's release records from the
 // cache, and takeover.go labels those of earlier versions; existence.go answers Helm's existence
-// checks of absent objects from the cache.
+// checks of absent objects from the cache; seal.go seals and checks the records; fence.go keeps
+// Helm's writes inside the release.
 package actionclient

@@ -17,10 +17,7 @@ limitations under the License.
 package actionclient
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"regexp"
 	"sync"
@@ -130,17 +127,5 @@ func (t absentFromCache) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !apierrors.IsNotFound(err) {
 		return t.next.RoundTrip(req)
 	}
-	status := apierrors.NewNotFound(gvr.GroupResource(), m[6]).ErrStatus
-	status.Kind, status.APIVersion = "Status", "v1"
-	body, err := json.Marshal(status)
-	if err != nil {
-		return t.next.RoundTrip(req)
-	}
-	return &http.Response{
-		Status: "404 Not Found", StatusCode: http.StatusNotFound, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:        http.Header{"Content-Type": []string{"application/json"}},
-		Body:          io.NopCloser(bytes.NewReader(body)),
-		ContentLength: int64(len(body)),
-		Request:       req,
-	}, nil
+	return statusResponse(req, apierrors.NewNotFound(gvr.GroupResource(), m[6]).ErrStatus, http.StatusNotFound), nil
 }

@@ -18,6 +18,7 @@ package actionclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -127,4 +129,14 @@ type actionClient struct {
 	mayRecover func(context.Context) error
 	// ctx is the reconcile's: the library's client interface passes none to Get.
 	ctx context.Context
+}
+
+// reportRefused records a Warning Event on the CR that names a refused release record, when err
+// is (or wraps) a RecordRefusedError, and returns err.
+func (c *actionClient) reportRefused(err error, action string) error {
+	var refused *RecordRefusedError
+	if errors.As(err, &refused) {
+		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, ReasonRecordRefused, action, "%s", refused.Error())
+	}
+	return err
 }

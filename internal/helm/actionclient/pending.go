@@ -35,7 +35,7 @@ func (c *actionClient) Get(name string, opts ...helmclient.GetOption) (*release.
 	rel, err := c.ActionInterface.Get(name, opts...)
 	if err != nil || rel.Info == nil || !rel.Info.Status.IsPending() {
 		c.current = rel
-		return rel, err
+		return rel, c.reportRefused(err, "ReadRelease")
 	}
 	c.current = nil
 	return c.recoverPending(rel)

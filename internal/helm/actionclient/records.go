@@ -46,11 +46,55 @@ type Records struct {
 	// charts holds one copy of each chart the decoded records carry: every record holds a whole
 	// copy of its chart (templates, values, schema), the same for all releases of a chart version.
 	charts map[[sha256.Size]byte]*chart.Chart
+	// seal checks each record's seal when its data is decoded (UseSeal); nil: no record holds.
+	seal *Seal
 }
 
 type decodedRelease struct {
 	resourceVersion string
 	rel             *release.Release
+	// sealedFor is the UID of the CR the record's seal binds it to, or sealErr why it has none
+	// that holds: checked on the data the release was decoded from.
+	sealedFor types.UID
+	sealErr   error
+}
+
+// UseSeal makes the memo check each record's seal with s as it decodes it: before the cache's
+// Secret informer starts, so that every record it holds was checked.
+func (r *Records) UseSeal(s *Seal) {
+	r.mu.Lock()
+	r.seal = s
+	r.mu.Unlock()
+}
+
+// errNoSeal: no sealing keys were loaded (UseSeal), so no record verifies.
+var errNoSeal = errors.New("the operator has not loaded its sealing keys")
+
+// admit returns a RecordRefusedError unless the record carries a seal of this operator, checked on
+// the data it was decoded from, that binds it to the CR owner; errNotDecoded when the memo does
+// not hold this version and the cache dropped its data.
+func (r *Records) admit(sec *corev1.Secret, owner types.UID) error {
+	r.mu.Lock()
+	d, ok := r.lookup(sec)
+	seal := r.seal
+	r.mu.Unlock()
+	if !ok {
+		if sec.Data[recordDataKey] == nil {
+			return errNotDecoded
+		}
+		if seal == nil {
+			return &RecordRefusedError{Namespace: sec.Namespace, Name: sec.Name, Why: errNoSeal.Error()}
+		}
+		return seal.admit(sec, owner)
+	}
+	why := d.sealErr
+	if why == nil && d.sealedFor != owner {
+		why = errors.New("it was written for another resource of the same name")
+	}
+	if why != nil {
+		return &RecordRefusedError{Namespace: sec.Namespace, Name: sec.Name, Why: why.Error()}
+	}
+	return nil
 }
 
 // NewRecords is an empty memo of decoded release records.
@@ -74,7 +118,7 @@ func (r *Records) CacheTransform(next toolscache.TransformFunc) toolscache.Trans
 			}
 		}
 		sec, ok := obj.(*corev1.Secret)
-		if !ok || sec.Data["release"] == nil || !RecordSelector().Matches(labels.Set(sec.Labels)) {
+		if !ok || sec.Data[recordDataKey] == nil || !RecordSelector().Matches(labels.Set(sec.Labels)) {
 			return obj, nil
 		}
 		if _, err := r.decode(sec); err != nil {
@@ -106,10 +150,10 @@ func (r *Records) decode(sec *corev1.Secret) (*release.Release, error) {
 	d, ok := r.lookup(sec)
 	r.mu.Unlock()
 	if !ok {
-		if sec.Data["release"] == nil {
+		if sec.Data[recordDataKey] == nil {
 			return nil, errNotDecoded
 		}
-		rel, err := decodeRecord(sec.Data["release"])
+		rel, err := decodeRecord(sec.Data[recordDataKey])
 		if err != nil {
 			return nil, fmt.Errorf("decode release record %s: %w", sec.Name, err)
 		}
@@ -117,7 +161,13 @@ func (r *Records) decode(sec *corev1.Secret) (*release.Release, error) {
 		if err != nil {
 			return nil, fmt.Errorf("decode release record %s: %w", sec.Name, err)
 		}
-		d = decodedRelease{resourceVersion: sec.ResourceVersion, rel: rel}
+		d = decodedRelease{resourceVersion: sec.ResourceVersion, rel: rel, sealErr: errNoSeal}
+		r.mu.Lock()
+		seal := r.seal
+		r.mu.Unlock()
+		if seal != nil {
+			d.sealedFor, d.sealErr = seal.verify(sec)
+		}
 		r.mu.Lock()
 		if shared, ok := r.charts[chartKey]; ok {
 			rel.Chart = shared

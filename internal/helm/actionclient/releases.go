@@ -26,11 +26,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
-	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -63,9 +63,13 @@ func RecordSelector() labels.Selector {
 // Writes go to the API server. Until the cache shows a record as this operator last wrote it,
 // reads of that release go to the API server too: a reconcile never sees its release older than
 // the previous reconcile left it.
+//
+// Every record read is checked against its seal (seal.go), and every record written is sealed: a
+// record that fails is never used, and the read fails with a RecordRefusedError.
 type ReleaseStore struct {
 	cache   client.Reader
 	records *Records // the decoded records (the cache holds their metadata)
+	seal    *Seal
 
 	mu sync.Mutex
 	// written holds, per record Secret, the resourceVersion this operator last wrote ("" for
@@ -76,12 +80,14 @@ type ReleaseStore struct {
 
 // NewReleaseStore reads release Secrets through cache (the manager's client), whose records
 // records decodes (Records.CacheTransform, or on first read when the cache keeps their data;
-// nil: a memo of the store's own). Records.Forget must see the cache's deletions.
-func NewReleaseStore(cache client.Reader, records *Records) *ReleaseStore {
+// nil: a memo of the store's own) and checks with seal, which also seals what it writes.
+// Records.Forget must see the cache's deletions.
+func NewReleaseStore(cache client.Reader, records *Records, seal *Seal) *ReleaseStore {
 	if records == nil {
 		records = NewRecords()
 	}
-	return &ReleaseStore{cache: cache, records: records, written: map[types.NamespacedName]string{}}
+	records.UseSeal(seal)
+	return &ReleaseStore{cache: cache, records: records, seal: seal, written: map[types.NamespacedName]string{}}
 }
 
 // DriverFor is a helmclient.ObjectToStorageDriverMapper: the storage of one CR's release, whose
@@ -100,9 +106,8 @@ func (s *ReleaseStore) DriverFor(_ context.Context, obj client.Object, cfg *rest
 	s.mu.Unlock()
 	ns := obj.GetNamespace()
 	owner := metav1.NewControllerRef(obj, obj.GetObjectKind().GroupVersionKind())
-	live := helmclient.NewOwnerRefSecretClient(cs.CoreV1().Secrets(ns), []metav1.OwnerReference{*owner}, helmclient.MatchAllSecrets)
-	recorded := recordingSecrets{SecretInterface: live, store: s, namespace: ns}
-	return &storeDriver{Secrets: driver.NewSecrets(recorded), store: s, namespace: ns}, nil
+	recorded := recordingSecrets{SecretInterface: cs.CoreV1().Secrets(ns), store: s, seal: s.seal, namespace: ns, owner: *owner}
+	return &storeDriver{Secrets: driver.NewSecrets(recorded), store: s, namespace: ns, owner: obj.GetUID()}, nil
 }
 
 // storeDriver is Helm's Secrets driver with its reads served by the store.
@@ -110,6 +115,7 @@ type storeDriver struct {
 	*driver.Secrets // writes, and reads while the cache lags
 	store           *ReleaseStore
 	namespace       string
+	owner           types.UID // the CR's, which the records' seals must name
 }
 
 const recordPrefix = "sh.helm.release.v1."
@@ -130,6 +136,12 @@ func (d *storeDriver) Get(key string) (*release.Release, error) {
 	}
 	for i := range list {
 		if list[i].Name == key {
+			if err := d.store.records.admit(&list[i], d.owner); err != nil {
+				if errors.Is(err, errNotDecoded) {
+					return d.Secrets.Get(key)
+				}
+				return nil, err
+			}
 			rel, err := d.store.records.decode(&list[i])
 			if errors.Is(err, errNotDecoded) {
 				return d.Secrets.Get(key)
@@ -150,6 +162,14 @@ func (d *storeDriver) Query(labels map[string]string) ([]*release.Release, error
 	}
 	var out []*release.Release
 	for i := range list {
+		// One refused record refuses the query: Helm would otherwise work from the others, and
+		// the next revision it writes could collide with the refused one.
+		if err := d.store.records.admit(&list[i], d.owner); err != nil {
+			if errors.Is(err, errNotDecoded) {
+				return d.Secrets.Query(labels)
+			}
+			return nil, err
+		}
 		rel, err := d.store.records.decode(&list[i])
 		if errors.Is(err, errNotDecoded) {
 			return d.Secrets.Query(labels)
@@ -176,17 +196,23 @@ func IndexReleaseRecords(ctx context.Context, indexer client.FieldIndexer) error
 	})
 }
 
-// DeployedRevision is the revision of a release that is deployed, read from reader (the manager's
-// cache of release records, indexed with IndexReleaseRecords); 0 when none is.
-func DeployedRevision(ctx context.Context, reader client.Reader, namespace, name string) (int32, error) {
+// DeployedRevision is the revision of the release of the CR cr that is deployed, read from reader
+// (the manager's cache of release records, indexed with IndexReleaseRecords) and counting only
+// records whose seal names cr (checked when records decoded them); 0 when none is.
+func (r *Records) DeployedRevision(ctx context.Context, reader client.Reader, cr client.Object) (int32, error) {
+	namespace, name := cr.GetNamespace(), cr.GetName()
 	list := &corev1.SecretList{}
 	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{ReleaseNameIndex: name},
 		client.MatchingLabels{library.RecordOwnerLabel: library.RecordOwner, library.RecordNameLabel: name, library.RecordStatusLabel: release.StatusDeployed.String(), oplabels.Record: oplabels.Operator}); err != nil {
 		return 0, fmt.Errorf("list the records of release %s/%s: %w", namespace, name, err)
 	}
 	var revision int32
-	for _, s := range list.Items {
-		if v, err := strconv.ParseInt(s.Labels["version"], 10, 32); err == nil && int32(v) > revision {
+	for i := range list.Items {
+		s := &list.Items[i]
+		if r.admit(s, cr.GetUID()) != nil {
+			continue // refused, or not decoded yet: the record's event brings the caller back
+		}
+		if v, err := strconv.ParseInt(s.Labels[recordVersionLabel], 10, 32); err == nil && int32(v) > revision {
 			revision = int32(v)
 		}
 	}
@@ -279,20 +305,53 @@ func decodeRecord(data []byte) (*release.Release, error) {
 }
 
 // recordingSecrets is Helm's view of a namespace's Secrets. It marks the records it writes as
-// this operator's (oplabels.Record), shows Helm only those, and tells the store which record versions
-// it wrote.
+// this operator's (oplabels.Record) and seals them, shows Helm only those, refuses those whose
+// seal does not hold, and tells the store (if any) which record versions it wrote.
 type recordingSecrets struct {
 	corev1client.SecretInterface
-	store     *ReleaseStore
+	store     *ReleaseStore // nil: none to tell
+	seal      *Seal
 	namespace string
+	// owner is the controller reference to the CR, which every record gets (as the library's
+	// owner-reference client sets it) and its seal names.
+	owner metav1.OwnerReference
+}
+
+// SealedSecrets is the operator's view of the release records of the CR that owner refers to, in
+// secrets (the Secrets of its namespace), for Helm's Secrets driver: what it writes is controlled
+// by the CR, sealed and marked as the operator's; what it reads must be. The Helm reconciler's
+// storage reads and writes through the same view.
+func SealedSecrets(secrets corev1client.SecretInterface, seal *Seal, owner metav1.OwnerReference) corev1client.SecretInterface {
+	return recordingSecrets{SecretInterface: secrets, seal: seal, owner: owner}
+}
+
+// prepare makes a record the operator writes: controlled by the CR, marked, sealed.
+func (r recordingSecrets) prepare(s *corev1.Secret) {
+	if !slices.ContainsFunc(s.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == r.owner.UID }) {
+		s.OwnerReferences = append(s.OwnerReferences, r.owner)
+	}
+	markOurs(s)
+	r.seal.sign(s, r.owner.UID)
+}
+
+func (r recordingSecrets) wrote(name, resourceVersion string) {
+	if r.store != nil {
+		r.store.wrote(r.namespace, name, resourceVersion)
+	}
 }
 
 func (r recordingSecrets) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error) {
 	s, err := r.SecretInterface.Get(ctx, name, opts)
-	if err == nil && s.Labels[oplabels.Record] != oplabels.Operator {
+	if err != nil {
+		return s, err
+	}
+	if s.Labels[oplabels.Record] != oplabels.Operator {
 		return nil, apierrors.NewNotFound(corev1.Resource("secrets"), name) // someone else's release
 	}
-	return s, err
+	if err := r.seal.admit(s, r.owner.UID); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 func (r recordingSecrets) List(ctx context.Context, opts metav1.ListOptions) (*corev1.SecretList, error) {
@@ -305,23 +364,32 @@ func (r recordingSecrets) List(ctx context.Context, opts metav1.ListOptions) (*c
 		return nil, err
 	}
 	opts.LabelSelector = sel.Add(*req).String()
-	return r.SecretInterface.List(ctx, opts)
+	list, err := r.SecretInterface.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if err := r.seal.admit(&list.Items[i], r.owner.UID); err != nil {
+			return nil, err
+		}
+	}
+	return list, nil
 }
 
 func (r recordingSecrets) Create(ctx context.Context, s *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error) {
-	markOurs(s)
+	r.prepare(s)
 	out, err := r.SecretInterface.Create(ctx, s, opts)
 	if err == nil {
-		r.store.wrote(r.namespace, out.Name, out.ResourceVersion)
+		r.wrote(out.Name, out.ResourceVersion)
 	}
 	return out, err
 }
 
 func (r recordingSecrets) Update(ctx context.Context, s *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error) {
-	markOurs(s)
+	r.prepare(s)
 	out, err := r.SecretInterface.Update(ctx, s, opts)
 	if err == nil {
-		r.store.wrote(r.namespace, out.Name, out.ResourceVersion)
+		r.wrote(out.Name, out.ResourceVersion)
 	}
 	return out, err
 }
@@ -329,7 +397,7 @@ func (r recordingSecrets) Update(ctx context.Context, s *corev1.Secret, opts met
 func (r recordingSecrets) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
 	err := r.SecretInterface.Delete(ctx, name, opts)
 	if err == nil || apierrors.IsNotFound(err) {
-		r.store.wrote(r.namespace, name, "")
+		r.wrote(name, "")
 	}
 	return err
 }

@@ -56,7 +56,7 @@ func TestCaughtUp(t *testing.T) {
 		{"a write to another release", map[string]string{"sh.helm.release.v1.foobar.v1": "9"}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewReleaseStore(nil, nil)
+			s := NewReleaseStore(nil, nil, nil)
 			for name, rv := range tc.written {
 				s.wrote("ns", name, rv)
 			}

@@ -20,53 +20,72 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/memcached-operator/internal/helm/library"
 	oplabels "github.com/example/memcached-operator/internal/labels"
 )
 
-// Releases made by the operator before 1.0.0 have records without oplabels.Record. A record this
-// operator made, of any version, is controlled by its CR (the Helm reconciler's storage sets the
-// owner reference); one made by the helm CLI or another operator is not. So records controlled by
-// a CR of kind are taken over (labelled), and no other record is.
+// Records that earlier versions of the operator wrote carry no seal (seal.go); those of versions
+// before 1.0.0 not even oplabels.Record. A record this operator made, of any version, is
+// controlled by its CR (the Helm reconciler's storage sets the owner reference); one made by the
+// helm CLI or another operator is not. But a tenant can write such a record too. So a record
+// created before the operator began sealing (Seal.Since) is judged once by what it could do: every
+// object of its manifest must be in the CR's namespace, of the chart's kinds, and, where it
+// exists, the release's (Fence.CheckManifest). One that passes is labelled and sealed; one that
+// fails stays as it is, and every read of its release refuses it. Any other record without a
+// valid seal is refused.
 
-// LabelEarlierRecords labels the release records that earlier versions of the operator wrote in
-// namespaces (all if empty), so the cache sees them before the first reconcile. It reads
-// uncached, a page at a time, the records' metadata only (the namespaces may hold many Helm
-// releases of others, of hundreds of kB each), and returns how many it labelled.
-func LabelEarlierRecords(ctx context.Context, c client.Client, gvk metav1.GroupVersionKind, namespaces []string) (int, error) {
-	unlabelled, err := labels.NewRequirement(oplabels.Record, selection.DoesNotExist, nil)
-	if err != nil {
-		return 0, err
-	}
-	sel := labels.SelectorFromSet(labels.Set{library.RecordOwnerLabel: library.RecordOwner}).Add(*unlabelled)
+// EarlierRecords is what SealEarlierRecords did.
+type EarlierRecords struct {
+	// Sealed counts the records it sealed.
+	Sealed int
+	// Refused says, per record (namespace/name), why it was left unsealed.
+	Refused map[string]string
+}
+
+// SealEarlierRecords seals the release records that the CRs of kind gvk control in namespaces
+// (all if empty), created before `before` (the seal's Since), which carry no seal that the
+// operator's keys verify, after checking each one's manifest with fence. It reads uncached, a
+// page at a time, the records' metadata (the namespaces may hold many Helm releases of others, of
+// hundreds of kB each), and reads whole only the records it judges. It runs before the first
+// reconcile: the cache holds only labelled records, and the reads check every seal.
+func SealEarlierRecords(ctx context.Context, c client.Client, seal *Seal, fence *Fence, gvk metav1.GroupVersionKind, namespaces []string, before time.Time) (EarlierRecords, error) {
+	done := EarlierRecords{Refused: map[string]string{}}
+	sel := labels.SelectorFromSet(labels.Set{library.RecordOwnerLabel: library.RecordOwner})
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	n := 0
 	for _, ns := range namespaces {
 		opts := []client.ListOption{client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}, client.Limit(250)}
 		for {
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 			if err := c.List(ctx, list, opts...); err != nil {
-				return n, fmt.Errorf("list release records without %s: %w", oplabels.Record, err)
+				return done, fmt.Errorf("list release records: %w", err)
 			}
 			for i := range list.Items {
-				s := &list.Items[i]
-				if !controlledByKind(s, gvk) {
+				m := &list.Items[i]
+				if !controlledByKind(m, gvk) || !m.CreationTimestamp.Time.Before(before) || seal.knownSeal(m) {
 					continue
 				}
-				if err := labelRecord(ctx, c, s); err != nil {
-					return n, err
+				sealed, why, err := sealEarlierRecord(ctx, c, seal, fence, gvk, client.ObjectKeyFromObject(m))
+				if err != nil {
+					return done, err
 				}
-				n++
+				if sealed {
+					done.Sealed++
+				} else if why != "" {
+					done.Refused[m.Namespace+"/"+m.Name] = why
+				}
 			}
 			if list.Continue == "" {
 				break
@@ -74,15 +93,73 @@ func LabelEarlierRecords(ctx context.Context, c client.Client, gvk metav1.GroupV
 			opts = append(opts, client.Continue(list.Continue))
 		}
 	}
-	return n, nil
+	return done, nil
+}
+
+// sealEarlierRecord judges one record of an earlier version by its manifest, and seals it when
+// nothing in it reaches beyond the release; else it says why not.
+func sealEarlierRecord(ctx context.Context, c client.Client, seal *Seal, fence *Fence, gvk metav1.GroupVersionKind, key client.ObjectKey) (bool, string, error) {
+	sec := &corev1.Secret{}
+	if err := c.Get(ctx, key, sec); err != nil {
+		return false, "", client.IgnoreNotFound(err)
+	}
+	ref := metav1.GetControllerOf(sec)
+	if ref == nil {
+		return false, "", nil
+	}
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(schema.GroupVersionKind(gvk))
+	cr.SetNamespace(sec.Namespace)
+	cr.SetName(ref.Name)
+	cr.SetUID(ref.UID)
+	why := ""
+	rel, err := decodeRecord(sec.Data[recordDataKey])
+	switch {
+	case err != nil:
+		why = fmt.Sprintf("it does not decode: %v", err)
+	case rel.Name != ref.Name || sec.Labels[library.RecordNameLabel] != ref.Name || (rel.Namespace != "" && rel.Namespace != sec.Namespace):
+		why = fmt.Sprintf("it is a record of release %s/%s, not of its controller %s %s", rel.Namespace, rel.Name, ref.Kind, ref.Name)
+	default:
+		if err := fence.CheckManifest(ctx, cr, rel.Manifest); err != nil {
+			why = "written before the operator sealed its records, it names what is not the release's: " + err.Error()
+		}
+	}
+	if why != "" {
+		seal.noteRefused(sec.UID, why)
+		return false, why, nil
+	}
+	markOurs(sec)
+	seal.sign(sec, ref.UID)
+	if err := c.Update(ctx, sec); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return false, "", nil // changed or gone meanwhile: not sealed, so refused if still there
+		}
+		return false, "", fmt.Errorf("seal release record %s/%s: %w", sec.Namespace, sec.Name, err)
+	}
+	return true, "", nil
+}
+
+// knownSeal reports whether a record carries a seal of one of the operator's keys (whether it
+// holds is checked when it is read).
+func (s *Seal) knownSeal(obj metav1.Object) bool {
+	parts := strings.Split(obj.GetAnnotations()[oplabels.RecordSeal], ":")
+	if len(parts) != 3 {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.keys[parts[1]]
+	return ok
 }
 
 // takeOver is called when an install finds records of the release's name that this operator's
-// reads did not show: records of an earlier version of the operator for this CR are labelled, so
-// the next reconcile upgrades the release; any other record is someone else's release, left alone.
+// reads did not show (they lack oplabels.Record). Records of an earlier version of the operator
+// were sealed at start-up (SealEarlierRecords), so such a record is not the operator's: one that
+// names this CR as its controller is refused, any other is someone else's release, left alone.
 func (c *actionClient) takeOver(name string) error {
 	ctx := context.Background()
-	list := &corev1.SecretList{}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 	if err := c.client.List(ctx, list, client.InNamespace(c.owner.GetNamespace()), client.MatchingLabels{library.RecordOwnerLabel: library.RecordOwner, library.RecordNameLabel: name}); err != nil {
 		return fmt.Errorf("list the records of release %s: %w", name, err)
 	}
@@ -92,40 +169,22 @@ func (c *actionClient) takeOver(name string) error {
 		if s.Labels[oplabels.Record] == oplabels.Operator {
 			continue
 		}
-		if ref := metav1.GetControllerOf(s); ref == nil || ref.UID != c.owner.GetUID() {
-			foreign = append(foreign, s.Name)
+		if ref := metav1.GetControllerOf(s); ref != nil && ref.UID == c.owner.GetUID() {
+			return c.reportRefused(&RecordRefusedError{Namespace: s.Namespace, Name: s.Name,
+				Why: "it names this resource as its controller, but the operator did not write it"}, "InstallRelease")
 		}
+		foreign = append(foreign, s.Name)
 	}
-	if len(foreign) > 0 {
-		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "ForeignRelease", "InstallRelease",
-			"A Helm release named %s that this operator did not make exists in namespace %s (records %s); it is left alone", name, c.owner.GetNamespace(), strings.Join(foreign, ", "))
-		return fmt.Errorf("a Helm release named %s that this operator did not make (made by the helm CLI or another operator: records %s) exists in namespace %s; the operator leaves it alone: rename this %s or uninstall that release",
-			name, strings.Join(foreign, ", "), c.owner.GetNamespace(), c.owner.GetObjectKind().GroupVersionKind().Kind)
+	if len(foreign) == 0 {
+		return fmt.Errorf("release %s: Helm found a record of it that the operator's reads did not show; it is tried again", name)
 	}
-	taken := 0
-	for i := range list.Items {
-		if s := &list.Items[i]; s.Labels[oplabels.Record] != oplabels.Operator {
-			if err := labelRecord(ctx, c.client, s); err != nil {
-				return err
-			}
-			taken++
-		}
-	}
-	c.recorder.Eventf(c.owner, nil, corev1.EventTypeNormal, "ReleaseTakenOver", "InstallRelease",
-		"Release %s: %d records written by an earlier version of the operator are taken over; the release is upgraded next", name, taken)
-	return fmt.Errorf("release %s: took over %d records written by an earlier version of the operator; the release is upgraded at the next reconcile", name, taken)
+	c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "ForeignRelease", "InstallRelease",
+		"A Helm release named %s that this operator did not make exists in namespace %s (records %s); it is left alone", name, c.owner.GetNamespace(), strings.Join(foreign, ", "))
+	return fmt.Errorf("a Helm release named %s that this operator did not make (made by the helm CLI or another operator: records %s) exists in namespace %s; the operator leaves it alone: rename this %s or uninstall that release",
+		name, strings.Join(foreign, ", "), c.owner.GetNamespace(), c.owner.GetObjectKind().GroupVersionKind().Kind)
 }
 
 func controlledByKind(obj client.Object, gvk metav1.GroupVersionKind) bool {
 	ref := metav1.GetControllerOf(obj)
 	return ref != nil && ref.Kind == gvk.Kind && strings.HasPrefix(ref.APIVersion, gvk.Group+"/")
-}
-
-func labelRecord(ctx context.Context, c client.Client, s client.Object) error {
-	patch := client.MergeFrom(s.DeepCopyObject().(client.Object))
-	markOurs(s)
-	if err := c.Patch(ctx, s, patch); err != nil {
-		return fmt.Errorf("label release record %s/%s: %w", s.GetNamespace(), s.GetName(), err)
-	}
-	return nil
 }

@@ -68,7 +68,7 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 	}
 	last, err := c.lastRelease(name)
 	if err != nil {
-		return nil, fmt.Errorf("read release %s: %w", name, err)
+		return nil, c.reportRefused(fmt.Errorf("read release %s: %w", name, err), "UpgradeRelease")
 	}
 	from, to := c.runningChart(last), chartVersion(chrt)
 	newest := chartVersion(last.Chart) // a failed or cut-off upgrade to a newer chart counts too
@@ -183,7 +183,7 @@ func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption
 		return resp, err // nothing was uninstalled (the library calls this for a CR without a release too)
 	}
 	countOperation("uninstall", err)
-	return resp, err
+	return resp, c.reportRefused(err, "UninstallRelease")
 }
 
 // lastRelease is the newest revision of release name: the one Get returned, as the library reads

@@ -1,0 +1,214 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package actionclient
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/example/memcached-operator/internal/helm/library"
+	oplabels "github.com/example/memcached-operator/internal/labels"
+)
+
+func testSeal(t *testing.T, keys ...string) *Seal {
+	t.Helper()
+	ring := &corev1.Secret{Data: map[string][]byte{}}
+	for i, k := range keys {
+		ring.Data[sealKeyPrefix+string(rune('1'+i))] = bytes.Repeat([]byte(k), 32)
+	}
+	s := &Seal{refused: map[types.UID]string{}}
+	if err := s.setRing(ring); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// sealedRecord is a record of release foo, revision 2, that the CR of UID owner controls, sealed
+// with s.
+func sealedRecord(t *testing.T, s *Seal, owner types.UID) *corev1.Secret {
+	t.Helper()
+	sec := recordSecret(t, &release.Release{Name: "foo", Version: 2, Manifest: "kind: Deployment"}, "uid-1")
+	sec.Namespace = "tenant-a"
+	sec.Type = "helm.sh/release.v1"
+	sec.Labels = map[string]string{"owner": "helm", "name": "foo", "status": "deployed", "version": "2", oplabels.Record: oplabels.Operator}
+	sec.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cache.my.domain/v1", Kind: "Memcached", Name: "foo", UID: owner, Controller: ptr.To(true)}}
+	s.sign(&sec, owner)
+	return &sec
+}
+
+// A seal holds for the record as the operator wrote it, and for nothing changed in what it binds.
+func TestSealBindsTheRecord(t *testing.T) {
+	s := testSeal(t, "a")
+	if err := s.admit(sealedRecord(t, s, "cr-1"), "cr-1"); err != nil {
+		t.Fatalf("the operator's own record is refused: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*corev1.Secret)
+		owner  types.UID // the CR reading it; "": cr-1
+		why    string
+	}{
+		{"the manifest edited", func(s *corev1.Secret) {
+			s.Data["release"] = append(bytes.Clone(s.Data["release"][:len(s.Data["release"])-4]), []byte("AAAA")...)
+		}, "", "changed after the operator wrote it"},
+		{"another status label (Helm picks the deployed record by it)", func(s *corev1.Secret) { s.Labels["status"] = "superseded" }, "", "changed"},
+		{"another revision label", func(s *corev1.Secret) { s.Labels["version"] = "9" }, "", "changed"},
+		{"renamed (copied to another revision's name)", func(s *corev1.Secret) { s.Name = "sh.helm.release.v1.foo.v9" }, "", "changed"},
+		{"copied to another namespace", func(s *corev1.Secret) { s.Namespace = "tenant-b" }, "", "changed"},
+		{"another type", func(s *corev1.Secret) { s.Type = corev1.SecretTypeOpaque }, "", "changed"},
+		{"another controller named", func(s *corev1.Secret) { s.OwnerReferences[0].UID = "cr-2" }, "", "changed"},
+		{"read for a new CR of the same name", func(*corev1.Secret) {}, "cr-2", "another resource of the same name"},
+		{"no controller", func(s *corev1.Secret) { s.OwnerReferences = nil }, "", "no controller"},
+		{"no seal", func(s *corev1.Secret) { delete(s.Annotations, oplabels.RecordSeal) }, "", "carries no seal"},
+		{"a seal of an unknown key", func(s *corev1.Secret) {
+			s.Annotations[oplabels.RecordSeal] = strings.Replace(s.Annotations[oplabels.RecordSeal], "key-1", "key-7", 1)
+		}, "", "key-7, which the operator does not hold"},
+		{"a seal of another format", func(s *corev1.Secret) { s.Annotations[oplabels.RecordSeal] = "v0:key-1:AAAA" }, "", "not one this operator writes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sec := sealedRecord(t, s, "cr-1")
+			tc.change(sec)
+			owner := tc.owner
+			if owner == "" {
+				owner = "cr-1"
+			}
+			err := s.admit(sec, owner)
+			var refused *RecordRefusedError
+			if !errors.As(err, &refused) || !strings.Contains(refused.Why, tc.why) {
+				t.Fatalf("admit = %v, want a refusal saying %q", err, tc.why)
+			}
+			if !strings.Contains(err.Error(), "kubectl -n "+sec.Namespace+" delete secret "+sec.Name) || !strings.HasPrefix(err.Error(), ReasonRecordRefused+": ") {
+				t.Errorf("the refusal does not say its reason first and the way out: %v", err)
+			}
+		})
+	}
+	other := testSeal(t, "b")
+	if err := other.admit(sealedRecord(t, s, "cr-1"), "cr-1"); err == nil {
+		t.Error("a record sealed with another key (another operator's) verifies")
+	}
+}
+
+// The newest key seals; every key of the ring verifies, so records sealed before a new key came
+// keep working until they are sealed again.
+func TestSealRingRotates(t *testing.T) {
+	old := testSeal(t, "a")
+	before := sealedRecord(t, old, "cr-1")
+	ring := testSeal(t, "a", "b")
+	if got := strings.Split(sealedRecord(t, ring, "cr-1").Annotations[oplabels.RecordSeal], ":")[1]; got != "key-2" {
+		t.Errorf("sealed with %s, want the newest key, key-2", got)
+	}
+	if err := ring.admit(before, "cr-1"); err != nil {
+		t.Errorf("a record sealed with the older key is refused: %v", err)
+	}
+	unknown := before.DeepCopy()
+	unknown.Annotations[oplabels.RecordSeal] = strings.Replace(unknown.Annotations[oplabels.RecordSeal], "key-1", "key-7", 1)
+	if !ring.knownSeal(before) || ring.knownSeal(unknown) {
+		t.Error("knownSeal does not tell the ring's keys from others")
+	}
+	for name, data := range map[string]map[string][]byte{
+		"a short key": {"key-1": []byte("short")},
+		"a key name":  {"primary": bytes.Repeat([]byte("a"), 32)},
+		"no key":      {},
+	} {
+		if err := (&Seal{}).setRing(&corev1.Secret{Data: data}); err == nil {
+			t.Errorf("a ring with %s is taken", name)
+		}
+	}
+}
+
+// The fence lets through the kinds the chart's templates render, and no other.
+func TestChartKinds(t *testing.T) {
+	chrt, err := loader.Load(filepath.Join("..", "..", "..", "helm-charts", "memcached"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := ChartKinds(chrt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []schema.GroupKind{{Kind: "Service"}, {Kind: "ServiceAccount"}, {Group: "apps", Kind: "Deployment"},
+		{Group: "policy", Kind: "PodDisruptionBudget"}, {Group: "networking.k8s.io", Kind: "NetworkPolicy"},
+		{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}, {Group: "monitoring.coreos.com", Kind: "PrometheusRule"}}
+	less := func(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) }
+	slices.SortFunc(kinds, less)
+	slices.SortFunc(want, less)
+	if !slices.Equal(kinds, want) {
+		t.Errorf("chart kinds = %v, want %v", kinds, want)
+	}
+
+	chrt.Templates = append(chrt.Templates, &chart.File{Name: "templates/evil.yaml", Data: []byte("apiVersion: v1\nkind: {{ .Values.kind }}\n")})
+	if _, err := ChartKinds(chrt); err == nil || !strings.Contains(err.Error(), "must be literal") {
+		t.Errorf("a templated kind is taken: %v", err)
+	}
+}
+
+// An object is the release's when it carries the release's Helm annotations and the CR is its
+// controller; either alone is not enough.
+func TestReleaseOwns(t *testing.T) {
+	cr := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "mc", Namespace: "tenant-a", UID: "cr-1"}}
+	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "cache.my.domain", Version: "v1", Kind: "Memcached"})
+	annotations := map[string]string{library.ReleaseNameAnnotation: "mc", library.ReleaseNamespaceAnnotation: "tenant-a"}
+	controller := []metav1.OwnerReference{{Kind: "Memcached", Name: "mc", UID: "cr-1", Controller: ptr.To(true)}}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		owners      []metav1.OwnerReference
+		why         string
+	}{
+		{"the release's", annotations, controller, ""},
+		{"annotations only", annotations, nil, "no controller"},
+		{"controller only", nil, controller, "Helm annotations"},
+		{"another release's annotations", map[string]string{library.ReleaseNameAnnotation: "other", library.ReleaseNamespaceAnnotation: "tenant-a"}, controller, "Helm annotations"},
+		{"an earlier CR of the same name", annotations, []metav1.OwnerReference{{Kind: "Memcached", Name: "mc", UID: "cr-0", Controller: ptr.To(true)}}, "uid cr-0"},
+		{"a MemcachedBackup's", annotations, []metav1.OwnerReference{{Kind: "MemcachedBackup", Name: "mc", UID: "b-1", Controller: ptr.To(true)}}, "MemcachedBackup mc"},
+	} {
+		obj := &metav1.ObjectMeta{Annotations: tc.annotations, OwnerReferences: tc.owners}
+		err := releaseOwns(obj, cr)
+		if (tc.why == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.why)) {
+			t.Errorf("%s: releaseOwns = %v, want %q", tc.name, err, tc.why)
+		}
+	}
+}
+
+// requestPath reads what the fence needs from the paths Helm's clients send.
+func TestRequestPath(t *testing.T) {
+	for path, want := range map[string][]string{
+		"/api/v1/namespaces/tenant-b/services":                        {"v1", "", "", "tenant-b", "services", "", ""},
+		"/apis/apps/v1/namespaces/tenant-b/deployments/victim":        {"", "apps", "v1", "tenant-b", "deployments", "victim", ""},
+		"/apis/apps/v1/namespaces/tenant-b/deployments/victim/scale":  {"", "apps", "v1", "tenant-b", "deployments", "victim", "scale"},
+		"/api/v1/namespaces/kube-system":                              {"v1", "", "", "", "namespaces", "kube-system", ""},
+		"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/evil": {"", "rbac.authorization.k8s.io", "v1", "", "clusterrolebindings", "evil", ""},
+	} {
+		m := requestPath.FindStringSubmatch(path)
+		if m == nil || !slices.Equal(m[1:], want) {
+			t.Errorf("%s: %q, want %q", path, m, want)
+		}
+	}
+}
