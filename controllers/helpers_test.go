@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -32,6 +33,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/releaseutil"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	appsv1 "k8s.io/api/apps/v1"
@@ -52,6 +54,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/helm/actionclient"
 )
 
 // Helpers shared by the envtest specs of this package.
@@ -85,8 +88,27 @@ func releaseSecrets(ctx context.Context, ns, release string) []string {
 	return names
 }
 
-// releaseStore reads and writes the Helm release records of a namespace directly, as Helm does.
-func releaseStore(ns string) *storage.Storage {
+// releaseStore reads and writes the release records of a Memcached as the operator does (sealed
+// with its keys): what an operator killed in the middle of an operation leaves.
+func releaseStore(ctx context.Context, key types.NamespacedName) *storage.Storage {
+	mc := &cachev1.Memcached{}
+	Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+	clientset, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	owner := metav1.NewControllerRef(mc, cachev1.GroupVersion.WithKind("Memcached"))
+	return storage.Init(driver.NewSecrets(actionclient.SealedSecrets(clientset.CoreV1().Secrets(key.Namespace), key.Namespace, operatorSeal(ctx), *owner)))
+}
+
+// operatorSeal is the seal of the operator under test: its keys, from its namespace.
+func operatorSeal(ctx context.Context) *actionclient.Seal {
+	seal, err := actionclient.LoadSeal(ctx, k8sClient, operatorNamespace, actionclient.SealRingName)
+	Expect(err).NotTo(HaveOccurred())
+	return seal
+}
+
+// rawReleaseStore reads and writes the Helm release records of a namespace directly, as Helm (or
+// a tenant who writes Secrets) does.
+func rawReleaseStore(ns string) *storage.Storage {
 	clientset, err := kubernetes.NewForConfig(cfg)
 	Expect(err).NotTo(HaveOccurred())
 	return storage.Init(driver.NewSecrets(clientset.CoreV1().Secrets(ns)))
@@ -280,9 +302,12 @@ func installRelease(ctx context.Context, ns, name string, chrt *chart.Chart, val
 	Expect(err).NotTo(HaveOccurred())
 }
 
-// ownRecords makes a CR the owner of its release's records, as the storage of the operator's
-// earlier versions did (installRelease writes them as Helm itself does, before the CR exists): the
-// operator takes over only records its CR owns.
+// ownRecords makes a CR the controller of its release's records and objects, as the earlier
+// operator versions' storage and post-renderer did (installRelease writes them as Helm itself
+// does, before the CR exists), then does what this operator does when it starts after them: it
+// judges the records of earlier versions by their manifests and seals them
+// (actionclient.SealEarlierRecords; the operator under test started before these records were
+// written, so they count as earlier up to now).
 func ownRecords(ctx context.Context, key types.NamespacedName) {
 	mc := &cachev1.Memcached{}
 	Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
@@ -294,6 +319,39 @@ func ownRecords(ctx context.Context, key types.NamespacedName) {
 		Expect(controllerutil.SetControllerReference(mc, s, scheme)).To(Succeed())
 		Expect(k8sClient.Update(ctx, s)).To(Succeed())
 	}
+	last, err := rawReleaseStore(key.Namespace).Last(key.Name)
+	Expect(err).NotTo(HaveOccurred())
+	for _, doc := range releaseutil.SplitManifests(last.Manifest) {
+		obj := &unstructured.Unstructured{}
+		Expect(yaml.Unmarshal([]byte(doc), &obj.Object)).To(Succeed())
+		if len(obj.Object) == 0 {
+			continue
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: obj.GetName()}, obj)).To(Succeed())
+			g.Expect(controllerutil.SetControllerReference(mc, obj, scheme)).To(Succeed())
+			g.Expect(k8sClient.Update(ctx, obj)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+	}
+	startOperator(ctx, key.Namespace)
+}
+
+// startOperator does, for the records of namespace ns, what the operator does when it starts:
+// records written before then without its seal are judged by their manifests and sealed.
+func startOperator(ctx context.Context, ns string) actionclient.EarlierRecords {
+	return startOperatorAt(ctx, ns, time.Now().Add(time.Second))
+}
+
+// startOperatorAt is startOperator for an operator that began sealing at since.
+func startOperatorAt(ctx context.Context, ns string, since time.Time) actionclient.EarlierRecords {
+	chrt, err := loader.Load(filepath.Join("helm-charts", "memcached"))
+	Expect(err).NotTo(HaveOccurred())
+	fence, err := actionclient.NewFence(chrt, k8sClient.RESTMapper(), k8sClient, nil)
+	Expect(err).NotTo(HaveOccurred())
+	done, err := actionclient.SealEarlierRecords(ctx, k8sClient, operatorSeal(ctx), fence,
+		metav1.GroupVersionKind(cachev1.GroupVersion.WithKind("Memcached")), []string{ns}, since)
+	Expect(err).NotTo(HaveOccurred())
+	return done
 }
 
 // createMemcached creates a Memcached from a YAML spec, the way a user's manifest does (see cr).

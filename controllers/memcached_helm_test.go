@@ -170,7 +170,7 @@ var _ = Describe("Memcached (Helm API)", func() {
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 
 		By("leaving the release pending-upgrade, as a killed operator pod does")
-		releases := releaseStore(ns)
+		releases := releaseStore(ctx, key)
 		rel, err := releases.Last(key.Name)
 		Expect(err).NotTo(HaveOccurred())
 		rel.Info.Status = release.StatusPendingUpgrade

@@ -31,6 +31,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,6 +70,8 @@ const (
 	statsPort = 21211
 	// capabilitiesTTL is short: the capabilities test waits for a refresh.
 	capabilitiesTTL = 5 * time.Second
+	// operatorNamespace is the operator's own namespace (POD_NAMESPACE), where it keeps its keys.
+	operatorNamespace = "memcached-operator-system"
 )
 
 var (
@@ -149,9 +152,10 @@ var _ = BeforeSuite(func() {
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())
+	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
 	Expect(controllers.Setup(ctx, mgr, controllers.Config{
 		WatchesFile:  "watches.yaml",
-		Namespace:    "memcached-operator-system",
+		Namespace:    operatorNamespace,
 		RelatedImage: relatedImage,
 		Helm: helm.Settings{ReconcilePeriod: reconcilePeriod, Workers: 2, MaxHistory: 10,
 			CapabilitiesTTL: capabilitiesTTL},
@@ -184,7 +188,7 @@ func grantOperatorRole(ctx context.Context) string {
 	role := &rbacv1.ClusterRole{}
 	Expect(yaml.Unmarshal(raw, role)).To(Succeed())
 	Expect(k8sClient.Create(ctx, role)).To(Succeed())
-	const ns, sa = "memcached-operator-system", "memcached-operator-controller-manager"
+	const ns, sa = operatorNamespace, "memcached-operator-controller-manager"
 	Expect(k8sClient.Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},

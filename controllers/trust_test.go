@@ -39,7 +39,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/internal/helm/actionclient"
 	oplabels "github.com/example/memcached-operator/internal/labels"
 )
 
@@ -380,30 +379,5 @@ var _ = Describe("Objects the operator did not make", func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&theirRecord), live)).To(Succeed())
 		Expect(live.ResourceVersion).To(Equal(theirRecord.ResourceVersion))
 		untouched(theirDeploy)
-	})
-})
-
-var _ = Describe("Release records of earlier versions", func() {
-	It("are taken over at start-up when a Memcached owns them, and no others", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
-		record := func(name string, owners ...metav1.OwnerReference) *corev1.Secret {
-			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1." + name + ".v1", Namespace: ns, OwnerReferences: owners,
-				Labels: map[string]string{"owner": "helm", "name": name, "status": "deployed", "version": "1"}}}
-			Expect(k8sClient.Create(ctx, s)).To(Succeed())
-			return s
-		}
-		// As the operator's storage wrote them: controlled by the Memcached (which the operator is
-		// not started for here, so the records are left to the take-over alone).
-		ours := record("earlier", metav1.OwnerReference{APIVersion: cachev1.GroupVersion.String(), Kind: "Memcached", Name: "earlier",
-			UID: "0d2e5e44-1111-4d5b-9c1a-000000000001", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)})
-		theirs := record("theirs")
-
-		taken, err := actionclient.LabelEarlierRecords(ctx, k8sClient, metav1.GroupVersionKind(cachev1.GroupVersion.WithKind("Memcached")), []string{ns})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(taken).To(Equal(1))
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ours), ours)).To(Succeed())
-		Expect(ours.Labels).To(HaveKeyWithValue(oplabels.Record, oplabels.Operator))
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
-		Expect(theirs.Labels).NotTo(HaveKey(oplabels.Record))
 	})
 })

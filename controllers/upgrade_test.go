@@ -146,7 +146,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
 
 		By("leaving the upgrade as an operator killed in its middle does: revision 2 pending, revision 1 deployed")
-		releases := releaseStore(ns)
+		releases := releaseStore(ctx, key)
 		cut, err := releases.Get(key.Name, 2)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cut.Chart.Metadata.Version).NotTo(Equal("0.1.9"))
@@ -165,7 +165,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 
 	It("finishes an upgrade to a new chart cut off by a killed operator at once, and reports the chart it moved from", func() {
 		cut := cutOffUpgrade()
-		releases := releaseStore(ns)
+		releases := releaseStore(ctx, key)
 
 		By("starting a reconcile, as the next operator does")
 		poke("1")
@@ -200,7 +200,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		}, timeout, interval).Should(Succeed())
 
 		By("leaving revision 1 as an install cut off after it created its objects")
-		releases := releaseStore(ns)
+		releases := releaseStore(ctx, key)
 		first, err := releases.Get(key.Name, 1)
 		Expect(err).NotTo(HaveOccurred())
 		first.Info.Status = release.StatusPendingInstall
@@ -224,7 +224,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		recovery.close(errors.New("another pod's process may still be finishing the operation"))
 		DeferCleanup(recovery.open)
 		cutOffUpgrade()
-		releases := releaseStore(ns)
+		releases := releaseStore(ctx, key)
 		poke("1")
 		Eventually(memcachedCondition(ctx, key, "Irreconcilable"), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue),
@@ -268,7 +268,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		recovery.close(errors.New("another pod's process may still be finishing the operation"))
 		DeferCleanup(recovery.open)
 		cutOffUpgrade()
-		releases := releaseStore(ns)
+		releases := releaseStore(ctx, key)
 		Expect(k8sClient.Delete(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}})).To(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, key, &cachev1.Memcached{})).To(Succeed(), "the CR waits on its finalizer")

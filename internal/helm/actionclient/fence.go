@@ -246,12 +246,15 @@ func (t fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !errors.As(err, &fenced) {
 		return nil, err
 	}
+	// The object is the Event's related object: Events of one reason on one CR are otherwise
+	// merged into one series, which shows only the first object's.
+	related := &corev1.ObjectReference{Kind: fenced.Kind, Namespace: fenced.Namespace, Name: fenced.Name}
 	if verb == "delete" {
-		t.fence.recorder.Eventf(t.cr, nil, corev1.EventTypeWarning, "ObjectLeftAlone", "DeleteObject",
+		t.fence.recorder.Eventf(t.cr, related, corev1.EventTypeWarning, "ObjectLeftAlone", "DeleteObject",
 			"Release %s did not delete %s %s, which is not the release's: %s", t.cr.GetName(), fenced.Kind, objectName(fenced.Namespace, fenced.Name), fenced.Why)
 		return statusResponse(req, apierrors.NewNotFound(schema.GroupResource{Resource: fenced.Kind}, fenced.Name).ErrStatus, http.StatusNotFound), nil
 	}
-	t.fence.recorder.Eventf(t.cr, nil, corev1.EventTypeWarning, "ObjectOutsideRelease", strings.ToUpper(verb[:1])+verb[1:]+"Object",
+	t.fence.recorder.Eventf(t.cr, related, corev1.EventTypeWarning, "ObjectOutsideRelease", strings.ToUpper(verb[:1])+verb[1:]+"Object",
 		"Release %s: %v", t.cr.GetName(), fenced)
 	return statusResponse(req, apierrors.NewForbidden(schema.GroupResource{Resource: fenced.Kind}, fenced.Name, fenced).ErrStatus, http.StatusForbidden), nil
 }
@@ -268,21 +271,21 @@ func (t fencedTransport) check(req *http.Request, verb string) error {
 	if err != nil {
 		return &FenceError{Verb: verb, Kind: gvr.Resource, Namespace: namespace, Name: name, Why: "the API server does not serve that resource"}
 	}
-	if verb == "create" && name == "" {
-		name = createdName(req)
+	err = t.fence.admit(req.Context(), t.cr, verb, gvk, namespace, name)
+	var fenced *FenceError
+	if verb == "create" && errors.As(err, &fenced) {
+		fenced.Name = createdName(req) // for the message: the request goes no further
 	}
-	return t.fence.admit(req.Context(), t.cr, verb, gvk, namespace, name)
+	return err
 }
 
-// createdName is the name of the object a create request's body holds ("" if it cannot tell).
+// createdName is the name of the object a create request's JSON body holds ("" if it cannot
+// tell). It reads the body.
 func createdName(req *http.Request) string {
-	if req.GetBody == nil {
+	if req.Body == nil || !strings.Contains(req.Header.Get("Content-Type"), "json") {
 		return ""
 	}
-	body, err := req.GetBody()
-	if err != nil {
-		return ""
-	}
+	body := req.Body
 	defer body.Close()
 	var obj struct {
 		Metadata struct {

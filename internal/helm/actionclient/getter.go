@@ -136,7 +136,10 @@ type actionClient struct {
 func (c *actionClient) reportRefused(err error, action string) error {
 	var refused *RecordRefusedError
 	if errors.As(err, &refused) {
-		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, ReasonRecordRefused, action, "%s", refused.Error())
+		// The record is the Event's related object: Events of one reason on one CR are otherwise
+		// merged into one series, which shows only the first record's.
+		record := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: refused.Namespace, Name: refused.Name}
+		c.recorder.Eventf(c.owner, record, corev1.EventTypeWarning, ReasonRecordRefused, action, "%s", refused.Error())
 	}
 	return err
 }

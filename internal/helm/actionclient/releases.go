@@ -321,12 +321,14 @@ type recordingSecrets struct {
 // secrets (the Secrets of its namespace), for Helm's Secrets driver: what it writes is controlled
 // by the CR, sealed and marked as the operator's; what it reads must be. The Helm reconciler's
 // storage reads and writes through the same view.
-func SealedSecrets(secrets corev1client.SecretInterface, seal *Seal, owner metav1.OwnerReference) corev1client.SecretInterface {
-	return recordingSecrets{SecretInterface: secrets, seal: seal, owner: owner}
+func SealedSecrets(secrets corev1client.SecretInterface, namespace string, seal *Seal, owner metav1.OwnerReference) corev1client.SecretInterface {
+	return recordingSecrets{SecretInterface: secrets, seal: seal, namespace: namespace, owner: owner}
 }
 
-// prepare makes a record the operator writes: controlled by the CR, marked, sealed.
+// prepare makes a record the operator writes: in its namespace (which the seal binds; Helm leaves
+// it to the client), controlled by the CR, marked, sealed.
 func (r recordingSecrets) prepare(s *corev1.Secret) {
+	s.Namespace = r.namespace
 	if !slices.ContainsFunc(s.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == r.owner.UID }) {
 		s.OwnerReferences = append(s.OwnerReferences, r.owner)
 	}
