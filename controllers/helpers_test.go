@@ -329,6 +329,9 @@ func ownRecords(ctx context.Context, key types.NamespacedName) {
 		}
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: obj.GetName()}, obj)).To(Succeed())
+			if obj.GetAnnotations()["meta.helm.sh/release-name"] != key.Name {
+				return // not made for the release (a spec put someone else's object in its place)
+			}
 			g.Expect(controllerutil.SetControllerReference(mc, obj, scheme)).To(Succeed())
 			g.Expect(k8sClient.Update(ctx, obj)).To(Succeed())
 		}, timeout, interval).Should(Succeed())

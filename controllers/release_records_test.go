@@ -270,7 +270,7 @@ var _ = Describe("Release records are tenant input", func() {
 		deleteMemcached(ctx, key)
 		Expect(eventMessages(ctx, "Memcached", key, "ObjectLeftAlone")(Default)).To(ContainElements(
 			ContainSubstring("Deployment %s/victim, which is not the release's: it is outside namespace %s", other, ns),
-			ContainSubstring("ServiceAccount %s/tenants-own, which is not the release's: it does not carry the Helm annotations of release %s/mc", ns, ns)))
+			ContainSubstring("ServiceAccount %s/tenants-own, which is not the release's: it carries neither the Helm annotations of release %s/mc", ns, ns)))
 		survives(theirs)
 		survives(tenants)
 	})
@@ -308,7 +308,7 @@ var _ = Describe("Release records are tenant input", func() {
 		forbidden(fenced.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "planted"},
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}}), "outside namespace")
 		forbidden(fenced.Patch(ctx, tenants, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`))),
-			"it does not carry the Helm annotations of release "+ns+"/mc")
+			"it carries neither the Helm annotations of release "+ns+"/mc nor a controller reference to the Memcached")
 		Expect(fenced.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "created", Namespace: ns}})).To(Succeed(),
 			"a kind of the chart in the release's namespace")
 		Expect(fenced.Patch(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: key.Name + "-memcached", Namespace: ns}},

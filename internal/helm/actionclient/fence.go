@@ -50,9 +50,9 @@ import (
 // and Helm's own code alike) passes through its transport (Wrap), which lets through only
 //   - objects in the CR's namespace,
 //   - of the kinds the chart renders (ChartKinds),
-//   - and, to update, patch or delete, objects that carry this release's ownership: Helm's
-//     release annotations for this CR's name and namespace, and the CR (by UID) as their
-//     controller (releaseOwns).
+//   - and, to update, patch or delete, objects that carry this release's ownership and nobody
+//     else's: Helm's release annotations for this CR's name and namespace, the CR (by UID) as
+//     their controller (releaseOwns).
 //
 // A create, update or patch outside the fence fails the action (HTTP 403), which the CR reports.
 // A delete outside it is skipped: Helm is told the object is gone (404, which its uninstall and
@@ -119,19 +119,27 @@ func ChartKinds(chrt *chart.Chart) ([]schema.GroupKind, error) {
 	return kinds, nil
 }
 
-// releaseOwns says why obj is not the release of cr's (nil: it is): it must carry Helm's release
-// annotations for cr's name and namespace, and have cr, by UID, as its controller.
+// releaseOwns says why obj is not the release of cr's (nil: it is). The release marks what it
+// makes twice: Helm's release annotations (name and namespace) and the CR, by UID, as
+// controller. An object must carry at least one of the two marks, and no mark of anyone else:
+// no other release's annotations, no other controller. (The library's drift repair creates a
+// missing object from the release's manifest, which lacks Helm's annotations: such an object
+// carries the controller mark alone.)
 func releaseOwns(obj metav1.Object, cr client.Object) error {
 	a := obj.GetAnnotations()
-	if a[library.ReleaseNameAnnotation] != cr.GetName() || a[library.ReleaseNamespaceAnnotation] != cr.GetNamespace() {
-		return fmt.Errorf("it does not carry the Helm annotations of release %s/%s", cr.GetNamespace(), cr.GetName())
+	name, hasName := a[library.ReleaseNameAnnotation]
+	namespace, hasNamespace := a[library.ReleaseNamespaceAnnotation]
+	annotated := hasName || hasNamespace
+	if annotated && (name != cr.GetName() || namespace != cr.GetNamespace()) {
+		return fmt.Errorf("it carries the Helm annotations of release %s/%s", namespace, name)
 	}
 	ref := metav1.GetControllerOf(obj)
 	switch {
-	case ref == nil:
-		return fmt.Errorf("it has no controller (the %s it was made for)", cr.GetObjectKind().GroupVersionKind().Kind)
-	case ref.UID != cr.GetUID():
+	case ref != nil && ref.UID != cr.GetUID():
 		return fmt.Errorf("its controller is %s %s (uid %s), not this one", ref.Kind, ref.Name, ref.UID)
+	case ref == nil && !annotated:
+		return fmt.Errorf("it carries neither the Helm annotations of release %s/%s nor a controller reference to the %s",
+			cr.GetNamespace(), cr.GetName(), cr.GetObjectKind().GroupVersionKind().Kind)
 	}
 	return nil
 }

@@ -169,8 +169,8 @@ func TestChartKinds(t *testing.T) {
 	}
 }
 
-// An object is the release's when it carries the release's Helm annotations and the CR is its
-// controller; either alone is not enough.
+// An object is the release's when it carries a mark of the release (its Helm annotations, the CR
+// as controller) and no mark of anyone else.
 func TestReleaseOwns(t *testing.T) {
 	cr := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "mc", Namespace: "tenant-a", UID: "cr-1"}}
 	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "cache.my.domain", Version: "v1", Kind: "Memcached"})
@@ -183,11 +183,14 @@ func TestReleaseOwns(t *testing.T) {
 		why         string
 	}{
 		{"the release's", annotations, controller, ""},
-		{"annotations only", annotations, nil, "no controller"},
-		{"controller only", nil, controller, "Helm annotations"},
-		{"another release's annotations", map[string]string{library.ReleaseNameAnnotation: "other", library.ReleaseNamespaceAnnotation: "tenant-a"}, controller, "Helm annotations"},
+		{"made by Helm, its owner reference removed", annotations, nil, ""},
+		{"made by the library's drift repair (no Helm annotations)", nil, controller, ""},
+		{"the tenant's own", nil, nil, "neither the Helm annotations of release tenant-a/mc nor a controller reference"},
+		{"an owner that is not the controller", nil, []metav1.OwnerReference{{Kind: "Memcached", Name: "mc", UID: "cr-1"}}, "neither"},
+		{"another release's annotations", map[string]string{library.ReleaseNameAnnotation: "other", library.ReleaseNamespaceAnnotation: "tenant-a"}, controller, "of release tenant-a/other"},
+		{"this name in another namespace", map[string]string{library.ReleaseNameAnnotation: "mc", library.ReleaseNamespaceAnnotation: "tenant-b"}, nil, "of release tenant-b/mc"},
 		{"an earlier CR of the same name", annotations, []metav1.OwnerReference{{Kind: "Memcached", Name: "mc", UID: "cr-0", Controller: ptr.To(true)}}, "uid cr-0"},
-		{"a MemcachedBackup's", annotations, []metav1.OwnerReference{{Kind: "MemcachedBackup", Name: "mc", UID: "b-1", Controller: ptr.To(true)}}, "MemcachedBackup mc"},
+		{"a MemcachedBackup's", nil, []metav1.OwnerReference{{Kind: "MemcachedBackup", Name: "mc", UID: "b-1", Controller: ptr.To(true)}}, "MemcachedBackup mc"},
 	} {
 		obj := &metav1.ObjectMeta{Annotations: tc.annotations, OwnerReferences: tc.owners}
 		err := releaseOwns(obj, cr)
