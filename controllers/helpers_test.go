@@ -306,7 +306,7 @@ func installRelease(ctx context.Context, ns, name string, chrt *chart.Chart, val
 // operator versions' storage and post-renderer did (installRelease writes them as Helm itself
 // does, before the CR exists), then does what this operator does when it starts after them: it
 // judges the records of earlier versions by their manifests and seals them
-// (actionclient.SealEarlierRecords; the operator under test started before these records were
+// (actionclient.SealRecords; the operator under test started before these records were
 // written, so they count as earlier up to now).
 func ownRecords(ctx context.Context, key types.NamespacedName) {
 	mc := &cachev1.Memcached{}
@@ -341,17 +341,17 @@ func ownRecords(ctx context.Context, key types.NamespacedName) {
 
 // startOperator does, for the records of namespace ns, what the operator does when it starts:
 // records written before then without its seal are judged by their manifests and sealed.
-func startOperator(ctx context.Context, ns string) actionclient.EarlierRecords {
+func startOperator(ctx context.Context, ns string) actionclient.SealedRecords {
 	return startOperatorAt(ctx, ns, time.Now().Add(time.Second))
 }
 
 // startOperatorAt is startOperator for an operator that began sealing at since.
-func startOperatorAt(ctx context.Context, ns string, since time.Time) actionclient.EarlierRecords {
+func startOperatorAt(ctx context.Context, ns string, since time.Time) actionclient.SealedRecords {
 	chrt, err := loader.Load(filepath.Join("helm-charts", "memcached"))
 	Expect(err).NotTo(HaveOccurred())
 	fence, err := actionclient.NewFence(chrt, k8sClient.RESTMapper(), k8sClient, nil)
 	Expect(err).NotTo(HaveOccurred())
-	done, err := actionclient.SealEarlierRecords(ctx, k8sClient, operatorSeal(ctx), fence,
+	done, err := actionclient.SealRecords(ctx, k8sClient, operatorSeal(ctx), fence,
 		metav1.GroupVersionKind(cachev1.GroupVersion.WithKind("Memcached")), []string{ns}, since)
 	Expect(err).NotTo(HaveOccurred())
 	return done

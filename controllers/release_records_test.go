@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -177,6 +178,8 @@ var _ = Describe("Release records are tenant input", func() {
 			target := canary()
 
 			forged := forge(key, 2, release.StatusDeployed, manifestOf(target), owned)
+			// Once the operator has seen it (a record it has not seen yet is not read at all).
+			refusal(key, "Irreconcilable", forged)
 			Expect(k8sClient.Delete(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}})).To(Succeed())
 			refusal(key, "ReleaseFailed", forged)
 			survives(target)
@@ -273,6 +276,54 @@ var _ = Describe("Release records are tenant input", func() {
 			ContainSubstring("ServiceAccount %s/tenants-own, which is not the release's: it carries neither the Helm annotations of release %s/mc", ns, ns)))
 		survives(theirs)
 		survives(tenants)
+	})
+
+	It("rotates its keys without a restart: a key added seals from then on, older records are sealed again, and the ring says when the older keys may go", func() {
+		key := types.NamespacedName{Namespace: ns, Name: "mc"}
+		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		ringKey := types.NamespacedName{Namespace: operatorNamespace, Name: actionclient.SealRingName}
+		ring := &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, ringKey, ring)).To(Succeed())
+		newest := 0
+		for id := range ring.Data {
+			var n int
+			_, err := fmt.Sscanf(id, "key-%d", &n)
+			Expect(err).NotTo(HaveOccurred())
+			newest = max(newest, n)
+		}
+		next := fmt.Sprintf("key-%d", newest+1)
+		sealedWith := func(g Gomega) []string {
+			secrets := &corev1.SecretList{}
+			g.Expect(k8sClient.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": key.Name})).To(Succeed())
+			var keys []string
+			for _, s := range secrets.Items {
+				keys = append(keys, strings.Split(s.Annotations[oplabels.RecordSeal], ":")[1])
+			}
+			return keys
+		}
+		Expect(sealedWith(Default)).NotTo(ContainElement(next))
+
+		By("adding " + next + " to the ring, as docs/security.md says")
+		fresh := make([]byte, 32)
+		_, err := rand.Read(fresh)
+		Expect(err).NotTo(HaveOccurred())
+		ring.Data[next] = fresh
+		Expect(k8sClient.Update(ctx, ring)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			g.Expect(k8sClient.Get(ctx, ringKey, ring)).To(Succeed())
+			return ring.Annotations[oplabels.RecordsSealedWith]
+		}, timeout, interval).Should(Equal(next))
+		Expect(sealedWith(Default)).To(HaveEach(next))
+
+		By("removing the older keys: the release is read and upgraded as before")
+		ring.Data = map[string][]byte{next: fresh}
+		Expect(k8sClient.Update(ctx, ring)).To(Succeed())
+		setReplicas(key, 2)
+		Eventually(replicas(key), timeout, interval).Should(BeEquivalentTo(2))
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
+		Expect(sealedWith(Default)).To(And(HaveLen(2), HaveEach(next)))
 	})
 
 	It("lets through only the release's namespace, the chart's kinds and, to change or delete, the release's objects", func() {

@@ -44,6 +44,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -119,16 +120,29 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 	if err != nil {
 		return fmt.Errorf("fence the releases of chart %s: %w", w.Chart.Name(), err)
 	}
-	earlier, err := actionclient.SealEarlierRecords(ctx, opts.Live, seal, fence, metav1.GroupVersionKind(w.GroupVersionKind), opts.Namespaces, seal.Since())
+	sealed, err := actionclient.SealRecords(ctx, opts.Live, seal, fence, metav1.GroupVersionKind(w.GroupVersionKind), opts.Namespaces, seal.Since())
 	if err != nil {
-		return fmt.Errorf("seal the release records of earlier versions: %w", err)
+		return fmt.Errorf("seal the release records: %w", err)
 	}
 	log := ctrl.Log.WithName("setup")
-	if earlier.Sealed > 0 {
-		log.Info("sealed the release records written by an earlier version of the operator, after checking their manifests", "records", earlier.Sealed)
+	if sealed.Sealed > 0 {
+		log.Info("sealed the release records written by an earlier version of the operator, after checking their manifests", "records", sealed.Sealed)
 	}
-	for record, why := range earlier.Refused {
+	log.Info("release records are sealed with the newest key of the ring", "key", seal.Current(), "resealed", sealed.Resealed,
+		"stillSealedWithOlderKeys", sealed.Older)
+	for record, why := range sealed.Refused {
 		log.Info("a release record of an earlier version is refused: it is not used, and its release reports it", "record", record, "why", why)
+	}
+	clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("release records' sealing keys: %w", err)
+	}
+	// Keys rotate while the operator runs: a key added seals from then on (actionclient.RingWatch).
+	if err := mgr.Add(&actionclient.RingWatch{Seal: seal, Namespace: opts.SealNamespace, Name: actionclient.SealRingName, Secrets: clientset, Client: opts.Live,
+		Reseal: func(ctx context.Context) (actionclient.SealedRecords, error) {
+			return actionclient.SealRecords(ctx, opts.Live, seal, fence, metav1.GroupVersionKind(w.GroupVersionKind), opts.Namespaces, time.Time{})
+		}}); err != nil {
+		return fmt.Errorf("release records' sealing keys: %w", err)
 	}
 
 	period := opts.ReconcilePeriod

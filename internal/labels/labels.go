@@ -44,6 +44,9 @@ const (
 	// its content, internal/helm/actionclient/seal.go): records are in tenants' namespaces, and
 	// the operator acts only on those whose seal holds.
 	RecordSeal = "cache.my.domain/release-seal"
+	// RecordsSealedWith is the annotation on the key ring that names the key every release record
+	// is sealed with: the ring's other keys may be removed.
+	RecordsSealedWith = "cache.my.domain/records-sealed-with"
 
 	// RetiredAt marks a pod of an earlier release that left the Service, and when (an annotation).
 	RetiredAt = "cache.my.domain/retired-at"

@@ -24,7 +24,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +32,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/memcached-operator/internal/helm/library"
@@ -59,14 +62,14 @@ const sealKeyPrefix = "key-"
 const sealFormat = "v1"
 
 // Seal holds the sealing keys. Records created before Since were written by an earlier version
-// of the operator, or before the keys were lost: SealEarlierRecords judges them by their manifest
-// once; any other record must carry a seal that verifies.
+// of the operator, or before the keys were lost: SealRecords judges them by their manifest once;
+// any other record must carry a seal that verifies.
 type Seal struct {
 	mu      sync.RWMutex
 	keys    map[string][]byte
 	current string
 	since   time.Time
-	// refused says, per record UID, why SealEarlierRecords did not seal it (for its refusal).
+	// refused says, per record UID, why SealRecords did not seal it (for its refusal).
 	refused map[types.UID]string
 }
 
@@ -208,23 +211,6 @@ const (
 	recordDataKey      = "release" // Helm's Secrets driver: the encoded release
 )
 
-// sealedKeys are the ids of the keys in the ring, oldest first.
-func (s *Seal) sealedKeys() []string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	ids := make([]string, 0, len(s.keys))
-	for id := range s.keys {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, func(a, b string) int { return keyNumber(a) - keyNumber(b) })
-	return ids
-}
-
-func keyNumber(id string) int {
-	n, _ := strconv.Atoi(strings.TrimPrefix(id, sealKeyPrefix))
-	return n
-}
-
 // RecordRefusedError says that a release record failed the operator's check: it is not used for
 // anything (no upgrade, uninstall or recovery reads it).
 type RecordRefusedError struct {
@@ -252,4 +238,111 @@ func (s *Seal) admit(sec *corev1.Secret, owner types.UID) error {
 		return &RecordRefusedError{Namespace: sec.Namespace, Name: sec.Name, Why: err.Error()}
 	}
 	return nil
+}
+
+// RingWatch follows the key ring Secret while the operator runs, so that keys rotate without a
+// restart: a key added (key-<n+1>) seals from then on, the records sealed with older keys are
+// sealed again with it (Reseal), and then the ring is annotated with the key every record
+// carries (oplabels.RecordsSealedWith): older keys may be removed from then on. A ring deleted is
+// written again with the keys the operator holds, so that records stay verifiable after a restart.
+type RingWatch struct {
+	Seal            *Seal
+	Namespace, Name string
+	// Secrets watches the ring; Client writes it.
+	Secrets kubernetes.Interface
+	Client  client.Client
+	// Reseal seals the records sealed with older keys with the newest (SealRecords).
+	Reseal func(context.Context) (SealedRecords, error)
+}
+
+// resealRetry is how soon a reseal that left records sealed with older keys is tried again.
+var resealRetry = time.Minute
+
+// Start runs the watch until ctx ends (a manager.Runnable).
+func (w *RingWatch) Start(ctx context.Context) error {
+	log := ctrl.Log.WithName("release-seal")
+	resealNow := make(chan struct{}, 1)
+	trigger := func() {
+		select {
+		case resealNow <- struct{}{}:
+		default:
+		}
+	}
+	lw := toolscache.NewListWatchFromClient(w.Secrets.CoreV1().RESTClient(), "secrets", w.Namespace, fields.OneTermEqualSelector("metadata.name", w.Name))
+	informer := toolscache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, toolscache.Indexers{})
+	changed := func(obj any) {
+		ring, ok := obj.(*corev1.Secret)
+		if !ok {
+			return
+		}
+		if err := w.Seal.setRing(ring); err != nil {
+			log.Error(err, "the key ring is not taken: the operator keeps sealing with the keys it holds", "secret", w.Namespace+"/"+w.Name, "key", w.Seal.Current())
+			return
+		}
+		if ring.Annotations[oplabels.RecordsSealedWith] != w.Seal.Current() {
+			trigger()
+		}
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(_, obj any) { changed(obj) },
+		DeleteFunc: func(any) {
+			if err := w.rewrite(ctx); err != nil {
+				log.Error(err, "the key ring was deleted and could not be written again", "secret", w.Namespace+"/"+w.Name)
+			} else {
+				log.Info("the key ring was deleted: written again with the keys the operator holds", "secret", w.Namespace+"/"+w.Name)
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	go informer.RunWithContext(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-resealNow:
+		}
+		current := w.Seal.Current()
+		done, err := w.Reseal(ctx)
+		switch {
+		case err != nil:
+			log.Error(err, "sealing the release records with the newest key", "key", current)
+		case done.Older > 0:
+			log.Info("release records are still sealed with older keys: tried again soon; keep the older keys until the ring says "+oplabels.RecordsSealedWith+"="+current,
+				"key", current, "resealed", done.Resealed, "left", done.Older)
+		default:
+			err = w.annotate(ctx, current)
+			if err == nil {
+				log.Info("every release record is sealed with the newest key: older keys may be removed from the ring", "key", current, "resealed", done.Resealed)
+				continue
+			}
+			log.Error(err, "annotating the key ring", "secret", w.Namespace+"/"+w.Name)
+		}
+		time.AfterFunc(resealRetry, trigger)
+	}
+}
+
+// annotate says on the ring which key every record carries.
+func (w *RingWatch) annotate(ctx context.Context, key string) error {
+	ring := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name}}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, oplabels.RecordsSealedWith, key)
+	return w.Client.Patch(ctx, ring, client.RawPatch(types.MergePatchType, patch))
+}
+
+// rewrite writes the ring again with the keys the operator holds.
+func (w *RingWatch) rewrite(ctx context.Context) error {
+	w.Seal.mu.RLock()
+	data := make(map[string][]byte, len(w.Seal.keys))
+	for id, key := range w.Seal.keys {
+		data[id] = key
+	}
+	w.Seal.mu.RUnlock()
+	ring := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name, Labels: map[string]string{
+			oplabels.ManagedBy: oplabels.Operator, oplabels.PartOf: oplabels.Operator}},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}
+	return client.IgnoreAlreadyExists(w.Client.Create(ctx, ring))
 }

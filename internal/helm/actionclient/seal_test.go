@@ -129,8 +129,11 @@ func TestSealRingRotates(t *testing.T) {
 	}
 	unknown := before.DeepCopy()
 	unknown.Annotations[oplabels.RecordSeal] = strings.Replace(unknown.Annotations[oplabels.RecordSeal], "key-1", "key-7", 1)
-	if !ring.knownSeal(before) || ring.knownSeal(unknown) {
-		t.Error("knownSeal does not tell the ring's keys from others")
+	if id, known := ring.keyOf(before); !known || id != "key-1" {
+		t.Errorf("keyOf = %s, %v: want key-1, which the ring holds", id, known)
+	}
+	if _, known := ring.keyOf(unknown); known {
+		t.Error("keyOf takes a key the ring does not hold")
 	}
 	for name, data := range map[string]map[string][]byte{
 		"a short key": {"key-1": []byte("short")},

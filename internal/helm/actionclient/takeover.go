@@ -44,22 +44,28 @@ import (
 // fails stays as it is, and every read of its release refuses it. Any other record without a
 // valid seal is refused.
 
-// EarlierRecords is what SealEarlierRecords did.
-type EarlierRecords struct {
-	// Sealed counts the records it sealed.
+// SealedRecords is what SealRecords did.
+type SealedRecords struct {
+	// Sealed counts the records of earlier versions it sealed.
 	Sealed int
+	// Resealed counts the records sealed with an older key that it sealed with the newest;
+	// Older those it could not (changed meanwhile, or their seal does not hold).
+	Resealed, Older int
 	// Refused says, per record (namespace/name), why it was left unsealed.
 	Refused map[string]string
 }
 
-// SealEarlierRecords seals the release records that the CRs of kind gvk control in namespaces
-// (all if empty), created before `before` (the seal's Since), which carry no seal that the
-// operator's keys verify, after checking each one's manifest with fence. It reads uncached, a
-// page at a time, the records' metadata (the namespaces may hold many Helm releases of others, of
-// hundreds of kB each), and reads whole only the records it judges. It runs before the first
-// reconcile: the cache holds only labelled records, and the reads check every seal.
-func SealEarlierRecords(ctx context.Context, c client.Client, seal *Seal, fence *Fence, gvk metav1.GroupVersionKind, namespaces []string, before time.Time) (EarlierRecords, error) {
-	done := EarlierRecords{Refused: map[string]string{}}
+// SealRecords runs at start-up, before the first reconcile, over the release records that the CRs
+// of kind gvk control in namespaces (all if empty):
+//   - a record created before `before` (the seal's Since) that carries no seal the operator's
+//     keys know is an earlier version's: it is sealed if its manifest passes fence;
+//   - a record sealed with an older key of the ring is sealed again with the newest (a key
+//     rotation), if its seal holds.
+//
+// It reads uncached, a page at a time, the records' metadata (the namespaces may hold many Helm
+// releases of others, of hundreds of kB each), and reads whole only the records it seals.
+func SealRecords(ctx context.Context, c client.Client, seal *Seal, fence *Fence, gvk metav1.GroupVersionKind, namespaces []string, before time.Time) (SealedRecords, error) {
+	done := SealedRecords{Refused: map[string]string{}}
 	sel := labels.SelectorFromSet(labels.Set{library.RecordOwnerLabel: library.RecordOwner})
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
@@ -74,17 +80,31 @@ func SealEarlierRecords(ctx context.Context, c client.Client, seal *Seal, fence 
 			}
 			for i := range list.Items {
 				m := &list.Items[i]
-				if !controlledByKind(m, gvk) || !m.CreationTimestamp.Time.Before(before) || seal.knownSeal(m) {
+				if !controlledByKind(m, gvk) {
 					continue
 				}
-				sealed, why, err := sealEarlierRecord(ctx, c, seal, fence, gvk, client.ObjectKeyFromObject(m))
-				if err != nil {
-					return done, err
-				}
-				if sealed {
-					done.Sealed++
-				} else if why != "" {
-					done.Refused[m.Namespace+"/"+m.Name] = why
+				key := client.ObjectKeyFromObject(m)
+				switch id, known := seal.keyOf(m); {
+				case known && id != seal.Current():
+					resealed, err := resealRecord(ctx, c, seal, key)
+					if err != nil {
+						return done, err
+					}
+					if resealed {
+						done.Resealed++
+					} else {
+						done.Older++
+					}
+				case !known && m.CreationTimestamp.Time.Before(before):
+					sealed, why, err := sealEarlierRecord(ctx, c, seal, fence, gvk, key)
+					if err != nil {
+						return done, err
+					}
+					if sealed {
+						done.Sealed++
+					} else if why != "" {
+						done.Refused[m.Namespace+"/"+m.Name] = why
+					}
 				}
 			}
 			if list.Continue == "" {
@@ -94,6 +114,26 @@ func SealEarlierRecords(ctx context.Context, c client.Client, seal *Seal, fence 
 		}
 	}
 	return done, nil
+}
+
+// resealRecord seals a record again with the newest key, if its seal holds.
+func resealRecord(ctx context.Context, c client.Client, seal *Seal, key client.ObjectKey) (bool, error) {
+	sec := &corev1.Secret{}
+	if err := c.Get(ctx, key, sec); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	uid, err := seal.verify(sec)
+	if err != nil {
+		return false, nil // refused when read
+	}
+	seal.sign(sec, uid)
+	if err := c.Update(ctx, sec); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return false, nil // changed or gone meanwhile: its old seal still verifies
+		}
+		return false, fmt.Errorf("seal release record %s/%s with the newest key: %w", sec.Namespace, sec.Name, err)
+	}
+	return true, nil
 }
 
 // sealEarlierRecord judges one record of an earlier version by its manifest, and seals it when
@@ -139,22 +179,29 @@ func sealEarlierRecord(ctx context.Context, c client.Client, seal *Seal, fence *
 	return true, "", nil
 }
 
-// knownSeal reports whether a record carries a seal of one of the operator's keys (whether it
-// holds is checked when it is read).
-func (s *Seal) knownSeal(obj metav1.Object) bool {
+// keyOf is the key a record's seal names, and whether the ring holds it (whether the seal holds
+// is checked when the record is read).
+func (s *Seal) keyOf(obj metav1.Object) (string, bool) {
 	parts := strings.Split(obj.GetAnnotations()[oplabels.RecordSeal], ":")
 	if len(parts) != 3 {
-		return false
+		return "", false
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	_, ok := s.keys[parts[1]]
-	return ok
+	return parts[1], ok
+}
+
+// Current is the key that seals what the operator writes: the newest of the ring.
+func (s *Seal) Current() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.current
 }
 
 // takeOver is called when an install finds records of the release's name that this operator's
 // reads did not show (they lack oplabels.Record). Records of an earlier version of the operator
-// were sealed at start-up (SealEarlierRecords), so such a record is not the operator's: one that
+// were sealed at start-up (SealRecords), so such a record is not the operator's: one that
 // names this CR as its controller is refused, any other is someone else's release, left alone.
 func (c *actionClient) takeOver(name string) error {
 	ctx := context.Background()
