@@ -380,6 +380,40 @@ var _ = Describe("Release records are tenant input", func() {
 	})
 })
 
+var _ = Describe("Pods are tenant input", func() {
+	It("retires only pods labelled as the release's that no controller owns: the retired-at mark on a pod a controller owns changes nothing", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		key := types.NamespacedName{Namespace: ns, Name: "memcached-sample"} // its Deployment has its name
+		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		setRollout(ctx, key, 1, 1, 1)
+		pod := func(name string, owners []metav1.OwnerReference, annotations map[string]string) *corev1.Pod {
+			p := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: owners, Annotations: annotations, Labels: map[string]string{
+					oplabels.Name: oplabels.ChartName, oplabels.Instance: key.Name, oplabels.Component: "cache", oplabels.PartOf: oplabels.Operator}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: relatedImage}}},
+			}
+			Expect(k8sClient.Create(ctx, p)).To(Succeed())
+			return p
+		}
+		longAgo := map[string]string{oplabels.RetiredAt: "2000-01-01T00:00:00Z"}
+		serving := pod("serving", []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "memcached-sample-5d4f8", UID: "4f1c8c3e-0000-4000-8000-000000000001",
+			Controller: ptr.To(true)}}, longAgo)
+		bare := pod("bare", nil, nil)
+
+		By("retiring the bare pod, as a pod an earlier release left running")
+		Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(bare), &corev1.Pod{})) },
+			timeout, interval).Should(BeTrue())
+		Consistently(func(g Gomega) {
+			live := &corev1.Pod{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(serving), live)).To(Succeed())
+			g.Expect(live.DeletionTimestamp).To(BeNil())
+			g.Expect(live.Labels).To(Equal(serving.Labels), "still in the Service")
+		}, 2*retireDelay, interval).Should(Succeed(), "a pod a controller owns is never retired, whatever its annotations say")
+	})
+})
+
 var _ = Describe("Release records of earlier versions", func() {
 	It("are sealed at start-up when a Memcached controls them and their manifests stay inside its release, and no others", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
