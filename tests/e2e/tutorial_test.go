@@ -366,6 +366,8 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 
 	It("proves its monitoring against a real Prometheus: a cache overfilled shows in status, Events, metrics and alerts, and clears", proveMonitoring)
 
+	It("keeps a namespace editor's forged release records from deleting a Deployment of another namespace or a Secret in kube-system", proveTenantCannotReachOut)
+
 	It("leaves no operator objects after make undeploy, and with CRs present removes them and their releases first", func() {
 		ns := "memcached-left"
 		kubectl("create", "namespace", ns)
