@@ -403,7 +403,9 @@ var _ = Describe("Pods are tenant input", func() {
 		bare := pod("bare", nil, nil)
 
 		By("retiring the bare pod, as a pod an earlier release left running")
-		Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(bare), &corev1.Pod{})) },
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(bare), &corev1.Pod{}))
+		},
 			timeout, interval).Should(BeTrue())
 		Consistently(func(g Gomega) {
 			live := &corev1.Pod{}

@@ -114,7 +114,7 @@ func proveTenantCannotReachOut() {
 // write (Helm's encoding: base64 of gzipped JSON).
 func forgedRecord(ns, name, secret, manifest string) string {
 	rel, err := json.Marshal(map[string]any{"name": name, "namespace": ns, "version": 2, "manifest": manifest,
-		"info": map[string]any{"status": "deployed", "description": "forged"},
+		"info":  map[string]any{"status": "deployed", "description": "forged"},
 		"chart": map[string]any{"metadata": map[string]any{"name": "memcached", "version": "1.1.0"}}, "config": map[string]any{}})
 	Expect(err).NotTo(HaveOccurred())
 	var gz bytes.Buffer
