@@ -110,7 +110,7 @@ func (s *Seal) setRing(ring *corev1.Secret) error {
 	for id, key := range ring.Data {
 		n, err := strconv.Atoi(strings.TrimPrefix(id, sealKeyPrefix))
 		if !strings.HasPrefix(id, sealKeyPrefix) || err != nil || n < 1 {
-			return fmt.Errorf("key %q: keys are named %s<n>, n = 1, 2, ...", id, sealKeyPrefix)
+			return fmt.Errorf("key %q: keys are named %s<n> for n = 1, 2 and so on", id, sealKeyPrefix)
 		}
 		if len(key) < 32 {
 			return fmt.Errorf("key %q has %d bytes: at least 32 are needed", id, len(key))
