@@ -304,6 +304,12 @@ var _ = Describe("Release records are tenant input", func() {
 			return keys
 		}
 		Expect(sealedWith(Default)).NotTo(ContainElement(next))
+		By("a tenant's record that names the current key with a seal that does not hold: it holds no rotation back")
+		forged := forge(key, 9, release.StatusSuperseded, "", true)
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(context.Background(), forged))).To(Succeed()) })
+		forged.Annotations = map[string]string{oplabels.RecordSeal: fmt.Sprintf("v1:key-%d:AAAA", newest)}
+		Expect(k8sClient.Update(ctx, forged)).To(Succeed())
+		refusal(key, "Irreconcilable", forged)
 
 		By("adding " + next + " to the ring, as docs/security.md says")
 		fresh := make([]byte, 32)
@@ -315,6 +321,7 @@ var _ = Describe("Release records are tenant input", func() {
 			g.Expect(k8sClient.Get(ctx, ringKey, ring)).To(Succeed())
 			return ring.Annotations[oplabels.RecordsSealedWith]
 		}, timeout, interval).Should(Equal(next))
+		Expect(k8sClient.Delete(ctx, forged)).To(Succeed())
 		Expect(sealedWith(Default)).To(HaveEach(next))
 
 		By("removing the older keys: the release is read and upgraded as before")

@@ -106,16 +106,24 @@ type Options struct {
 // status and the watches. The operator has one Helm-driven kind; a second would share the index
 // and must not call Setup again.
 func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options) error {
-	if err := actionclient.IndexReleaseRecords(ctx, mgr.GetFieldIndexer()); err != nil {
-		return fmt.Errorf("index Helm release records: %w", err)
-	}
-	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	// Release records are tenant input: sealed by the operator, and whatever they say, Helm's
-	// writes stay inside the release (actionclient's seal.go and fence.go).
+	// writes stay inside the release (actionclient's seal.go and fence.go). The keys come first:
+	// the manager runs already, and the cache checks each record's seal as the informer, which
+	// the index starts, lists them.
 	seal, err := actionclient.LoadSeal(ctx, opts.Live, opts.SealNamespace, actionclient.SealRingName)
 	if err != nil {
 		return err
 	}
+	// Release records are read from the manager's cache (see actionclient.ReleaseStore).
+	records := opts.Records
+	if records == nil {
+		records = actionclient.NewRecords()
+	}
+	records.UseSeal(seal)
+	if err := actionclient.IndexReleaseRecords(ctx, mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("index Helm release records: %w", err)
+	}
+	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	fence, err := actionclient.NewFence(w.Chart, mgr.GetRESTMapper(), opts.Live, recorder)
 	if err != nil {
 		return fmt.Errorf("fence the releases of chart %s: %w", w.Chart.Name(), err)
@@ -154,11 +162,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 		workers = *w.MaxConcurrentReconciles
 	}
 
-	// Release records are read from the manager's cache (see actionclient.ReleaseStore).
-	records := opts.Records
-	if records == nil {
-		records = actionclient.NewRecords()
-	}
 	store := actionclient.NewReleaseStore(mgr.GetClient(), records, seal)
 	// A deleted record's decoded form goes with it.
 	secrets, err := mgr.GetCache().GetInformer(ctx, &corev1.Secret{})

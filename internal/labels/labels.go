@@ -47,6 +47,9 @@ const (
 	// RecordsSealedWith is the annotation on the key ring that names the key every release record
 	// is sealed with: the ring's other keys may be removed.
 	RecordsSealedWith = "cache.my.domain/records-sealed-with"
+	// SealingSince is the annotation on the key ring that says when the operator began sealing
+	// records: those created before are an earlier version's.
+	SealingSince = "cache.my.domain/sealing-since"
 
 	// RetiredAt marks a pod of an earlier release that left the Service, and when (an annotation).
 	RetiredAt = "cache.my.domain/retired-at"

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -223,16 +224,22 @@ func (f *Fence) CheckManifest(ctx context.Context, cr client.Object, manifest st
 // Wrap returns rest config base with its transport fenced to the release of cr.
 func (f *Fence) Wrap(cr client.Object, base *rest.Config) *rest.Config {
 	cfg := rest.CopyConfig(base)
+	// An API server behind a proxy may be served under a path (https://proxy/k8s/clusters/c1).
+	prefix := ""
+	if u, err := url.Parse(cfg.Host); err == nil {
+		prefix = strings.TrimSuffix(u.Path, "/")
+	}
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
-		return fencedTransport{next: next, fence: f, cr: cr}
+		return fencedTransport{next: next, fence: f, cr: cr, prefix: prefix}
 	})
 	return cfg
 }
 
 type fencedTransport struct {
-	next  http.RoundTripper
-	fence *Fence
-	cr    client.Object
+	next   http.RoundTripper
+	fence  *Fence
+	cr     client.Object
+	prefix string // of every request's path (Wrap)
 }
 
 // requestPath is a resource request's path: /api/v1 or /apis/GROUP/VERSION, an optional
@@ -249,6 +256,9 @@ func (t fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	err := t.check(req, verb)
 	if err == nil {
 		return t.next.RoundTrip(req)
+	}
+	if req.Body != nil {
+		_ = req.Body.Close() // a RoundTripper closes the body, also of a request it does not send
 	}
 	var fenced *FenceError
 	if !errors.As(err, &fenced) {
@@ -269,7 +279,7 @@ func (t fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // check says why the request may not pass (a FenceError), or nil.
 func (t fencedTransport) check(req *http.Request, verb string) error {
-	m := requestPath.FindStringSubmatch(req.URL.Path)
+	m := requestPath.FindStringSubmatch(strings.TrimPrefix(req.URL.Path, t.prefix))
 	if m == nil {
 		return &FenceError{Verb: verb, Kind: req.URL.Path, Why: "it is not a request for a namespaced object"}
 	}

@@ -52,11 +52,12 @@ type Records struct {
 
 type decodedRelease struct {
 	resourceVersion string
-	rel             *release.Release
-	// sealedFor is the UID of the CR the record's seal binds it to, or sealErr why it has none
-	// that holds: checked on the data the release was decoded from.
-	sealedFor types.UID
-	sealErr   error
+	rel             *release.Release // nil when the seal does not hold: never decoded
+	// sealedFor is the UID of the CR the record's seal binds it to and sealedWith the key, or
+	// sealErr why it has no seal that holds: checked on the version's data, before decoding it.
+	sealedFor  types.UID
+	sealedWith string
+	sealErr    error
 }
 
 // UseSeal makes the memo check each record's seal with s as it decodes it: before the cache's
@@ -71,24 +72,28 @@ func (r *Records) UseSeal(s *Seal) {
 var errNoSeal = errors.New("the operator has not loaded its sealing keys")
 
 // admit returns a RecordRefusedError unless the record carries a seal of this operator, checked on
-// the data it was decoded from, that binds it to the CR owner; errNotDecoded when the memo does
-// not hold this version and the cache dropped its data.
+// the data of its version, with a key the operator still holds, that binds it to the CR owner;
+// errNotDecoded when the memo does not hold this version and the cache dropped its data.
 func (r *Records) admit(sec *corev1.Secret, owner types.UID) error {
 	r.mu.Lock()
 	d, ok := r.lookup(sec)
 	seal := r.seal
 	r.mu.Unlock()
+	if seal == nil {
+		return &RecordRefusedError{Namespace: sec.Namespace, Name: sec.Name, Why: errNoSeal.Error()}
+	}
 	if !ok {
 		if sec.Data[recordDataKey] == nil {
 			return errNotDecoded
 		}
-		if seal == nil {
-			return &RecordRefusedError{Namespace: sec.Namespace, Name: sec.Name, Why: errNoSeal.Error()}
-		}
 		return seal.admit(sec, owner)
 	}
 	why := d.sealErr
-	if why == nil && d.sealedFor != owner {
+	switch {
+	case why != nil:
+	case !seal.holds(d.sealedWith):
+		why = fmt.Errorf("it is sealed with key %s, which the operator no longer holds", d.sealedWith)
+	case d.sealedFor != owner:
 		why = errors.New("it was written for another resource of the same name")
 	}
 	if why != nil {
@@ -121,10 +126,18 @@ func (r *Records) CacheTransform(next toolscache.TransformFunc) toolscache.Trans
 		if !ok || sec.Data[recordDataKey] == nil || !RecordSelector().Matches(labels.Set(sec.Labels)) {
 			return obj, nil
 		}
-		if _, err := r.decode(sec); err != nil {
-			return obj, nil
+		r.mu.Lock()
+		sealed := r.seal != nil
+		r.mu.Unlock()
+		if !sealed {
+			return obj, nil // checked and decoded on its first read, once the keys are loaded
 		}
-		sec.Data = nil
+		_, err := r.decode(sec)
+		var refused *RecordRefusedError
+		if err != nil && !errors.As(err, &refused) {
+			return obj, nil // Helm's reads report what does not decode
+		}
+		sec.Data = nil // decoded, or refused: either way the memo says so
 		return sec, nil
 	}
 }
@@ -148,40 +161,54 @@ func (r *Records) Forget(obj any) {
 func (r *Records) decode(sec *corev1.Secret) (*release.Release, error) {
 	r.mu.Lock()
 	d, ok := r.lookup(sec)
+	seal := r.seal
 	r.mu.Unlock()
 	if !ok {
 		if sec.Data[recordDataKey] == nil {
 			return nil, errNotDecoded
 		}
-		rel, err := decodeRecord(sec.Data[recordDataKey])
-		if err != nil {
-			return nil, fmt.Errorf("decode release record %s: %w", sec.Name, err)
-		}
-		chartKey, err := hashChart(rel.Chart)
-		if err != nil {
-			return nil, fmt.Errorf("decode release record %s: %w", sec.Name, err)
-		}
-		d = decodedRelease{resourceVersion: sec.ResourceVersion, rel: rel, sealErr: errNoSeal}
-		r.mu.Lock()
-		seal := r.seal
-		r.mu.Unlock()
-		if seal != nil {
-			d.sealedFor, d.sealErr = seal.verify(sec)
-		}
-		r.mu.Lock()
-		if shared, ok := r.charts[chartKey]; ok {
-			rel.Chart = shared
-		} else if rel.Chart != nil {
-			if len(r.charts) >= maxCharts {
-				clear(r.charts)
+		if seal == nil {
+			rel, err := decodeRecord(sec.Data[recordDataKey]) // not kept: unchecked
+			if err != nil {
+				return nil, fmt.Errorf("decode release record %s: %w", sec.Name, err)
 			}
-			r.charts[chartKey] = rel.Chart
+			return rel, nil
 		}
+		// The seal first: a record that is not the operator's is never decompressed.
+		d = decodedRelease{resourceVersion: sec.ResourceVersion}
+		d.sealedFor, d.sealedWith, d.sealErr = seal.verify(sec)
+		if d.sealErr == nil {
+			rel, err := decodeRecord(sec.Data[recordDataKey])
+			if err != nil {
+				return nil, fmt.Errorf("decode release record %s: %w", sec.Name, err)
+			}
+			chartKey, err := hashChart(rel.Chart)
+			if err != nil {
+				return nil, fmt.Errorf("decode release record %s: %w", sec.Name, err)
+			}
+			d.rel = rel
+			r.mu.Lock()
+			if shared, ok := r.charts[chartKey]; ok {
+				rel.Chart = shared
+			} else if rel.Chart != nil {
+				if len(r.charts) >= maxCharts {
+					clear(r.charts)
+				}
+				r.charts[chartKey] = rel.Chart
+			}
+			r.mu.Unlock()
+		}
+		r.mu.Lock()
 		if versions := r.byID[sec.UID]; versions[0].resourceVersion != sec.ResourceVersion {
-			shareUnchanged(rel, versions[0].rel)
+			if d.rel != nil {
+				shareUnchanged(d.rel, versions[0].rel)
+			}
 			r.byID[sec.UID] = [2]decodedRelease{d, versions[0]}
 		}
 		r.mu.Unlock()
+	}
+	if d.rel == nil {
+		return nil, &RecordRefusedError{Namespace: sec.Namespace, Name: sec.Name, Why: d.sealErr.Error()}
 	}
 	rel := *d.rel
 	if d.rel.Info != nil {
@@ -217,7 +244,7 @@ func shareUnchanged(rel, before *release.Release) {
 // lookup finds the decoded version of sec; r.mu is held.
 func (r *Records) lookup(sec *corev1.Secret) (decodedRelease, bool) {
 	for _, d := range r.byID[sec.UID] {
-		if d.rel != nil && d.resourceVersion == sec.ResourceVersion {
+		if (d.rel != nil || d.sealErr != nil) && d.resourceVersion == sec.ResourceVersion {
 			return d, true
 		}
 	}

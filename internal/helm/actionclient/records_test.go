@@ -31,7 +31,7 @@ import (
 
 // The cache keeps this operator's records as metadata; their decoded form is in the memo.
 func TestCacheTransformKeepsRecordsDecoded(t *testing.T) {
-	r := NewRecords()
+	r := unitRecords()
 	transform := r.CacheTransform(nil)
 
 	ours := recordSecret(t, &release.Release{Name: "foo", Version: 1, Manifest: "kind: Deployment"}, "uid-1")
@@ -55,8 +55,11 @@ func TestCacheTransformKeepsRecordsDecoded(t *testing.T) {
 		t.Errorf("a record of another Helm lost its data (err %v)", err)
 	}
 
+	// Sealed, yet not a release (no operator writes one): kept for Helm's reads to report. A
+	// record changed after its sealing is refused, and never decoded (seal_test.go).
 	bad := ours.DeepCopy()
 	bad.UID, bad.Data["release"] = "uid-3", []byte("not base64!")
+	unitSeal.sign(bad, unitOwner)
 	out, err = transform(bad)
 	if err != nil || out.(*corev1.Secret).Data == nil {
 		t.Errorf("a record that does not decode lost its data, which Helm's reads report (err %v)", err)
@@ -66,7 +69,7 @@ func TestCacheTransformKeepsRecordsDecoded(t *testing.T) {
 // Two versions of a record are held (the cache's store shows a new version a moment after its
 // transform ran); an older one is read from the API server, and a deleted record is forgotten.
 func TestRecordsVersions(t *testing.T) {
-	r := NewRecords()
+	r := unitRecords()
 	transform := r.CacheTransform(nil)
 	var versions []*corev1.Secret
 	for _, rv := range []string{"1", "2", "3"} {
@@ -97,7 +100,7 @@ func TestRecordsVersions(t *testing.T) {
 // A record rewritten to change its status only (pending, then deployed) holds its manifest and
 // values once for both versions.
 func TestRecordsShareWhatDidNotChange(t *testing.T) {
-	r := NewRecords()
+	r := unitRecords()
 	transform := r.CacheTransform(nil)
 	var held []*release.Release
 	for i, status := range []release.Status{release.StatusPendingInstall, release.StatusDeployed} {

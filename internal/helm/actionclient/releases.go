@@ -283,6 +283,11 @@ func hashChart(c *chart.Chart) ([sha256.Size]byte, error) {
 	return sha256.Sum256(raw), nil
 }
 
+// maxDecodedRecord bounds what a record unzips to: a record is at most 1 MiB (a Secret's
+// limit), the operator's unzip to a few hundred kB, and a record that unzips to gigabytes would
+// end the operator.
+const maxDecodedRecord = 32 << 20
+
 // decodeRecord decodes a release record as Helm's Secrets driver stores it: base64 of (usually
 // gzipped) JSON.
 func decodeRecord(data []byte) (*release.Release, error) {
@@ -296,8 +301,11 @@ func decodeRecord(data []byte) (*release.Release, error) {
 			return nil, err
 		}
 		defer r.Close()
-		if b, err = io.ReadAll(r); err != nil {
+		if b, err = io.ReadAll(io.LimitReader(r, maxDecodedRecord+1)); err != nil {
 			return nil, err
+		}
+		if len(b) > maxDecodedRecord {
+			return nil, fmt.Errorf("it unzips to more than %d MiB", maxDecodedRecord>>20)
 		}
 	}
 	var rel release.Release

@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 func cachedRecord(name, rv string) corev1.Secret {
@@ -85,7 +86,21 @@ func recordSecret(t *testing.T, rel *release.Release, uid types.UID) corev1.Secr
 	sec.UID = uid
 	sec.Data = map[string][]byte{"release": []byte(base64.StdEncoding.EncodeToString(gz.Bytes()))}
 	sec.Labels = map[string]string{"owner": "helm", "status": "deployed"}
+	sec.OwnerReferences = []metav1.OwnerReference{{Kind: "Memcached", Name: rel.Name, UID: unitOwner, Controller: ptr.To(true)}}
+	unitSeal.sign(&sec, unitOwner)
 	return sec
+}
+
+// unitSeal seals the records of the unit tests, as controlled by the CR of UID unitOwner;
+// unitRecords checks them with it.
+var unitSeal = &Seal{keys: map[string][]byte{"key-1": bytes.Repeat([]byte("u"), 32)}, current: "key-1", refused: map[types.UID]string{}}
+
+const unitOwner types.UID = "cr-unit"
+
+func unitRecords() *Records {
+	r := NewRecords()
+	r.UseSeal(unitSeal)
+	return r
 }
 
 // Releases of the same chart share one decoded copy of it; another chart is its own.
@@ -94,7 +109,7 @@ func TestDecodeSharesCharts(t *testing.T) {
 		return &chart.Chart{Metadata: &chart.Metadata{Name: "memcached", Version: version},
 			Templates: []*chart.File{{Name: "templates/deployment.yaml", Data: []byte("kind: Deployment")}}}
 	}
-	s := NewRecords()
+	s := unitRecords()
 	var decoded []*release.Release
 	for i, c := range []*chart.Chart{chartOf("0.1.0"), chartOf("0.1.0"), chartOf("0.2.0")} {
 		sec := recordSecret(t, &release.Release{Name: fmt.Sprintf("r%d", i), Version: 1, Chart: c}, types.UID(fmt.Sprint(i)))
@@ -115,7 +130,7 @@ func TestDecodeSharesCharts(t *testing.T) {
 // Each caller gets its own Release and Info: Helm changes a release's status in place.
 func TestDecodeReturnsCopies(t *testing.T) {
 	sec := recordSecret(t, &release.Release{Name: "foo", Version: 1, Info: &release.Info{Status: release.StatusDeployed}}, "uid")
-	s := NewRecords()
+	s := unitRecords()
 	a, err := s.decode(&sec)
 	if err != nil {
 		t.Fatal(err)

@@ -96,7 +96,7 @@ func (c *actionClient) replaceDeployment(ctx context.Context, desired *appsv1.De
 		return fmt.Errorf("read Deployment %s: %w", desired.Name, err)
 	case reflect.DeepEqual(live.Spec.Selector, desired.Spec.Selector):
 		return nil
-	case !OwnedByRelease(live, c.owner):
+	case releaseOwns(live, c.owner) != nil:
 		return nil // not ours to replace: Helm refuses to take it over, and the upgrade says why
 	default:
 		if live.DeletionTimestamp == nil {

@@ -83,12 +83,7 @@ func LoadSeal(ctx context.Context, c client.Client, namespace, name string) (*Se
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
-		ring = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{
-				oplabels.ManagedBy: oplabels.Operator, oplabels.PartOf: oplabels.Operator}},
-			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{sealKeyPrefix + "1": key},
-		}
+		ring = newRing(namespace, name, map[string][]byte{sealKeyPrefix + "1": key}, time.Now())
 		if err = c.Create(ctx, ring); apierrors.IsAlreadyExists(err) {
 			err = c.Get(ctx, client.ObjectKeyFromObject(ring), ring)
 		}
@@ -103,7 +98,19 @@ func LoadSeal(ctx context.Context, c client.Client, namespace, name string) (*Se
 	return s, nil
 }
 
-// setRing takes the keys of the ring Secret.
+// newRing is a key ring Secret holding keys, the operator sealing since since.
+func newRing(namespace, name string, keys map[string][]byte, since time.Time) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name,
+			Labels:      map[string]string{oplabels.ManagedBy: oplabels.Operator, oplabels.PartOf: oplabels.Operator},
+			Annotations: map[string]string{oplabels.SealingSince: since.UTC().Format(time.RFC3339)}},
+		Type: corev1.SecretTypeOpaque,
+		Data: keys,
+	}
+}
+
+// setRing takes the keys of the ring Secret, and when the operator began sealing: the ring's
+// annotation (which a ring written again keeps), else its creation.
 func (s *Seal) setRing(ring *corev1.Secret) error {
 	keys := map[string][]byte{}
 	current, highest := "", 0
@@ -123,8 +130,12 @@ func (s *Seal) setRing(ring *corev1.Secret) error {
 	if current == "" {
 		return errors.New("it holds no key")
 	}
+	since := ring.CreationTimestamp.Time
+	if at, err := time.Parse(time.RFC3339, ring.Annotations[oplabels.SealingSince]); err == nil && at.Before(since) {
+		since = at
+	}
 	s.mu.Lock()
-	s.keys, s.current, s.since = keys, current, ring.CreationTimestamp.Time
+	s.keys, s.current, s.since = keys, current, since
 	s.mu.Unlock()
 	return nil
 }
@@ -149,37 +160,46 @@ func (s *Seal) sign(sec *corev1.Secret, owner types.UID) {
 	sec.SetAnnotations(a)
 }
 
-// verify returns the UID of the CR a record's seal binds it to, or why the seal does not hold.
-func (s *Seal) verify(sec *corev1.Secret) (types.UID, error) {
+// verify returns the UID of the CR a record's seal binds it to and the key that sealed it, or
+// why the seal does not hold.
+func (s *Seal) verify(sec *corev1.Secret) (types.UID, string, error) {
 	value, ok := sec.Annotations[oplabels.RecordSeal]
 	if !ok {
 		if why := s.refusedWhy(sec.UID); why != "" {
-			return "", errors.New(why)
+			return "", "", errors.New(why)
 		}
-		return "", errors.New("it carries no seal of this operator")
+		return "", "", errors.New("it carries no seal of this operator")
 	}
 	parts := strings.Split(value, ":")
 	if len(parts) != 3 || parts[0] != sealFormat {
-		return "", errors.New("its seal is not one this operator writes")
+		return "", "", errors.New("its seal is not one this operator writes")
 	}
 	s.mu.RLock()
 	key, known := s.keys[parts[1]]
 	s.mu.RUnlock()
 	if !known {
-		return "", fmt.Errorf("it is sealed with key %s, which the operator does not hold", parts[1])
+		return "", "", fmt.Errorf("it is sealed with key %s, which the operator does not hold", parts[1])
 	}
 	mac, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil {
-		return "", errors.New("its seal is not one this operator writes")
+		return "", "", errors.New("its seal is not one this operator writes")
 	}
 	ref := metav1.GetControllerOf(sec)
 	if ref == nil {
-		return "", errors.New("it has no controller")
+		return "", "", errors.New("it has no controller")
 	}
 	if !hmac.Equal(mac, sealOf(key, sec, ref.UID)) {
-		return "", errors.New("it was changed after the operator wrote it (its seal does not match)")
+		return "", "", errors.New("it was changed after the operator wrote it (its seal does not match)")
 	}
-	return ref.UID, nil
+	return ref.UID, parts[1], nil
+}
+
+// holds reports whether the ring still holds the key id.
+func (s *Seal) holds(id string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.keys[id]
+	return ok
 }
 
 func (s *Seal) refusedWhy(uid types.UID) string {
@@ -230,7 +250,7 @@ func (e *RecordRefusedError) Error() string {
 // admit returns a RecordRefusedError unless sec carries a seal of this operator that binds it to
 // the CR owner.
 func (s *Seal) admit(sec *corev1.Secret, owner types.UID) error {
-	uid, err := s.verify(sec)
+	uid, _, err := s.verify(sec)
 	if err == nil && uid != owner {
 		err = errors.New("it was written for another resource of the same name")
 	}
@@ -330,19 +350,14 @@ func (w *RingWatch) annotate(ctx context.Context, key string) error {
 	return w.Client.Patch(ctx, ring, client.RawPatch(types.MergePatchType, patch))
 }
 
-// rewrite writes the ring again with the keys the operator holds.
+// rewrite writes the ring again with the keys the operator holds, and when it began sealing.
 func (w *RingWatch) rewrite(ctx context.Context) error {
 	w.Seal.mu.RLock()
 	data := make(map[string][]byte, len(w.Seal.keys))
 	for id, key := range w.Seal.keys {
 		data[id] = key
 	}
+	since := w.Seal.since
 	w.Seal.mu.RUnlock()
-	ring := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name, Labels: map[string]string{
-			oplabels.ManagedBy: oplabels.Operator, oplabels.PartOf: oplabels.Operator}},
-		Type: corev1.SecretTypeOpaque,
-		Data: data,
-	}
-	return client.IgnoreAlreadyExists(w.Client.Create(ctx, ring))
+	return client.IgnoreAlreadyExists(w.Client.Create(ctx, newRing(w.Namespace, w.Name, data, since)))
 }

@@ -18,19 +18,27 @@ package actionclient
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"errors"
+	"io"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 
 	"github.com/example/memcached-operator/internal/helm/library"
@@ -218,3 +226,105 @@ func TestRequestPath(t *testing.T) {
 		}
 	}
 }
+
+// The cache never unzips a record whose seal does not hold (a tenant's record may unzip to
+// gigabytes): it is refused from its seal alone, and kept without its data.
+func TestRecordsRefuseBeforeDecoding(t *testing.T) {
+	s := testSeal(t, "a")
+	r := NewRecords()
+	transform := r.CacheTransform(nil)
+
+	forged := sealedRecord(t, s, "cr-1")
+	forged.UID = "forged"
+	forged.Data["release"] = []byte("not base64, not gzip: decoding it would fail")
+	out, err := transform(forged.DeepCopy())
+	if err != nil || out.(*corev1.Secret).Data == nil {
+		t.Fatalf("before the keys are loaded the cache keeps the record as it is: %v", err)
+	}
+	r.UseSeal(s)
+	out, err = transform(forged.DeepCopy())
+	cached := out.(*corev1.Secret)
+	if err != nil || cached.Data != nil {
+		t.Fatalf("a refused record is kept with its data (err %v)", err)
+	}
+	var refused *RecordRefusedError
+	if err := r.admit(cached, "cr-1"); !errors.As(err, &refused) || !strings.Contains(refused.Why, "changed after") {
+		t.Errorf("admit = %v, want the seal's refusal", err)
+	}
+	if _, err := r.decode(cached); !errors.As(err, &refused) {
+		t.Errorf("decode of a refused record = %v, want its refusal (it was never unzipped)", err)
+	}
+
+	ours := sealedRecord(t, s, "cr-1")
+	out, _ = transform(ours.DeepCopy())
+	if err := r.admit(out.(*corev1.Secret), "cr-1"); err != nil {
+		t.Fatalf("the operator's record is refused: %v", err)
+	}
+	// The ring loses key-1: what it sealed no longer verifies, from the cache either.
+	if err := s.setRing(&corev1.Secret{Data: map[string][]byte{"key-2": bytes.Repeat([]byte("b"), 32)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.admit(out.(*corev1.Secret), "cr-1"); !errors.As(err, &refused) || !strings.Contains(refused.Why, "no longer holds") {
+		t.Errorf("admit after key-1 was removed = %v, want a refusal", err)
+	}
+}
+
+// A record is unzipped to at most maxDecodedRecord.
+func TestDecodeRecordIsBounded(t *testing.T) {
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	if _, err := w.Write(make([]byte, maxDecodedRecord+1)); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	if _, err := decodeRecord([]byte(base64.StdEncoding.EncodeToString(gz.Bytes()))); err == nil || !strings.Contains(err.Error(), "unzips to more than") {
+		t.Errorf("decodeRecord of a bomb = %v", err)
+	}
+}
+
+// The ring says since when the operator seals; a ring written again keeps that date.
+func TestSealSince(t *testing.T) {
+	created := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	ring := newRing("ns", SealRingName, map[string][]byte{"key-1": bytes.Repeat([]byte("a"), 32)}, created.Add(-24*time.Hour))
+	ring.CreationTimestamp = metav1.NewTime(created)
+	s := &Seal{}
+	if err := s.setRing(ring); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Since().Equal(created.Add(-24 * time.Hour)) {
+		t.Errorf("since = %s, want the ring's annotation, a day before its creation", s.Since())
+	}
+	delete(ring.Annotations, oplabels.SealingSince)
+	if err := s.setRing(ring); err != nil || !s.Since().Equal(created) {
+		t.Errorf("since = %s (%v), want the ring's creation when it has no annotation", s.Since(), err)
+	}
+}
+
+// The fence reads the requests of an API server served under a path (behind a proxy).
+func TestFenceUnderAPathPrefix(t *testing.T) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Service"), meta.RESTScopeNamespace)
+	f := &Fence{kinds: map[schema.GroupKind]bool{{Kind: "Service"}: true}, mapper: mapper, recorder: events.NewFakeRecorder(10)}
+	cr := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "mc", Namespace: "tenant-a", UID: "cr-1"}}
+	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "cache.my.domain", Version: "v1", Kind: "Memcached"})
+	sent := 0
+	cfg := f.Wrap(cr, &rest.Config{Host: "https://proxy.example.com/k8s/clusters/c1"})
+	rt := cfg.WrapTransport(roundTripper(func(*http.Request) (*http.Response, error) {
+		sent++
+		return &http.Response{StatusCode: http.StatusCreated, Body: io.NopCloser(strings.NewReader("{}"))}, nil
+	}))
+	for ns, want := range map[string]int{"tenant-a": http.StatusCreated, "tenant-b": http.StatusForbidden} {
+		req, _ := http.NewRequest(http.MethodPost, "https://proxy.example.com/k8s/clusters/c1/api/v1/namespaces/"+ns+"/services", strings.NewReader(`{"metadata":{"name":"x"}}`))
+		resp, err := rt.RoundTrip(req)
+		if err != nil || resp.StatusCode != want {
+			t.Errorf("create a Service in %s: %v %v, want %d", ns, resp.StatusCode, err, want)
+		}
+	}
+	if sent != 1 {
+		t.Errorf("%d requests sent, want the one in the release's namespace", sent)
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/example/memcached-operator/internal/helm/library"
 	oplabels "github.com/example/memcached-operator/internal/labels"
@@ -83,22 +84,22 @@ func SealRecords(ctx context.Context, c client.Client, seal *Seal, fence *Fence,
 				if !controlledByKind(m, gvk) {
 					continue
 				}
+				// A record that cannot be read or written now is left as it is (refused if it is
+				// not sealed), and the others go on: one record does not hold the operator back.
 				key := client.ObjectKeyFromObject(m)
 				switch id, known := seal.keyOf(m); {
 				case known && id != seal.Current():
-					resealed, err := resealRecord(ctx, c, seal, key)
-					if err != nil {
-						return done, err
-					}
-					if resealed {
-						done.Resealed++
-					} else {
+					switch resealed, err := resealRecord(ctx, c, seal, key); {
+					case err != nil:
+						log.FromContext(ctx).Error(err, "a release record is left sealed with an older key", "record", key)
 						done.Older++
+					case resealed:
+						done.Resealed++
 					}
 				case !known && m.CreationTimestamp.Time.Before(before):
 					sealed, why, err := sealEarlierRecord(ctx, c, seal, fence, gvk, key)
 					if err != nil {
-						return done, err
+						why = err.Error()
 					}
 					if sealed {
 						done.Sealed++
@@ -116,22 +117,27 @@ func SealRecords(ctx context.Context, c client.Client, seal *Seal, fence *Fence,
 	return done, nil
 }
 
-// resealRecord seals a record again with the newest key, if its seal holds.
+// resealRecord seals a record again with the newest key, if its seal holds: one whose seal does
+// not hold is refused whatever key it names, and needs none. It fails when the record could not
+// be sealed again, and its older key is still needed.
 func resealRecord(ctx context.Context, c client.Client, seal *Seal, key client.ObjectKey) (bool, error) {
 	sec := &corev1.Secret{}
 	if err := c.Get(ctx, key, sec); err != nil {
-		return false, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("read release record %s: %w", key, err)
 	}
-	uid, err := seal.verify(sec)
+	uid, _, err := seal.verify(sec)
 	if err != nil {
 		return false, nil // refused when read
 	}
 	seal.sign(sec, uid)
 	if err := c.Update(ctx, sec); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return false, nil // changed or gone meanwhile: its old seal still verifies
+		if apierrors.IsNotFound(err) {
+			return false, nil
 		}
-		return false, fmt.Errorf("seal release record %s/%s with the newest key: %w", sec.Namespace, sec.Name, err)
+		return false, fmt.Errorf("seal release record %s with the newest key: %w", key, err)
 	}
 	return true, nil
 }
@@ -159,6 +165,8 @@ func sealEarlierRecord(ctx context.Context, c client.Client, seal *Seal, fence *
 		why = fmt.Sprintf("it does not decode: %v", err)
 	case rel.Name != ref.Name || sec.Labels[library.RecordNameLabel] != ref.Name || (rel.Namespace != "" && rel.Namespace != sec.Namespace):
 		why = fmt.Sprintf("it is a record of release %s/%s, not of its controller %s %s", rel.Namespace, rel.Name, ref.Kind, ref.Name)
+	case len(rel.Hooks) > 0:
+		why = fmt.Sprintf("it holds %d hooks, which no version of the chart renders", len(rel.Hooks))
 	default:
 		if err := fence.CheckManifest(ctx, cr, rel.Manifest); err != nil {
 			why = "written before the operator sealed its records, it names what is not the release's: " + err.Error()
@@ -171,10 +179,12 @@ func sealEarlierRecord(ctx context.Context, c client.Client, seal *Seal, fence *
 	markOurs(sec)
 	seal.sign(sec, ref.UID)
 	if err := c.Update(ctx, sec); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return false, "", nil // changed or gone meanwhile: not sealed, so refused if still there
+		if apierrors.IsNotFound(err) {
+			return false, "", nil
 		}
-		return false, "", fmt.Errorf("seal release record %s/%s: %w", sec.Namespace, sec.Name, err)
+		why := fmt.Sprintf("it could not be sealed: %v", err) // changed meanwhile, say: not sealed, so refused
+		seal.noteRefused(sec.UID, why)
+		return false, why, nil
 	}
 	return true, "", nil
 }
