@@ -17,6 +17,7 @@ limitations under the License.
 package helm
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"maps"
@@ -31,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,7 +54,7 @@ import (
 // watches take no predicates; an upstream option for them would remove this file):
 //   - the CR: a change of its spec (generation), labels or annotations, or its deletion; not the
 //     finalizer and status that reconciles write;
-//   - the release records (Secrets the CR owns): their deletion; the operator writes them;
+//   - the release records (by the release's name): their deletion; the operator writes them;
 //   - the release's objects (see dependentWatches): not their creation, their status, or what
 //     Kubernetes controllers record in them.
 //
@@ -89,9 +91,15 @@ func setupController(mgr ctrl.Manager, r *reconciler.Reconciler, gvk schema.Grou
 		UpdateFunc:  func(event.UpdateEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
-	if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(&corev1.Secret{}),
-		handler.TypedEnqueueRequestForOwner[client.Object](mgr.GetScheme(), mgr.GetRESTMapper(), primary, handler.OnlyControllerOwner()),
-		append(selected, deletedOnly)...)); err != nil {
+	// By the release's name, not the owner: deleting a refused record that names no owner (a
+	// forged one) is the way out of its refusal, and the release goes on at once.
+	toRelease := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+		if name := o.GetLabels()[library.RecordNameLabel]; name != "" && actionclient.RecordSelector().Matches(labels.Set(o.GetLabels())) {
+			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+		}
+		return nil
+	})
+	if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(&corev1.Secret{}), toRelease, append(selected, deletedOnly)...)); err != nil {
 		return err
 	}
 
