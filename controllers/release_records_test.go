@@ -121,7 +121,18 @@ var _ = Describe("Release records are tenant input", func() {
 			Expect(controllerutil.SetControllerReference(mc, s, scheme)).To(Succeed())
 		}
 		Expect(k8sClient.Update(ctx, s)).To(Succeed())
+		// Before the Memcached's own cleanup: a refused record holds its uninstall.
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(context.Background(), s))).To(Succeed()) })
 		return s
+	}
+	// deployed makes a one-replica Memcached named name in ns, deleted when the spec ends, and
+	// waits until its release is deployed.
+	deployed := func(name string) types.NamespacedName {
+		key := types.NamespacedName{Namespace: ns, Name: name}
+		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		return key
 	}
 	refusal := func(key types.NamespacedName, condition string, secret *corev1.Secret) {
 		GinkgoHelper()
@@ -146,14 +157,10 @@ var _ = Describe("Release records are tenant input", func() {
 
 	DescribeTable("refuses a forged record on the upgrade path; the other namespace's Deployment survives",
 		func(owned bool) {
-			key := types.NamespacedName{Namespace: ns, Name: "mc"}
-			DeferCleanup(func() { deleteMemcached(context.Background(), key) })
-			createMemcached(ctx, key, "  replicaCount: 1\n")
-			Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+			key := deployed("mc")
 			theirs := victim()
 
 			forged := forge(key, 2, release.StatusDeployed, manifestOf(theirs), owned)
-			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(context.Background(), forged))).To(Succeed()) })
 			setReplicas(key, 2)
 			refusal(key, "Irreconcilable", forged)
 			survives(theirs)
@@ -196,14 +203,10 @@ var _ = Describe("Release records are tenant input", func() {
 	)
 
 	It("refuses a forged pending record instead of recovering it", func() {
-		key := types.NamespacedName{Namespace: ns, Name: "mc"}
-		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
-		createMemcached(ctx, key, "  replicaCount: 1\n")
-		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		key := deployed("mc")
 		theirs := victim()
 
 		forged := forge(key, 2, release.StatusPendingUpgrade, manifestOf(theirs), true)
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(context.Background(), forged))).To(Succeed()) })
 		setReplicas(key, 2)
 		refusal(key, "Irreconcilable", forged)
 		survives(theirs)
@@ -216,10 +219,7 @@ var _ = Describe("Release records are tenant input", func() {
 	})
 
 	It("refuses its own record once someone edited its manifest, and installs again when that record is gone", func() {
-		key := types.NamespacedName{Namespace: ns, Name: "mc"}
-		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
-		createMemcached(ctx, key, "  replicaCount: 1\n")
-		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		key := deployed("mc")
 		theirs := victim()
 		deploy, err := deploymentOfRelease(ctx, key)
 		Expect(err).NotTo(HaveOccurred())
@@ -279,10 +279,7 @@ var _ = Describe("Release records are tenant input", func() {
 	})
 
 	It("rotates its keys without a restart: a key added seals from then on, older records are sealed again, and the ring says when the older keys may go", func() {
-		key := types.NamespacedName{Namespace: ns, Name: "mc"}
-		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
-		createMemcached(ctx, key, "  replicaCount: 1\n")
-		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		key := deployed("mc")
 		ringKey := types.NamespacedName{Namespace: operatorNamespace, Name: actionclient.SealRingName}
 		ring := &corev1.Secret{}
 		Expect(k8sClient.Get(ctx, ringKey, ring)).To(Succeed())
@@ -306,7 +303,6 @@ var _ = Describe("Release records are tenant input", func() {
 		Expect(sealedWith(Default)).NotTo(ContainElement(next))
 		By("a tenant's record that names the current key with a seal that does not hold: it holds no rotation back")
 		forged := forge(key, 9, release.StatusSuperseded, "", true)
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(context.Background(), forged))).To(Succeed()) })
 		forged.Annotations = map[string]string{oplabels.RecordSeal: fmt.Sprintf("v1:key-%d:AAAA", newest)}
 		Expect(k8sClient.Update(ctx, forged)).To(Succeed())
 		refusal(key, "Irreconcilable", forged)
@@ -334,10 +330,7 @@ var _ = Describe("Release records are tenant input", func() {
 	})
 
 	It("lets through only the release's namespace, the chart's kinds and, to change or delete, the release's objects", func() {
-		key := types.NamespacedName{Namespace: ns, Name: "mc"}
-		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
-		createMemcached(ctx, key, "  replicaCount: 1\n")
-		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		key := deployed("mc")
 		mc := &cachev1.Memcached{}
 		Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
 		mc.SetGroupVersionKind(cachev1.GroupVersion.WithKind("Memcached"))
