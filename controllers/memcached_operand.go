@@ -68,10 +68,11 @@ const DefaultRetireDelay = 10 * time.Second
 //     spec.memcached.memoryLimitMB -> maxMemoryMB), so CRs written for an older release converge
 //     to the current schema; the chart still reads the old name until then;
 //   - it retires the pods of an earlier release that an upgrade replacing the Deployment left
-//     running (see internal/helm): they serve until the new Deployment's pods are all
-//     available, then leave the Service, and stop RetireDelay later, so no client request fails;
+//     running (see internal/helm): they serve until the StatefulSet's servers are all
+//     available, then leave the Services, and stop RetireDelay later, so no client request fails;
 //   - it reports the memcached pods in status: the version they run, replica counts, and the
-//     conditions Available and Progressing, from the release's Deployment.
+//     conditions Available and Progressing, from the release's StatefulSet, and the servers
+//     clients shard keys over.
 type MemcachedOperandReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
@@ -82,7 +83,7 @@ type MemcachedOperandReconciler struct {
 	Records *helm.Records
 	// replaced holds, per Memcached, the resourceVersion its last status write replaced: while
 	// the cache still shows that version, a write would be refused (a conflict) and what it
-	// would say is already written. Another reconcile (a resync, an event of a Deployment or a
+	// would say is already written. Another reconcile (a resync, an event of a StatefulSet or a
 	// record) can come a moment after a write, before the cache shows it.
 	replaced sync.Map // types.NamespacedName → string
 }
@@ -113,13 +114,13 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, err // a migration changes the generation, which reconciles again
 	}
 
-	deploy, err := r.deploymentOf(ctx, mc)
+	servers, err := r.serversOf(ctx, mc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if deploy == nil && !controllerutil.ContainsFinalizer(mc, library.Finalizer) {
+	if servers == nil && !controllerutil.ContainsFinalizer(mc, library.Finalizer) {
 		// A new CR: the Helm side first adds its finalizer with an update that a status write
-		// now would make conflict. The Deployment it installs brings us back.
+		// now would make conflict. The StatefulSet it installs brings us back.
 		return ctrl.Result{}, nil
 	}
 	revision, err := helm.DeployedRevision(ctx, r.Client, r.Records, mc)
@@ -130,14 +131,14 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		// The first install is in flight, however long it waited for a Helm worker. Its report
 		// goes with the Helm side's status write that says it is deployed (FirstReport), or,
 		// when that one could not carry it, right after it (helmOutcomeChanged brings us back,
-		// the Deployment's and the record's events once the cache shows them): not a write per
+		// the StatefulSet's and the record's events once the cache shows them): not a write per
 		// object Helm creates, nor a race with the Helm side's write. An install that fails is
 		// reported as soon as the Helm side says so.
 		switch helmOutcome(mc.Status) {
 		case "":
 			return ctrl.Result{}, nil
 		case library.ConditionDeployed:
-			if deploy == nil || revision == 0 {
+			if servers == nil || revision == 0 {
 				return ctrl.Result{}, nil
 			}
 		}
@@ -146,11 +147,11 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	retiring, requeue, err := r.retireOldPods(ctx, mc, deploy, pods)
+	retiring, requeue, err := r.retireOldPods(ctx, mc, servers, pods)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	st := operandStatus(mc, deploy, revision, retiring, pods)
+	st := operandStatus(mc, servers, revision, retiring, pods)
 	if c := memcachedCondition(*st, ConditionProgressing); c.Reason == ReasonPodsFailing && memcachedCondition(mc.Status, ConditionProgressing).Reason != ReasonPodsFailing {
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, ReasonPodsFailing, "ObserveOperand", "%s", c.Message)
 	}
@@ -172,7 +173,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 // FirstReport is the Go side's first report, carried by the Helm side's status write that says
 // the first install succeeded (helm.Options.FirstReport): one status write for both sides instead
 // of two. It is what Reconcile would write next. It is nil when Reconcile has more to do than
-// report: when the cache does not show the install's Deployment and deployed record within
+// report: when the cache does not show the install's StatefulSet and deployed record within
 // firstReportWait, when pods of an earlier release are up, or when a pod is failing (Reconcile's
 // Event goes with that report).
 func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstructured.Unstructured) (map[string]any, error) {
@@ -181,11 +182,11 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 	if mc.Status, err = memcachedStatusOf(cr); err != nil {
 		return nil, fmt.Errorf("read the status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
-	var deploy *appsv1.Deployment
+	var servers *appsv1.StatefulSet
 	var revision int32
 	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, firstReportWait, true, func(ctx context.Context) (bool, error) {
 		var err error
-		if deploy, err = r.deploymentOf(ctx, mc); err != nil || deploy == nil {
+		if servers, err = r.serversOf(ctx, mc); err != nil || servers == nil {
 			return false, err
 		}
 		revision, err = helm.DeployedRevision(ctx, r.Client, r.Records, mc)
@@ -201,7 +202,7 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 	if err != nil || len(earlierReleasePods(pods)) > 0 || podTrouble(pods) != "" {
 		return nil, err
 	}
-	return runtime.DefaultUnstructuredConverter.ToUnstructured(operandStatus(mc, deploy, revision, 0, pods))
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(operandStatus(mc, servers, revision, 0, pods))
 }
 
 // firstReportWait is how long FirstReport waits for the cache to show what the install made a
@@ -209,11 +210,12 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 const firstReportWait = 500 * time.Millisecond
 
 // operandStatus is mc's status with the Go side's part as the operand is: the release's
-// Deployment (nil: none), its deployed revision (0: none yet), the number of pods of an earlier
+// StatefulSet (nil: none), its deployed revision (0: none yet), the number of pods of an earlier
 // release still up, and the release's pods.
-func operandStatus(mc *cachev1.Memcached, deploy *appsv1.Deployment, revision int32, retiring int, pods []corev1.Pod) *cachev1.MemcachedStatus {
+func operandStatus(mc *cachev1.Memcached, servers *appsv1.StatefulSet, revision int32, retiring int, pods []corev1.Pod) *cachev1.MemcachedStatus {
 	st := mc.Status.DeepCopy()
-	observeOperand(st, deploy, retiring, podTrouble(pods))
+	observeOperand(st, servers, retiring, podTrouble(pods))
+	observeServers(st, servers, pods)
 	if revision > 0 {
 		st.DeployedRelease = &cachev1.HelmRelease{Name: mc.Name, Revision: revision}
 	}
@@ -231,8 +233,8 @@ func (r *MemcachedOperandReconciler) podsOf(ctx context.Context, mc *cachev1.Mem
 }
 
 // earlierReleasePods are the release's pods that no controller owns: an earlier release's, left
-// running when its Deployment was replaced. (The chart's pods carry part-of; a bare pod someone
-// else labelled alike is not ours.)
+// running when its Deployment was replaced (by one with another selector, or by the StatefulSet).
+// (The chart's pods carry part-of; a bare pod someone else labelled alike is not ours.)
 func earlierReleasePods(pods []corev1.Pod) []*corev1.Pod {
 	var old []*corev1.Pod
 	for i := range pods {
@@ -244,13 +246,13 @@ func earlierReleasePods(pods []corev1.Pod) []*corev1.Pod {
 }
 
 // retireOldPods moves the pods of the release that no controller owns (an earlier release's,
-// left running when its Deployment was replaced) out of service once the Deployment has all its
-// new pods available: first out of the Service, then, RetireDelay later, deleted. It returns how
+// left running when its Deployment was replaced) out of service once the StatefulSet has all its
+// servers available: first out of the Services, then, RetireDelay later, deleted. It returns how
 // many such pods are left and when to look again.
-func (r *MemcachedOperandReconciler) retireOldPods(ctx context.Context, mc *cachev1.Memcached, deploy *appsv1.Deployment, pods []corev1.Pod) (int, time.Duration, error) {
+func (r *MemcachedOperandReconciler) retireOldPods(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, pods []corev1.Pod) (int, time.Duration, error) {
 	old := earlierReleasePods(pods)
-	if len(old) == 0 || deploy == nil || !rolloutOf(deploy).complete() {
-		return len(old), 0, nil // the Deployment's watch brings us back when its rollout completes
+	if len(old) == 0 || servers == nil || !rolloutOfServers(servers).complete() {
+		return len(old), 0, nil // the StatefulSet's watch brings us back when its rollout completes
 	}
 	var requeue time.Duration
 	left := 0
@@ -298,69 +300,97 @@ func (r *MemcachedOperandReconciler) migrateSpec(ctx context.Context, mc *cachev
 	return true, nil
 }
 
-// deploymentOf finds the memcached Deployment of a release by its labels, which every chart
-// version sets (the Deployment's name depends on the release name), among the Deployments Helm
-// made for the release: one that only looks alike is not the Memcached's.
-func (r *MemcachedOperandReconciler) deploymentOf(ctx context.Context, mc *cachev1.Memcached) (*appsv1.Deployment, error) {
-	list := &appsv1.DeploymentList{}
+// serversOf finds the memcached StatefulSet of a release by its labels (its name depends on the
+// release name), among the StatefulSets Helm made for the release: one that only looks alike is
+// not the Memcached's.
+func (r *MemcachedOperandReconciler) serversOf(ctx context.Context, mc *cachev1.Memcached) (*appsv1.StatefulSet, error) {
+	list := &appsv1.StatefulSetList{}
 	if err := r.List(ctx, list, client.InNamespace(mc.Namespace),
 		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name}); err != nil {
-		return nil, fmt.Errorf("list Deployments of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
+		return nil, fmt.Errorf("list StatefulSets of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
 	for i := range list.Items {
-		if d := &list.Items[i]; d.DeletionTimestamp == nil && helm.OwnedByRelease(d, mc) {
-			return d, nil
+		if s := &list.Items[i]; s.DeletionTimestamp == nil && helm.OwnedByRelease(s, mc) {
+			return s, nil
 		}
 	}
 	return nil, nil
 }
 
-// observeOperand computes the Go side's part of the status from the release's Deployment (nil:
-// not created yet, or being replaced), the number of pods of an earlier release still up, and why
-// a pod cannot start or keep running (podTrouble), if one cannot.
-func observeOperand(st *cachev1.MemcachedStatus, deploy *appsv1.Deployment, retiring int, trouble string) {
-	if deploy == nil {
+// observeOperand computes the Go side's part of the status from the release's StatefulSet (nil:
+// not created yet), the number of pods of an earlier release still up, and why a pod cannot
+// start or keep running (podTrouble), if one cannot.
+func observeOperand(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, retiring int, trouble string) {
+	if servers == nil {
 		st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = 0, 0, 0
-		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "DeploymentMissing",
-			"the release's Deployment does not exist (not installed yet, or being replaced)")
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, "DeploymentMissing",
-			"waiting for the release's Deployment")
+		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "ServersMissing",
+			"the release's StatefulSet does not exist (not installed yet)")
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, "ServersMissing",
+			"waiting for the release's StatefulSet")
 		return
 	}
-	ro := rolloutOf(deploy)
+	ro := rolloutOfServers(servers)
 	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = ro.replicas, ro.updated, ro.ready
-	target := templateVersion(deploy)
+	target := templateVersion(servers.Spec.Template)
 	if ro.complete() && retiring == 0 {
 		st.Version = target // until then it stays at the version being replaced
 	}
 
 	if ro.allAvailable() {
 		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionTrue, "PodsAvailable",
-			fmt.Sprintf("%d of %d pods are available", ro.available, ro.want))
+			fmt.Sprintf("%d of %d servers are available", ro.available, ro.want))
 	} else {
 		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable",
-			fmt.Sprintf("%d of %d pods are available", ro.available, ro.want))
+			fmt.Sprintf("%d of %d servers are available", ro.available, ro.want))
 	}
 	switch {
-	case ro.failure != "":
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, "RolloutFailed", ro.failure)
 	case trouble != "" && !ro.complete():
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, ReasonPodsFailing, trouble)
 	case ro.complete() && retiring > 0:
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, ReasonRetiringPods,
-			fmt.Sprintf("memcached %s runs on %d new pods; %d pods of the earlier release leave the Service and stop", target, ro.want, retiring))
+			fmt.Sprintf("memcached %s runs on %d servers; %d pods of the earlier release leave the Service and stop", target, ro.want, retiring))
 	case ro.complete():
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, "Complete",
-			fmt.Sprintf("%d pods run memcached %s", ro.want, target))
+			fmt.Sprintf("%d servers run memcached %s", ro.want, target))
 	default:
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, "RollingOut",
 			fmt.Sprintf("memcached %s %s", target, ro))
 	}
 }
 
-// templateVersion is the memcached version the Deployment's pod template runs.
-func templateVersion(deploy *appsv1.Deployment) string {
-	for _, c := range deploy.Spec.Template.Spec.Containers {
+// serverPort is memcached's port on every server (the chart's).
+const serverPort = 11211
+
+// observeServers reports the servers clients shard keys over: their addresses in the order of
+// their ordinals (each server's own DNS name through the headless Service, which the StatefulSet
+// names), the ready ones, and the ConfigMap that holds the list (the chart names it after the
+// StatefulSet).
+func observeServers(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, pods []corev1.Pod) {
+	st.Servers, st.ReadyServers, st.ServersConfigMap = nil, nil, ""
+	if servers == nil {
+		return
+	}
+	ready := map[string]bool{}
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == servers.UID && p.DeletionTimestamp == nil && podReady(&p) {
+			ready[p.Name] = true
+		}
+	}
+	want := rolloutOfServers(servers).want
+	for i := range want {
+		name := fmt.Sprintf("%s-%d", servers.Name, i)
+		addr := fmt.Sprintf("%s.%s.%s.svc:%d", name, servers.Spec.ServiceName, servers.Namespace, serverPort)
+		st.Servers = append(st.Servers, addr)
+		if ready[name] {
+			st.ReadyServers = append(st.ReadyServers, addr)
+		}
+	}
+	st.ServersConfigMap = servers.Name + "-servers"
+}
+
+// templateVersion is the memcached version a pod template runs.
+func templateVersion(template corev1.PodTemplateSpec) string {
+	for _, c := range template.Spec.Containers {
 		if c.Name == labels.ChartName {
 			if img, err := operand.ParseImage(c.Image); err == nil {
 				return operand.Version(img)
@@ -432,8 +462,8 @@ var helmOutcomeChanged = predicate.Funcs{
 	},
 }
 
-// SetupWithManager reconciles on spec changes of a Memcached and on any change of its Deployment
-// or its release records.
+// SetupWithManager reconciles on spec changes of a Memcached and on any change of its
+// StatefulSet, its release records, or its pods' readiness and trouble.
 func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	recordToMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[library.RecordNameLabel]}}}
@@ -449,12 +479,14 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("memcached-operand").
 		// The spec, and the Helm side's outcome, which the first report waits for.
 		For(MemcachedObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, helmOutcomeChanged))).
-		Watches(&appsv1.Deployment{}, toMemcached, builder.WithPredicates(ours)).
-		// A pod that cannot start changes no Deployment status until the progress deadline.
+		Watches(&appsv1.StatefulSet{}, toMemcached, builder.WithPredicates(ours)).
+		// A pod that cannot start changes no StatefulSet status; a server that turns ready or
+		// not changes the ready servers.
 		Watches(&corev1.Pod{}, toMemcached, builder.WithPredicates(ours, predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			UpdateFunc: func(e event.UpdateEvent) bool {
-				return podTrouble([]corev1.Pod{*e.ObjectOld.(*corev1.Pod)}) != podTrouble([]corev1.Pod{*e.ObjectNew.(*corev1.Pod)})
+				before, after := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+				return podTrouble([]corev1.Pod{*before}) != podTrouble([]corev1.Pod{*after}) || podReady(before) != podReady(after)
 			},
 			DeleteFunc:  func(event.DeleteEvent) bool { return false },
 			GenericFunc: func(event.GenericEvent) bool { return false },

@@ -153,8 +153,9 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	return ctrl.Result{RequeueAfter: r.Interval}, nil
 }
 
-// readyPods are the Memcached's ready pods: with the release's labels, made by a ReplicaSet (a bare
-// pod labelled alike is not read) and not on the host network (its IP would be the node's).
+// readyPods are the Memcached's ready pods: with the release's labels, made by a StatefulSet (or,
+// before the release moved to one, a ReplicaSet; a bare pod labelled alike is not read) and not
+// on the host network (its IP would be the node's).
 func (r *MemcachedStatsReconciler) readyPods(ctx context.Context, mc *cachev1.Memcached) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
 	if err := r.List(ctx, list, client.InNamespace(mc.Namespace),
@@ -164,7 +165,7 @@ func (r *MemcachedStatsReconciler) readyPods(ctx context.Context, mc *cachev1.Me
 	var ready []*corev1.Pod
 	for i := range list.Items {
 		p := &list.Items[i]
-		if owner := metav1.GetControllerOf(p); owner == nil || owner.Kind != "ReplicaSet" || p.DeletionTimestamp != nil {
+		if owner := metav1.GetControllerOf(p); owner == nil || (owner.Kind != "StatefulSet" && owner.Kind != "ReplicaSet") || p.DeletionTimestamp != nil {
 			continue
 		}
 		if p.Spec.HostNetwork {
@@ -177,6 +178,7 @@ func (r *MemcachedStatsReconciler) readyPods(ctx context.Context, mc *cachev1.Me
 	return ready, nil
 }
 
+// podReady reports whether a pod's Ready condition is True.
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {

@@ -36,6 +36,20 @@ type rollout struct {
 	failure string
 }
 
+// rolloutOfServers is where the memcached StatefulSet stands: a StatefulSet reports no failure
+// of its own (podTrouble reads the pods' own).
+func rolloutOfServers(s *appsv1.StatefulSet) rollout {
+	want := int32(1)
+	if s.Spec.Replicas != nil {
+		want = *s.Spec.Replicas
+	}
+	st := s.Status
+	return rollout{
+		want: want, replicas: st.Replicas, updated: st.UpdatedReplicas, ready: st.ReadyReplicas,
+		available: st.AvailableReplicas, seen: st.ObservedGeneration >= s.Generation,
+	}
+}
+
 func rolloutOf(d *appsv1.Deployment) rollout {
 	want := int32(1)
 	if d.Spec.Replicas != nil {

@@ -111,6 +111,16 @@ func (r *UpgradeableReconciler) compute(ctx context.Context) (metav1.ConditionSt
 			inFlight = append(inFlight, fmt.Sprintf("Deployment %s/%s %s", d.Namespace, d.Name, ro))
 		}
 	}
+	statefulSets := &appsv1.StatefulSetList{}
+	if err := r.List(ctx, statefulSets); err != nil {
+		return "", "", "", 0, err
+	}
+	for i := range statefulSets.Items {
+		s := &statefulSets.Items[i]
+		if ro := rolloutOfServers(s); madeByOperator(s) && !ro.complete() {
+			inFlight = append(inFlight, fmt.Sprintf("StatefulSet %s/%s %s", s.Namespace, s.Name, ro))
+		}
+	}
 	memcacheds := &cachev1.MemcachedList{}
 	if err := r.List(ctx, memcacheds); err != nil {
 		return "", "", "", 0, err
@@ -146,9 +156,9 @@ func (r *UpgradeableReconciler) compute(ctx context.Context) (metav1.ConditionSt
 		maxHold, summary(inFlight)), 0, nil
 }
 
-// madeByOperator: the Deployment is a Memcached's (its release's) or a MemcachedBackup's; one that
-// only carries the operator's labels is someone else's.
-func madeByOperator(d *appsv1.Deployment) bool {
+// madeByOperator: the Deployment or StatefulSet is a Memcached's (its release's) or a
+// MemcachedBackup's; one that only carries the operator's labels is someone else's.
+func madeByOperator(d client.Object) bool {
 	ref := metav1.GetControllerOf(d)
 	return ref != nil && (ref.Kind == "Memcached" || ref.Kind == "MemcachedBackup") &&
 		strings.HasPrefix(ref.APIVersion, cachev1.GroupVersion.Group+"/")
@@ -162,16 +172,13 @@ func summary(items []string) string {
 	return strings.Join(items, "; ")
 }
 
-// SetupWithManager recomputes the condition on any change of a Memcached or of a Deployment the
-// operator made.
+// SetupWithManager recomputes the condition on any change of a Memcached or of a Deployment or
+// StatefulSet the operator made.
 func (r *UpgradeableReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
 		return []ctrl.Request{upgradeableKey}
 	})
-	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		d, ok := o.(*appsv1.Deployment)
-		return ok && madeByOperator(d)
-	})
+	ours := predicate.NewPredicateFuncs(madeByOperator)
 	// One event at start: with no operand at all, nothing else would compute the condition.
 	start := make(chan event.GenericEvent, 1)
 	start <- event.GenericEvent{Object: &cachev1.Memcached{}}
@@ -180,5 +187,6 @@ func (r *UpgradeableReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(start, all)).
 		Watches(MemcachedObject(), all).
 		Watches(&appsv1.Deployment{}, all, builder.WithPredicates(ours)).
+		Watches(&appsv1.StatefulSet{}, all, builder.WithPredicates(ours)).
 		Complete(r)
 }

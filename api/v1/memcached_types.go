@@ -42,6 +42,16 @@ type MemcachedSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	ReplicaCount *int32 `json:"replicaCount,omitempty"`
 
+	// minReadySeconds is how long a memcached server that a rollout replaced must be ready before
+	// the next is replaced: servers are replaced one at a time, so at most one server's share of
+	// the keys is cold at any moment.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	// +kubebuilder:default=10
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Seconds a replaced server is ready before the next",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`
+
 	// image selects the memcached container image. Unset fields take the operator's default
 	// (the RELATED_IMAGE_MEMCACHED image of the operator, else the chart's pinned memcached image).
 	// A tag must name a memcached 1.6 version (the operator's flags and probes are memcached
@@ -547,6 +557,24 @@ type MemcachedStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready replicas"
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
+	// servers are the addresses of the memcached servers (host:port), in the order of their
+	// ordinals: the list clients shard keys over. Each host is the server's own DNS name, which
+	// stays the same when it restarts or is replaced.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Servers"
+	Servers []string `json:"servers,omitempty"`
+
+	// readyServers are the servers of servers that are ready.
+	// +optional
+	ReadyServers []string `json:"readyServers,omitempty"`
+
+	// serversConfigMap names the ConfigMap that holds the server list for applications to mount
+	// or take as environment variables: MEMCACHED_SERVERS (comma-separated host:port) and
+	// MEMCACHED_SRV (the SRV name of the servers).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Server list ConfigMap",xDescriptors={"urn:alm:descriptor:io.kubernetes:ConfigMap"}
+	ServersConfigMap string `json:"serversConfigMap,omitempty"`
+
 	// stats are what memcached reports about itself (its `stats` command), read by the operator
 	// from each ready pod every --operand-stats-interval; absent while no pod is ready.
 	// +optional
@@ -635,7 +663,7 @@ type HelmRelease struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Memcached is a memcached cluster, deployed by the operator from the memcached Helm chart.
-// +operator-sdk:csv:customresourcedefinitions:displayName="Memcached",resources={{Deployment,v1},{Service,v1},{PodDisruptionBudget,v1},{ServiceAccount,v1},{Secret,v1}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="Memcached",resources={{StatefulSet,v1},{Service,v1},{ConfigMap,v1},{PodDisruptionBudget,v1},{ServiceAccount,v1},{Secret,v1}}
 type Memcached struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -16,6 +16,31 @@ says memcached, else <release>-memcached. Truncated to 63 characters for DNS nam
 {{- end }}
 
 {{/*
+The StatefulSet of the memcached servers: the fullname, cut so that its pods' controller-revision-hash
+label (<name>-<hash>) stays within 63 characters.
+*/}}
+{{- define "memcached.serversName" -}}
+{{- include "memcached.fullname" . | trunc 52 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The headless Service that governs the StatefulSet: one DNS record per server, and SRV. */}}
+{{- define "memcached.headlessName" -}}
+{{- printf "%s-headless" (include "memcached.serversName" .) }}
+{{- end }}
+
+{{/*
+The servers, as clients address them: <pod>.<headless Service>.<namespace>.svc:11211, in order of
+their ordinals, comma-separated.
+*/}}
+{{- define "memcached.serverList" -}}
+{{- $servers := list }}
+{{- range $i := until (int .Values.replicaCount) }}
+{{- $servers = append $servers (printf "%s-%d.%s.%s.svc:11211" (include "memcached.serversName" $) $i (include "memcached.headlessName" $) $.Release.Namespace) }}
+{{- end }}
+{{- join "," $servers }}
+{{- end }}
+
+{{/*
 Labels that select the memcached pods of a release. Chart 0.2.0 added the component, so that other
 components of a release never fall under these selectors. A Deployment's selector is immutable:
 the operator moves releases of older charts over without downtime (see README, Upgrades).
