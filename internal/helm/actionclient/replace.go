@@ -65,26 +65,79 @@ func (c *actionClient) replaceDeployments(target *release.Release, namespace, to
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ReplaceTimeout)
 	defer cancel()
+	deployments := map[string]bool{} // the Deployments the target renders
 	for _, info := range infos {
-		if info.Mapping.GroupVersionKind != appsv1.SchemeGroupVersion.WithKind("Deployment") {
-			continue
+		if info.Mapping.GroupVersionKind == appsv1.SchemeGroupVersion.WithKind("Deployment") {
+			deployments[info.Name] = true
 		}
-		desired := &appsv1.Deployment{}
-		raw, err := json.Marshal(info.Object)
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(raw, desired); err != nil {
-			return fmt.Errorf("read rendered Deployment %s: %w", info.Name, err)
-		}
-		if desired.Namespace == "" {
-			desired.Namespace = namespace
-		}
-		if err := c.replaceDeployment(ctx, desired, to); err != nil {
-			return err
+	}
+	for _, info := range infos {
+		switch info.Mapping.GroupVersionKind {
+		case appsv1.SchemeGroupVersion.WithKind("Deployment"):
+			desired := &appsv1.Deployment{}
+			if err := rendered(info.Object, desired, namespace); err != nil {
+				return err
+			}
+			if err := c.replaceDeployment(ctx, desired, to); err != nil {
+				return err
+			}
+		case appsv1.SchemeGroupVersion.WithKind("StatefulSet"):
+			desired := &appsv1.StatefulSet{}
+			if err := rendered(info.Object, desired, namespace); err != nil {
+				return err
+			}
+			if err := c.replaceByStatefulSet(ctx, desired, deployments, to); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// rendered reads a rendered object into a typed one, in namespace unless it names its own.
+func rendered(in any, out client.Object, namespace string) error {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("read rendered %T: %w", out, err)
+	}
+	if out.GetNamespace() == "" {
+		out.SetNamespace(namespace)
+	}
+	return nil
+}
+
+// replaceByStatefulSet prepares an upgrade from a chart that ran memcached as a Deployment (1.1.0
+// and earlier) to one that runs it as the StatefulSet desired: the release's Deployment of the
+// chart's pods that the target no longer renders is deleted with its ReplicaSets orphaned, and
+// those with their pods orphaned. Helm then creates the StatefulSet; the old pods keep serving
+// behind the Service until its servers are available, then the operator retires them
+// (controllers.MemcachedOperandReconciler).
+func (c *actionClient) replaceByStatefulSet(ctx context.Context, desired *appsv1.StatefulSet, rendered map[string]bool, to string) error {
+	list := &appsv1.DeploymentList{}
+	if err := c.client.List(ctx, list, client.InNamespace(desired.Namespace),
+		client.MatchingLabels{oplabels.Name: oplabels.ChartName, oplabels.Instance: c.owner.GetName()}); err != nil {
+		return fmt.Errorf("list the release's Deployments: %w", err)
+	}
+	for i := range list.Items {
+		live := &list.Items[i]
+		if rendered[live.Name] || !OwnedByRelease(live, c.owner) {
+			continue
+		}
+		if live.DeletionTimestamp == nil {
+			c.recorder.Eventf(c.owner, nil, corev1.EventTypeNormal, "ServersMigrated", "ReplaceDeployment",
+				"Chart %s runs memcached as StatefulSet %s, each server with a name of its own: Deployment %s is replaced, and its pods serve until the servers are available",
+				to, desired.Name, live.Name)
+		}
+		if err := c.deleteOrphaning(ctx, "Deployment", live); err != nil {
+			return err
+		}
+	}
+	// Every ReplicaSet of the release's pods, whatever selector its chart version gave them.
+	return c.orphanReplicaSets(ctx, desired.Namespace, &metav1.LabelSelector{MatchLabels: map[string]string{
+		oplabels.Name: oplabels.ChartName, oplabels.Instance: c.owner.GetName()}})
 }
 
 func (c *actionClient) replaceDeployment(ctx context.Context, desired *appsv1.Deployment, to string) error {
@@ -110,12 +163,19 @@ func (c *actionClient) replaceDeployment(ctx context.Context, desired *appsv1.De
 	}
 
 	// The ReplicaSets the new Deployment would adopt: their pods must not be stopped at once.
-	sel, err := metav1.LabelSelectorAsSelector(desired.Spec.Selector)
+	return c.orphanReplicaSets(ctx, desired.Namespace, desired.Spec.Selector)
+}
+
+// orphanReplicaSets deletes, leaving their pods running, the chart's ReplicaSets in namespace
+// that no controller owns and that selector selects: those the new workload would adopt or its
+// Deployment's garbage would scale down.
+func (c *actionClient) orphanReplicaSets(ctx context.Context, namespace string, selector *metav1.LabelSelector) error {
+	sel, err := metav1.LabelSelectorAsSelector(selector)
 	if err != nil {
-		return fmt.Errorf("selector of Deployment %s: %w", desired.Name, err)
+		return fmt.Errorf("selector %s: %w", metav1.FormatLabelSelector(selector), err)
 	}
 	sets := &appsv1.ReplicaSetList{}
-	if err := c.client.List(ctx, sets, client.InNamespace(desired.Namespace)); err != nil {
+	if err := c.client.List(ctx, sets, client.InNamespace(namespace)); err != nil {
 		return fmt.Errorf("list ReplicaSets: %w", err)
 	}
 	for i := range sets.Items {
