@@ -177,9 +177,17 @@ var (
 	containerFields = []string{"args", "image", "imagePullPolicy", "lifecycle", "livenessProbe", "name", "ports", "readinessProbe", "resources", "securityContext"}
 )
 
+// renderedObjects are the objects the chart means to render with every feature on, by kind and
+// name: each named after the release.
+var renderedObjects = []string{
+	"ConfigMap/" + releaseName + "-servers", "NetworkPolicy/" + releaseName, "PodDisruptionBudget/" + releaseName,
+	"PrometheusRule/" + releaseName, "Service/" + releaseName, "Service/" + releaseName + "-headless",
+	"ServiceAccount/" + releaseName, "ServiceMonitor/" + releaseName, "StatefulSet/" + releaseName,
+}
+
 // checkRendered lists how the rendered manifest differs from what the chart means to render for
-// vals: exactly its five objects, named after the release and in its namespace, each value as
-// data in its place.
+// vals: exactly its objects (renderedObjects), in the release's namespace, each value as data in
+// its place.
 func checkRendered(manifest string, vals map[string]any) []string {
 	var problems []string
 	objs := map[string]map[string]any{}
@@ -197,22 +205,19 @@ func checkRendered(manifest string, vals map[string]any) []string {
 		if ns, ok := md["namespace"]; ok {
 			problems = append(problems, fmt.Sprintf("%s %v sets namespace %q: every object belongs in the release's namespace", kind, md["name"], ns))
 		}
-		if md["name"] != releaseName {
-			problems = append(problems, fmt.Sprintf("%s is named %q, not after the release", kind, md["name"]))
+		key := fmt.Sprintf("%s/%v", kind, md["name"])
+		if _, dup := objs[key]; dup {
+			problems = append(problems, "a second "+key+" was rendered")
 		}
-		if _, dup := objs[kind]; dup {
-			problems = append(problems, "a second "+kind+" was rendered")
-		}
-		objs[kind] = obj
+		objs[key] = obj
 	}
-	want := []string{"Deployment", "NetworkPolicy", "PodDisruptionBudget", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}
-	if got := slices.Sorted(maps.Keys(objs)); !slices.Equal(got, want) {
-		problems = append(problems, fmt.Sprintf("rendered kinds %v, want exactly %v", got, want))
+	if got := slices.Sorted(maps.Keys(objs)); !slices.Equal(got, renderedObjects) {
+		problems = append(problems, fmt.Sprintf("rendered %v, want exactly %v", got, renderedObjects))
 	}
-	if d, ok := objs["Deployment"]; ok {
-		problems = append(problems, checkDeployment(d, vals)...)
+	if d, ok := objs["StatefulSet/"+releaseName]; ok {
+		problems = append(problems, checkServers(d, vals)...)
 	}
-	if pdb, ok := objs["PodDisruptionBudget"]; ok {
+	if pdb, ok := objs["PodDisruptionBudget/"+releaseName]; ok {
 		var typed policyv1.PodDisruptionBudget
 		if err := strictDecode(pdb, &typed); err != nil {
 			problems = append(problems, "PodDisruptionBudget: "+err.Error())
@@ -220,7 +225,7 @@ func checkRendered(manifest string, vals map[string]any) []string {
 			problems = append(problems, fmt.Sprintf("PodDisruptionBudget maxUnavailable %.80q, want the value %.80q", got, want))
 		}
 	}
-	if svc, ok := objs["Service"]; ok {
+	if svc, ok := objs["Service/"+releaseName]; ok {
 		var typed corev1.Service
 		if err := strictDecode(svc, &typed); err != nil {
 			problems = append(problems, "Service: "+err.Error())
@@ -228,16 +233,32 @@ func checkRendered(manifest string, vals map[string]any) []string {
 			problems = append(problems, fmt.Sprintf("Service has %d ports, want memcache and metrics", len(typed.Spec.Ports)))
 		}
 	}
-	if np, ok := objs["NetworkPolicy"]; ok {
+	if svc, ok := objs["Service/"+releaseName+"-headless"]; ok {
+		var typed corev1.Service
+		if err := strictDecode(svc, &typed); err != nil {
+			problems = append(problems, "headless Service: "+err.Error())
+		} else if len(typed.Spec.Ports) != 1 || typed.Spec.ClusterIP != corev1.ClusterIPNone {
+			problems = append(problems, fmt.Sprintf("the headless Service has clusterIP %q and %d ports, want None and memcache", typed.Spec.ClusterIP, len(typed.Spec.Ports)))
+		}
+	}
+	if cm, ok := objs["ConfigMap/"+releaseName+"-servers"]; ok {
+		var typed corev1.ConfigMap
+		if err := strictDecode(cm, &typed); err != nil {
+			problems = append(problems, "ConfigMap: "+err.Error())
+		} else if got := slices.Sorted(maps.Keys(typed.Data)); !slices.Equal(got, []string{"MEMCACHED_SERVERS", "MEMCACHED_SRV"}) {
+			problems = append(problems, fmt.Sprintf("the server list ConfigMap holds %v", got))
+		}
+	}
+	if np, ok := objs["NetworkPolicy/"+releaseName]; ok {
 		problems = append(problems, checkNetworkPolicy(np, vals)...)
 	}
-	if sm, ok := objs["ServiceMonitor"]; ok {
+	if sm, ok := objs["ServiceMonitor/"+releaseName]; ok {
 		endpoints, _ := dig(sm, "spec", "endpoints").([]any)
 		if len(endpoints) != 1 || dig(endpoints[0], "interval") != dig(vals, "metrics", "serviceMonitor", "interval") {
 			problems = append(problems, fmt.Sprintf("ServiceMonitor endpoints %.200v, want one with the interval value", endpoints))
 		}
 	}
-	if rule, ok := objs["PrometheusRule"]; ok {
+	if rule, ok := objs["PrometheusRule/"+releaseName]; ok {
 		problems = append(problems, checkPrometheusRule(rule, vals)...)
 	}
 	return problems
@@ -280,7 +301,7 @@ func checkPrometheusRule(obj map[string]any, vals map[string]any) []string {
 	return problems
 }
 
-func checkDeployment(obj map[string]any, vals map[string]any) []string {
+func checkServers(obj map[string]any, vals map[string]any) []string {
 	var problems []string
 	pod, _ := dig(obj, "spec", "template", "spec").(map[string]any)
 	if extra := extraKeys(pod, podSpecFields); len(extra) > 0 {
@@ -307,9 +328,12 @@ func checkDeployment(obj map[string]any, vals map[string]any) []string {
 		}
 		delete(memcached, "resources")
 	}
-	var d appsv1.Deployment
+	var d appsv1.StatefulSet
 	if err := strictDecode(obj, &d); err != nil {
-		return append(problems, "Deployment: "+err.Error())
+		return append(problems, "StatefulSet: "+err.Error())
+	}
+	if got, want := int64(d.Spec.MinReadySeconds), vals["minReadySeconds"]; got != want {
+		problems = append(problems, fmt.Sprintf("minReadySeconds %d, want the value %v", got, want))
 	}
 	spec := d.Spec.Template.Spec
 	if got := len(spec.Containers); got != 2 {

@@ -54,8 +54,19 @@ func renderChart(t testing.TB, values map[string]any, apiVersions ...string) []*
 	return renderChartOn(t, &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}, values, apiVersions...)
 }
 
+// renderChartNamed is renderChart of the release name.
+func renderChartNamed(t testing.TB, name string, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	return renderRelease(t, name, &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}, values)
+}
+
 // renderChartOn is renderChart on a cluster of the given Kubernetes version.
 func renderChartOn(t testing.TB, kube *chartutil.KubeVersion, values map[string]any, apiVersions ...string) []*unstructured.Unstructured {
+	t.Helper()
+	return renderRelease(t, "memcached-sample", kube, values, apiVersions...)
+}
+
+func renderRelease(t testing.TB, name string, kube *chartutil.KubeVersion, values map[string]any, apiVersions ...string) []*unstructured.Unstructured {
 	t.Helper()
 	chrt, err := loader.Load(filepath.Join(repoRoot(), "helm-charts", "memcached"))
 	if err != nil {
@@ -63,7 +74,7 @@ func renderChartOn(t testing.TB, kube *chartutil.KubeVersion, values map[string]
 	}
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
-	install.ReleaseName, install.Namespace = "memcached-sample", chartNamespace
+	install.ReleaseName, install.Namespace = name, chartNamespace
 	install.KubeVersion = kube
 	install.APIVersions = append(chartutil.VersionSet{}, apiVersions...)
 	rel, err := install.Run(chrt, values)
@@ -144,7 +155,7 @@ func TestRoleCoversChart(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"Deployment", "Service", "PodDisruptionBudget", "ServiceAccount", "ServiceMonitor", "PrometheusRule"} {
+	for _, want := range []string{"StatefulSet", "Service", "ConfigMap", "PodDisruptionBudget", "ServiceAccount", "ServiceMonitor", "PrometheusRule"} {
 		if !kinds[want] {
 			t.Errorf("the chart with every feature on rendered no %s (rendered %v)", want, kinds)
 		}
@@ -167,15 +178,15 @@ func TestChartAndGoAgreeOnPodSecurity(t *testing.T) {
 		if p.OpenShift {
 			extra = []string{"security.openshift.io/v1"}
 		}
-		var deploy appsv1.Deployment
+		var servers appsv1.StatefulSet
 		for _, o := range renderChart(t, nil, extra...) {
-			if o.GetKind() == "Deployment" {
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &deploy); err != nil {
+			if o.GetKind() == "StatefulSet" {
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &servers); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		pod := deploy.Spec.Template.Spec
+		pod := servers.Spec.Template.Spec
 		if !equality.Semantic.DeepEqual(pod.SecurityContext, p.PodSecurityContext()) {
 			t.Errorf("OpenShift=%v: chart pod securityContext %+v, Go %+v", p.OpenShift, pod.SecurityContext, p.PodSecurityContext())
 		}
@@ -322,14 +333,14 @@ func TestPreStopOnEveryKubernetes(t *testing.T) {
 			t.Errorf("Kubernetes %s: the Go controller's preStop %+v, want %+v", tt.kube.Version, *got, tt.want)
 		}
 		for _, o := range renderChartOn(t, &tt.kube, nil) {
-			if o.GetKind() != "Deployment" {
+			if o.GetKind() != "StatefulSet" {
 				continue
 			}
-			var deploy appsv1.Deployment
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &deploy); err != nil {
+			var servers appsv1.StatefulSet
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &servers); err != nil {
 				t.Fatal(err)
 			}
-			got := deploy.Spec.Template.Spec.Containers[0].Lifecycle.PreStop
+			got := servers.Spec.Template.Spec.Containers[0].Lifecycle.PreStop
 			if !equality.Semantic.DeepEqual(*got, tt.want) {
 				t.Errorf("Kubernetes %s: the chart's preStop %+v, want %+v", tt.kube.Version, *got, tt.want)
 			}

@@ -19,6 +19,9 @@ package controllers
 import (
 	"context"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,6 +62,8 @@ func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, 
 		FirstReport:       firstReport,
 		Records:           cfg.Records,
 		SealNamespace:     sealNamespace(cfg.Namespace),
+		// Charts before 1.2.0 ran memcached as a Deployment.
+		RetiredKinds: []schema.GroupKind{{Group: appsv1.GroupName, Kind: "Deployment"}},
 	})
 }
 

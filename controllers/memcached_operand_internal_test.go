@@ -17,51 +17,49 @@ limitations under the License.
 package controllers
 
 import (
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 )
 
-// What the Go side reports of a Memcached's pods, from its Deployment and the pods of an earlier
-// release still up.
+// What the Go side reports of a Memcached's servers, from its StatefulSet and the pods of an
+// earlier release still up.
 func TestObserveOperand(t *testing.T) {
-	deployment := func(image string, generation, observed int64, replicas, updated, ready, available int32, conditions ...appsv1.DeploymentCondition) *appsv1.Deployment {
-		return &appsv1.Deployment{
+	servers := func(image string, generation, observed int64, replicas, updated, ready, available int32) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{
 			ObjectMeta: metav1.ObjectMeta{Generation: generation},
-			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				Containers: []corev1.Container{{Name: "memcached", Image: image}}}}},
-			Status: appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: replicas, UpdatedReplicas: updated,
-				ReadyReplicas: ready, AvailableReplicas: available, Conditions: conditions},
+			Status: appsv1.StatefulSetStatus{ObservedGeneration: observed, Replicas: replicas, UpdatedReplicas: updated,
+				ReadyReplicas: ready, AvailableReplicas: available},
 		}
 	}
-	stuck := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
-		Reason: "ProgressDeadlineExceeded", Message: "ReplicaSet has timed out progressing"}
 	for _, tc := range []struct {
 		name                   string
-		deploy                 *appsv1.Deployment
+		servers                *appsv1.StatefulSet
 		retiring               int
 		trouble                string
 		wantVersion            string
 		available, progressing string // "status/reason"
 	}{
-		{"no Deployment yet", nil, 0, "", "1.6.38", "False/DeploymentMissing", "True/DeploymentMissing"},
-		{"every pod on the new version", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 0, "", "1.6.39", "True/PodsAvailable", "False/Complete"},
-		{"a change the Deployment controller has not seen", deployment("docker.io/library/memcached:1.6.39", 3, 2, 3, 3, 3, 3), 0, "", "1.6.38", "True/PodsAvailable", "True/RollingOut"},
-		{"rolling out with a surge pod", deployment("docker.io/library/memcached:1.6.39", 2, 2, 4, 1, 4, 4), 0, "", "1.6.38", "True/PodsAvailable", "True/RollingOut"},
-		{"new pods done, old ones retiring", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 2, "", "1.6.38", "True/PodsAvailable", "True/" + ReasonRetiringPods},
-		{"too few available", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 1, 1), 0, "", "1.6.38", "False/PodsUnavailable", "True/RollingOut"},
-		{"a pod cannot pull its image", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 2, 2), 0, "pod p, container memcached: ImagePullBackOff: ...", "1.6.38", "False/PodsUnavailable", "False/" + ReasonPodsFailing},
-		{"a pod failed once, all available again", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 0, "pod p, container memcached: CrashLoopBackOff: ...", "1.6.39", "True/PodsAvailable", "False/Complete"},
-		{"past its progress deadline", deployment("docker.io/library/memcached:1.6.39", 2, 2, 3, 1, 2, 2, stuck), 0, "", "1.6.38", "False/PodsUnavailable", "False/RolloutFailed"},
+		{"no StatefulSet yet", nil, 0, "", "1.6.38", "False/ServersMissing", "True/ServersMissing"},
+		{"every server on the new version", servers("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 0, "", "1.6.39", "True/PodsAvailable", "False/Complete"},
+		{"a change the StatefulSet controller has not seen", servers("docker.io/library/memcached:1.6.39", 3, 2, 3, 3, 3, 3), 0, "", "1.6.38", "True/PodsAvailable", "True/RollingOut"},
+		{"replacing one server at a time", servers("docker.io/library/memcached:1.6.39", 2, 2, 3, 1, 2, 2), 0, "", "1.6.38", "False/PodsUnavailable", "True/RollingOut"},
+		{"servers done, old pods retiring", servers("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 2, "", "1.6.38", "True/PodsAvailable", "True/" + ReasonRetiringPods},
+		{"a server cannot pull its image", servers("docker.io/library/memcached:1.6.39", 2, 2, 3, 2, 2, 2), 0, "pod p, container memcached: ImagePullBackOff: ...", "1.6.38", "False/PodsUnavailable", "False/" + ReasonPodsFailing},
+		{"a server failed once, all available again", servers("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 0, "pod p, container memcached: CrashLoopBackOff: ...", "1.6.39", "True/PodsAvailable", "False/Complete"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &cachev1.MemcachedStatus{Version: "1.6.38"}
-			observeOperand(st, tc.deploy, tc.retiring, tc.trouble)
+			observeOperand(st, tc.servers, tc.retiring, tc.trouble)
 			if st.Version != tc.wantVersion {
 				t.Errorf("version = %q, want %q", st.Version, tc.wantVersion)
 			}
@@ -73,6 +71,41 @@ func TestObserveOperand(t *testing.T) {
 				t.Errorf("Available, Progressing = %q, %q; want %q, %q", got[ConditionAvailable], got[ConditionProgressing], tc.available, tc.progressing)
 			}
 		})
+	}
+}
+
+// The server list: every expected server in the order of its ordinal, by its own DNS name; the
+// ready ones of them; and the ConfigMap that holds the list.
+func TestObserveServers(t *testing.T) {
+	set := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "mc-memcached", Namespace: "tenant-a", UID: "sts-1"},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3), ServiceName: "mc-memcached-headless"},
+	}
+	pod := func(name string, owner types.UID, ready bool) corev1.Pod {
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", UID: owner, Controller: ptr.To(true)}}},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}}
+	}
+	st := &cachev1.MemcachedStatus{}
+	observeServers(st, set, []corev1.Pod{pod("mc-memcached-2", "sts-1", true), pod("mc-memcached-0", "sts-1", true),
+		pod("mc-memcached-1", "sts-1", false), pod("mc-memcached-3", "sts-1", true), pod("mc-memcached-1", "someone-else", true)})
+	want := []string{"mc-memcached-0.mc-memcached-headless.tenant-a.svc:11211", "mc-memcached-1.mc-memcached-headless.tenant-a.svc:11211",
+		"mc-memcached-2.mc-memcached-headless.tenant-a.svc:11211"}
+	if !slices.Equal(st.Servers, want) {
+		t.Errorf("servers = %q, want %q", st.Servers, want)
+	}
+	if wantReady := []string{want[0], want[2]}; !slices.Equal(st.ReadyServers, wantReady) {
+		t.Errorf("readyServers = %q, want %q (a server beyond replicas, or not the StatefulSet's, is none)", st.ReadyServers, wantReady)
+	}
+	if st.ServersConfigMap != "mc-memcached-servers" {
+		t.Errorf("serversConfigMap = %q", st.ServersConfigMap)
+	}
+	observeServers(st, nil, nil)
+	if st.Servers != nil || st.ReadyServers != nil || st.ServersConfigMap != "" {
+		t.Errorf("without a StatefulSet the status lists servers: %+v", st)
 	}
 }
 

@@ -344,6 +344,11 @@ func (in *MemcachedSpec) DeepCopyInto(out *MemcachedSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.MinReadySeconds != nil {
+		in, out := &in.MinReadySeconds, &out.MinReadySeconds
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Image != nil {
 		in, out := &in.Image, &out.Image
 		*out = new(ImageSpec)
@@ -466,6 +471,16 @@ func (in *MemcachedStatus) DeepCopyInto(out *MemcachedStatus) {
 		in, out := &in.DeployedRelease, &out.DeployedRelease
 		*out = new(HelmRelease)
 		**out = **in
+	}
+	if in.Servers != nil {
+		in, out := &in.Servers, &out.Servers
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.ReadyServers != nil {
+		in, out := &in.ReadyServers, &out.ReadyServers
+		*out = make([]string, len(*in))
+		copy(*out, *in)
 	}
 	if in.Stats != nil {
 		in, out := &in.Stats, &out.Stats

@@ -44,6 +44,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -95,6 +96,10 @@ type Options struct {
 	// PartlyCached are the kinds the manager's cache holds only some objects of (by label): an
 	// object missing there may exist, so Helm's existence checks of these go to the API server.
 	PartlyCached []client.Object
+	// RetiredKinds are the kinds earlier versions of the chart rendered and the current one does
+	// not: an upgrade from such a release deletes its objects of these kinds, which the fence
+	// lets through (actionclient.Fence).
+	RetiredKinds []schema.GroupKind
 	// SealNamespace holds the keys that seal the release records (actionclient.SealRingName): the
 	// operator's own namespace, which tenants cannot read.
 	SealNamespace string
@@ -124,7 +129,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 		return fmt.Errorf("index Helm release records: %w", err)
 	}
 	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
-	fence, err := actionclient.NewFence(w.Chart, mgr.GetRESTMapper(), opts.Live, recorder)
+	fence, err := actionclient.NewFence(w.Chart, mgr.GetRESTMapper(), opts.Live, recorder, opts.RetiredKinds...)
 	if err != nil {
 		return fmt.Errorf("fence the releases of chart %s: %w", w.Chart.Name(), err)
 	}

@@ -34,7 +34,8 @@ their ordinals, comma-separated.
 */}}
 {{- define "memcached.serverList" -}}
 {{- $servers := list }}
-{{- range $i := until (int .Values.replicaCount) }}
+{{- /* From 0 to at most the schema's maximum of replicaCount, 100 (a test holds the two together): sprig's until counts down from a negative number. */}}
+{{- range $i := until (int (max 0 (min (int64 .Values.replicaCount) 100))) }}
 {{- $servers = append $servers (printf "%s-%d.%s.%s.svc:11211" (include "memcached.serversName" $) $i (include "memcached.headlessName" $) $.Release.Namespace) }}
 {{- end }}
 {{- join "," $servers }}

@@ -1,0 +1,147 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+)
+
+// renderedAs converts the one rendered object of kind (and name, if given) into out.
+func renderedAs(t *testing.T, objs []*unstructured.Unstructured, kind, name string, out any) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && (name == "" || o.GetName() == name) {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, out); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("the chart renders no %s %s", kind, name)
+}
+
+// memcached runs as servers with stable names: a StatefulSet governed by a headless Service that
+// lists every server, ready or not (SRV of the memcache port), rolled one server at a time after
+// minReadySeconds; the server list is in a ConfigMap and the NOTES, and the load-balanced Service
+// of earlier releases stays.
+func TestChartRunsServersWithStableNames(t *testing.T) {
+	objs := renderChart(t, map[string]any{"replicaCount": 3, "minReadySeconds": 20})
+	var servers appsv1.StatefulSet
+	renderedAs(t, objs, "StatefulSet", "", &servers)
+	if servers.Name != "memcached-sample" || servers.Spec.ServiceName != "memcached-sample-headless" {
+		t.Errorf("StatefulSet %s governed by %s, want memcached-sample governed by memcached-sample-headless", servers.Name, servers.Spec.ServiceName)
+	}
+	if servers.Spec.MinReadySeconds != 20 || servers.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType ||
+		servers.Spec.UpdateStrategy.RollingUpdate != nil || servers.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Errorf("StatefulSet rolls with %+v, minReadySeconds %d, %s: want one server at a time after minReadySeconds, scaled in parallel",
+			servers.Spec.UpdateStrategy, servers.Spec.MinReadySeconds, servers.Spec.PodManagementPolicy)
+	}
+
+	var headless corev1.Service
+	renderedAs(t, objs, "Service", "memcached-sample-headless", &headless)
+	if headless.Spec.ClusterIP != corev1.ClusterIPNone || !headless.Spec.PublishNotReadyAddresses {
+		t.Errorf("the governing Service has clusterIP %q, publishNotReadyAddresses %v: want headless, listing servers not ready too",
+			headless.Spec.ClusterIP, headless.Spec.PublishNotReadyAddresses)
+	}
+	if len(headless.Spec.Ports) != 1 || headless.Spec.Ports[0].Name != "memcache" || headless.Spec.Ports[0].Port != 11211 {
+		t.Errorf("the governing Service's ports are %+v: want memcache at 11211, the servers' own port (SRV lists it)", headless.Spec.Ports)
+	}
+	for k, v := range servers.Spec.Selector.MatchLabels {
+		if headless.Spec.Selector[k] != v {
+			t.Errorf("the governing Service does not select the servers: %s=%s", k, v)
+		}
+	}
+	var compat corev1.Service
+	renderedAs(t, objs, "Service", "memcached-sample", &compat)
+	if compat.Spec.ClusterIP == corev1.ClusterIPNone {
+		t.Error("the Service of earlier releases (one address, load-balanced) must stay as it was: its clusterIP cannot change")
+	}
+
+	var list corev1.ConfigMap
+	renderedAs(t, objs, "ConfigMap", "memcached-sample-servers", &list)
+	want := []string{
+		"memcached-sample-0.memcached-sample-headless.default.svc:11211",
+		"memcached-sample-1.memcached-sample-headless.default.svc:11211",
+		"memcached-sample-2.memcached-sample-headless.default.svc:11211",
+	}
+	if got := list.Data["MEMCACHED_SERVERS"]; got != strings.Join(want, ",") {
+		t.Errorf("MEMCACHED_SERVERS = %q, want %q", got, strings.Join(want, ","))
+	}
+	if got := list.Data["MEMCACHED_SRV"]; got != "_memcache._tcp.memcached-sample-headless.default.svc" {
+		t.Errorf("MEMCACHED_SRV = %q", got)
+	}
+}
+
+// The names the chart derives from the longest Memcached name stay valid: a StatefulSet's pods
+// carry <name>-<revision hash> (at most 63 characters), and the headless Service and the
+// ConfigMap are DNS labels.
+func TestChartServerNamesFitTheLongestMemcachedName(t *testing.T) {
+	name := strings.Repeat("m", cachev1.MemcachedNameMaxLength) // its objects: <name>-memcached, cut at 63
+	objs := renderChartNamed(t, name, map[string]any{"replicaCount": 2})
+	var servers appsv1.StatefulSet
+	renderedAs(t, objs, "StatefulSet", "", &servers)
+	if n := len(servers.Name) + len("-") + 10; n > validation.LabelValueMaxLength {
+		t.Errorf("StatefulSet %s: its pods' controller-revision-hash would have %d characters", servers.Name, n)
+	}
+	for _, n := range []string{servers.Spec.ServiceName, servers.Name + "-servers", fmt.Sprintf("%s-%d", servers.Name, 99)} {
+		if errs := validation.IsDNS1035Label(n); len(errs) > 0 {
+			t.Errorf("%s: %v", n, errs)
+		}
+	}
+	var list corev1.ConfigMap
+	renderedAs(t, objs, "ConfigMap", servers.Name+"-servers", &list)
+}
+
+// The chart lists at most 100 servers, the most replicaCount may be: so no value makes it loop
+// for long (values reach the chart unchecked when its schema is off).
+func TestChartServerListIsBoundedByTheSchema(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), "helm-charts", "memcached", "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties struct {
+			ReplicaCount struct {
+				Maximum int `json:"maximum"`
+			} `json:"replicaCount"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if schema.Properties.ReplicaCount.Maximum != 100 {
+		t.Errorf("replicaCount's maximum is %d; the chart's server list stops at 100 (templates/_helpers.tpl)", schema.Properties.ReplicaCount.Maximum)
+	}
+	var list corev1.ConfigMap
+	renderedAs(t, renderChart(t, map[string]any{"replicaCount": 100}), "ConfigMap", "memcached-sample-servers", &list)
+	if n := len(strings.Split(list.Data["MEMCACHED_SERVERS"], ",")); n != 100 {
+		t.Errorf("100 replicas, %d servers listed", n)
+	}
+}
