@@ -131,14 +131,14 @@ func backupPod(ctx context.Context, ns, backup, name string, ready bool) *corev1
 	return pod
 }
 
-// deploymentOfRelease finds the Deployment of the Memcached key's release (the chart names it).
-func deploymentOfRelease(ctx context.Context, key types.NamespacedName) (*appsv1.Deployment, error) {
-	list := &appsv1.DeploymentList{}
+// serversOfRelease finds the StatefulSet of the Memcached key's release (the chart names it).
+func serversOfRelease(ctx context.Context, key types.NamespacedName) (*appsv1.StatefulSet, error) {
+	list := &appsv1.StatefulSetList{}
 	if err := k8sClient.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{"app.kubernetes.io/instance": key.Name}); err != nil {
 		return nil, err
 	}
 	if len(list.Items) != 1 {
-		return nil, fmt.Errorf("%d Deployments of release %s", len(list.Items), key.Name)
+		return nil, fmt.Errorf("%d StatefulSets of release %s", len(list.Items), key.Name)
 	}
 	return &list.Items[0], nil
 }
@@ -374,16 +374,17 @@ func deleteMemcached(ctx context.Context, key types.NamespacedName) {
 	Eventually(func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key, mc)) }, timeout, interval).Should(BeTrue())
 }
 
-// setRollout writes a Deployment's status as its controller would (envtest runs none).
+// setRollout writes the status of the StatefulSet key (a Memcached's servers) as its controller
+// would (envtest runs none).
 func setRollout(ctx context.Context, key types.NamespacedName, replicas, updated, available int32) {
 	Eventually(func(g Gomega) {
-		d := &appsv1.Deployment{}
-		g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
-		d.Status = appsv1.DeploymentStatus{
-			ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: updated,
+		s := &appsv1.StatefulSet{}
+		g.Expect(k8sClient.Get(ctx, key, s)).To(Succeed())
+		s.Status = appsv1.StatefulSetStatus{
+			ObservedGeneration: s.Generation, Replicas: replicas, UpdatedReplicas: updated,
 			ReadyReplicas: available, AvailableReplicas: available,
 		}
-		g.Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
+		g.Expect(k8sClient.Status().Update(ctx, s)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 }
 

@@ -29,8 +29,13 @@ import (
 // A private mirror: both APIs' pods pull with the Secrets the CR names, and stop when the CR no
 // longer names them.
 var _ = Describe("Image pull secrets", func() {
+	// The pods of a Memcached's StatefulSet, or of a MemcachedBackup's Deployment.
 	podPullSecrets := func(ctx context.Context, key types.NamespacedName) func(g Gomega) []corev1.LocalObjectReference {
 		return func(g Gomega) []corev1.LocalObjectReference {
+			s := &appsv1.StatefulSet{}
+			if err := k8sClient.Get(ctx, key, s); err == nil {
+				return s.Spec.Template.Spec.ImagePullSecrets
+			}
 			d := &appsv1.Deployment{}
 			g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
 			return d.Spec.Template.Spec.ImagePullSecrets

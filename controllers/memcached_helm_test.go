@@ -18,6 +18,8 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -68,8 +70,8 @@ var _ = Describe("Memcached (Helm API)", func() {
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "InstallSuccessful")))
 
-		By("finding the Deployment, Service, PodDisruptionBudget and ServiceAccount with the values")
-		deploy := &appsv1.Deployment{}
+		By("finding the StatefulSet, Services, PodDisruptionBudget and ServiceAccount with the values")
+		deploy := &appsv1.StatefulSet{}
 		Expect(k8sClient.Get(ctx, key, deploy)).To(Succeed())
 		Expect(deploy.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
 		c := deploy.Spec.Template.Spec.Containers[0]
@@ -99,6 +101,25 @@ var _ = Describe("Memcached (Helm API)", func() {
 			}), "memcached is reached from its namespace and the operator only")
 		Expect(releaseSecrets(ctx, ns, key.Name)).To(ConsistOf("sh.helm.release.v1.memcached-sample.v1"))
 
+		By("listing the servers, by their own DNS names, in status and in the ConfigMap")
+		servers := func(n int) []string {
+			var list []string
+			for i := range n {
+				list = append(list, fmt.Sprintf("memcached-sample-%d.memcached-sample-headless.%s.svc:11211", i, ns))
+			}
+			return list
+		}
+		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(And(
+			HaveField("Servers", Equal(servers(3))), HaveField("ServersConfigMap", "memcached-sample-servers")))
+		list := &corev1.ConfigMap{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-servers"}, list)).To(Succeed())
+		Expect(list.Data).To(HaveKeyWithValue("MEMCACHED_SERVERS", strings.Join(servers(3), ",")))
+		headless := &corev1.Service{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-headless"}, headless)).To(Succeed())
+		Expect(headless.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+		Expect(deployedCondition(ctx, key)(Default)).To(HaveField("Message", ContainSubstring(strings.Join(servers(3), ","))),
+			"the Deployed message (the chart's notes) lists the servers")
+
 		By("changing the spec, which upgrades the release")
 		// A merge patch: the operator writes the status meanwhile, an update could conflict.
 		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType,
@@ -112,6 +133,11 @@ var _ = Describe("Memcached (Helm API)", func() {
 		}, timeout, interval).Should(Succeed())
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
 		Expect(releaseSecrets(ctx, ns, key.Name)).To(ContainElement("sh.helm.release.v1.memcached-sample.v2"))
+		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("Servers", Equal(servers(5))), "scaling adds the next names")
+		Eventually(func(g Gomega) map[string]string {
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "memcached-sample-servers"}, list)).To(Succeed())
+			return list.Data
+		}, timeout, interval).Should(HaveKeyWithValue("MEMCACHED_SERVERS", strings.Join(servers(5), ",")))
 
 		By("naming the deployed release and its revision in status, and not its rendered manifest")
 		Eventually(func(g Gomega) *cachev1.HelmRelease {
@@ -128,14 +154,18 @@ var _ = Describe("Memcached (Helm API)", func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, key, &cachev1.Memcached{}))
 		}, timeout, interval).Should(BeTrue(), "the uninstall finalizer is removed once the release is gone")
-		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}, &corev1.ServiceAccount{}} {
+		for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}, &corev1.ServiceAccount{}} {
 			err := k8sClient.Get(ctx, key, obj)
 			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s should be gone, got %v", obj, key, err)
+		}
+		for _, obj := range []client.Object{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "memcached-sample-headless"}}, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "memcached-sample-servers"}}} {
+			err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: obj.GetName()}, obj)
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s should be gone, got %v", obj, obj.GetName(), err)
 		}
 		Expect(releaseSecrets(ctx, ns, key.Name)).To(BeEmpty())
 	})
 
-	It("repairs drift: a deleted Deployment comes back, a hand-scaled one is scaled back", func() {
+	It("repairs drift: a deleted StatefulSet comes back, a hand-scaled one is scaled back", func() {
 		mc := &cachev1.Memcached{
 			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns},
 			Spec:       cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](2)},
@@ -143,11 +173,11 @@ var _ = Describe("Memcached (Helm API)", func() {
 		Expect(k8sClient.Create(ctx, mc)).To(Succeed())
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 
-		deploy := &appsv1.Deployment{}
+		deploy := &appsv1.StatefulSet{}
 		Expect(k8sClient.Get(ctx, key, deploy)).To(Succeed())
 		Expect(k8sClient.Delete(ctx, deploy)).To(Succeed())
 		Eventually(func(g Gomega) {
-			fresh := &appsv1.Deployment{}
+			fresh := &appsv1.StatefulSet{}
 			g.Expect(k8sClient.Get(ctx, key, fresh)).To(Succeed())
 			g.Expect(fresh.UID).NotTo(Equal(deploy.UID))
 		}, timeout, interval).Should(Succeed())
@@ -179,7 +209,7 @@ var _ = Describe("Memcached (Helm API)", func() {
 		By("changing the spec: the operator recovers the release and upgrades it")
 		Expect(k8sClient.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicaCount":2}}`)))).To(Succeed())
 		Eventually(func(g Gomega) {
-			deploy := &appsv1.Deployment{}
+			deploy := &appsv1.StatefulSet{}
 			g.Expect(k8sClient.Get(ctx, key, deploy)).To(Succeed())
 			g.Expect(deploy.Spec.Replicas).To(HaveValue(BeEquivalentTo(2)))
 		}, timeout, interval).Should(Succeed())

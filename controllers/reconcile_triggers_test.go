@@ -46,14 +46,10 @@ var _ = Describe("Helm reconciles", Serial, func() {
 		Expect(writes.requestsSince(mark)).NotTo(ContainElement(ContainSubstring("/openapi/")),
 			"an install fetches no OpenAPI document (Helm's client-side validation is off)")
 
-		By("doing to the Deployment what kube-controller-manager does: revision annotation and status")
-		deploy := &appsv1.Deployment{}
-		Expect(k8sClient.Get(ctx, key, deploy)).To(Succeed())
-		metav1.SetMetaDataAnnotation(&deploy.ObjectMeta, "deployment.kubernetes.io/revision", "1")
-		Expect(k8sClient.Update(ctx, deploy)).To(Succeed())
+		By("doing to the StatefulSet what kube-controller-manager does: its status")
 		setRollout(ctx, key, 1, 1, 1)
 		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("ReadyReplicas", BeEquivalentTo(1)),
-			"the Go side reports the Deployment in the CR's status")
+			"the Go side reports the StatefulSet in the CR's status")
 
 		By("seeing the next reconcile come a reconcile period after the one before")
 		seen := len(helmReconciles.of(key))
@@ -65,8 +61,9 @@ var _ = Describe("Helm reconciles", Serial, func() {
 				i+1, len(starts), starts[i].Sub(starts[i-1]), starts)
 		}
 
-		By("scaling the Deployment by hand, which is reconciled at once, not at the next period")
+		By("scaling the StatefulSet by hand, which is reconciled at once, not at the next period")
 		last := len(helmReconciles.of(key))
+		deploy := &appsv1.StatefulSet{}
 		Expect(k8sClient.Get(ctx, key, deploy)).To(Succeed())
 		deploy.Spec.Replicas = ptr.To[int32](4)
 		Expect(k8sClient.Update(ctx, deploy)).To(Succeed())

@@ -145,7 +145,7 @@ var _ = Describe("Release records are tenant input", func() {
 	}
 	replicas := func(key types.NamespacedName) func(g Gomega) int32 {
 		return func(g Gomega) int32 {
-			d, err := deploymentOfRelease(ctx, key)
+			d, err := serversOfRelease(ctx, key)
 			g.Expect(err).NotTo(HaveOccurred())
 			return ptr.Deref(d.Spec.Replicas, 0)
 		}
@@ -221,7 +221,7 @@ var _ = Describe("Release records are tenant input", func() {
 	It("refuses its own record once someone edited its manifest, and installs again when that record is gone", func() {
 		key := deployed("mc")
 		theirs := victim()
-		deploy, err := deploymentOfRelease(ctx, key)
+		deploy, err := serversOfRelease(ctx, key)
 		Expect(err).NotTo(HaveOccurred())
 
 		By("adding the other namespace's Deployment to the manifest of the operator's record, its seal kept")
@@ -243,9 +243,9 @@ var _ = Describe("Release records are tenant input", func() {
 		Expect(k8sClient.Delete(ctx, own)).To(Succeed())
 		Eventually(replicas(key), timeout, interval).Should(BeEquivalentTo(2))
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
-		live, err := deploymentOfRelease(ctx, key)
+		live, err := serversOfRelease(ctx, key)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(live.UID).To(Equal(deploy.UID), "its own Deployment is adopted, not made again")
+		Expect(live.UID).To(Equal(deploy.UID), "its own StatefulSet is adopted, not made again")
 		survives(theirs)
 	})
 

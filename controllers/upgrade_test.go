@@ -58,7 +58,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
 	})
 
-	It("takes over a release of the 0.1.0 chart: replaces the Deployment whose selector changed and moves the renamed value", func() {
+	It("takes over a release of the 0.1.0 chart: replaces its Deployment by the StatefulSet of servers and moves the renamed value", func() {
 		old := chartOfRelease("0.1.0")
 		Expect(old.Metadata.Version).To(Equal("0.1.0"))
 		installRelease(ctx, ns, key.Name, old, map[string]any{"replicaCount": 2, "memcached": map[string]any{"memoryLimitMB": 96}})
@@ -81,17 +81,17 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 			g.Expect(k8sClient.Update(ctx, d)).To(Succeed())
 		}, timeout, interval).Should(Succeed())
 
-		By("finding the Deployment created again with the 0.2.0 selector and the same memory")
+		By("finding the StatefulSet of servers, with the 0.2.0 selector and the same memory, and no Deployment")
 		Eventually(func(g Gomega) {
-			d := &appsv1.Deployment{}
-			g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
-			g.Expect(d.UID).NotTo(Equal(before.UID))
-			g.Expect(d.Spec.Selector.MatchLabels).To(HaveKeyWithValue("app.kubernetes.io/component", "cache"))
-			g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", "96"))
+			s := &appsv1.StatefulSet{}
+			g.Expect(k8sClient.Get(ctx, key, s)).To(Succeed())
+			g.Expect(s.Spec.Selector.MatchLabels).To(HaveKeyWithValue("app.kubernetes.io/component", "cache"))
+			g.Expect(s.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", "96"))
 		}, timeout, interval).Should(Succeed())
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
+		Expect(apierrors.IsNotFound(k8sClient.Get(ctx, key, &appsv1.Deployment{}))).To(BeTrue())
 
-		By("retiring a pod of the 0.1.0 release once the new Deployment's pods are available")
+		By("retiring a pod of the 0.1.0 release once the servers are available")
 		// What the orphaned ReplicaSet's pods look like (envtest runs no ReplicaSet controller).
 		oldPod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "memcached-sample-old", Namespace: ns, Labels: map[string]string{
@@ -134,7 +134,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 			return mc.Spec.Memcached
 		}, timeout, interval).Should(And(HaveField("MaxMemoryMB", BeEquivalentTo(96)), HaveField("MemoryLimitMB", BeZero())))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(
-			ContainElements("SelectorMigrated", "ChartUpgraded", "SpecMigrated", "PodRetiring"))
+			ContainElements("ServersMigrated", "ChartUpgraded", "SpecMigrated", "PodRetiring"))
 	})
 
 	// cutOffUpgrade leaves the CR's release as an operator killed in the middle of an upgrade to a
@@ -192,9 +192,9 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 	It("installs again a first install cut off by a killed operator (pending-install), adopting what it made", func() {
 		createMemcached(ctx, key, "  replicaCount: 1\n")
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
-		made := &appsv1.Deployment{}
+		made := &appsv1.StatefulSet{}
 		Eventually(func() error {
-			d, err := deploymentOfRelease(ctx, key)
+			d, err := serversOfRelease(ctx, key)
 			made = d
 			return err
 		}, timeout, interval).Should(Succeed())
@@ -215,9 +215,9 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 			return rel.Info.Status
 		}, timeout, interval).Should(Equal(release.StatusDeployed))
 		Expect(releaseSecrets(ctx, ns, key.Name)).To(HaveLen(1))
-		again, err := deploymentOfRelease(ctx, key)
+		again, err := serversOfRelease(ctx, key)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(again.UID).To(Equal(made.UID), "the cut-off install's Deployment is adopted, not made again")
+		Expect(again.UID).To(Equal(made.UID), "the cut-off install's StatefulSet is adopted, not made again")
 	})
 
 	It("leaves a pending release alone while another process may still work on it (two leaders at once), and recovers it after", func() {
@@ -243,7 +243,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		Eventually(memcachedCondition(ctx, key, "Irreconcilable"), timeout, interval).Should(HaveField("Status", metav1.ConditionFalse))
 	})
 
-	It("says at once, with an Event, that a pod cannot pull its image, long before the Deployment's progress deadline", func() {
+	It("says at once, with an Event, that a pod cannot pull its image", func() {
 		createMemcached(ctx, key, "  replicaCount: 1\n")
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 		setRollout(ctx, key, 1, 1, 0)
@@ -296,9 +296,9 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		Expect(k8sClient.Patch(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}},
 			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"image":{"tag":"1.6.39"}}}`)))).To(Succeed())
 		Eventually(func(g Gomega) string {
-			d := &appsv1.Deployment{}
-			g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
-			return d.Spec.Template.Spec.Containers[0].Image
+			s := &appsv1.StatefulSet{}
+			g.Expect(k8sClient.Get(ctx, key, s)).To(Succeed())
+			return s.Spec.Template.Spec.Containers[0].Image
 		}, timeout, interval).Should(HaveSuffix(":1.6.39"))
 		setRollout(ctx, key, 3, 1, 2)
 		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(And(
@@ -315,7 +315,7 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 
 	It("leaves a failed upgrade failed: no rollback, no retry of the same upgrade before its back-off, at once on a change", func() {
 		skipBelowKubernetes(30, "ValidatingAdmissionPolicy v1, with which this spec makes an upgrade fail")
-		rejectAnnotatedDeployments(ctx, ns)
+		rejectAnnotatedServers(ctx, ns)
 		createMemcached(ctx, key, "  replicaCount: 1\n")
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 
@@ -345,16 +345,16 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		Eventually(memcachedCondition(ctx, key, "ReleaseFailed"), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring("newer than this operator's chart"))))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("DowngradeRefused"))
-		d := &appsv1.Deployment{}
+		d := &appsv1.StatefulSet{}
 		Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
 		Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
 		Expect(releaseSecrets(ctx, ns, key.Name)).To(ConsistOf("sh.helm.release.v1.memcached-sample.v1"))
 	})
 })
 
-// rejectAnnotatedDeployments makes admission refuse, in ns, Deployments whose pods carry the
+// rejectAnnotatedServers makes admission refuse, in ns, StatefulSets whose pods carry the
 // annotation test.memcached/reject: a failing upgrade, injected with a real admission policy.
-func rejectAnnotatedDeployments(ctx context.Context, ns string) {
+func rejectAnnotatedServers(ctx context.Context, ns string) {
 	policy := &admissionv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "reject-" + ns},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
@@ -362,7 +362,7 @@ func rejectAnnotatedDeployments(ctx context.Context, ns string) {
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionv1.RuleWithOperations{
 					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
-					Rule:       admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+					Rule:       admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"statefulsets"}},
 				},
 			}}},
 			Validations: []admissionv1.Validation{{
@@ -389,9 +389,9 @@ func rejectAnnotatedDeployments(ctx context.Context, ns string) {
 	})
 	// The API server loads policies asynchronously: wait until it refuses a dry run.
 	Eventually(func() string {
-		d := &appsv1.Deployment{
+		d := &appsv1.StatefulSet{
 			ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
-			Spec: appsv1.DeploymentSpec{
+			Spec: appsv1.StatefulSetSpec{
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
 				Template: corev1.PodTemplateSpec{
 					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"test.memcached/reject": "yes"}},
