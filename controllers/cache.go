@@ -88,8 +88,7 @@ func partlyCached() map[client.Object]cache.ByObject {
 		// The Helm reconcilers watch the release records this operator wrote; no other Secret,
 		// and no Helm release of others, is needed.
 		&corev1.Secret{}: {Label: helm.RecordSelector()},
-		// The chart's server list; no other ConfigMap (there are many, one per namespace at least).
-		&corev1.ConfigMap{}: {Label: k8slabels.SelectorFromSet(k8slabels.Set{labels.Name: labels.ChartName})},
+
 	}
 }
 

@@ -54,6 +54,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers"
 	"github.com/example/memcached-operator/internal/helm/actionclient"
 )
 
@@ -353,7 +354,7 @@ func startOperator(ctx context.Context, ns string) actionclient.SealedRecords {
 func startOperatorAt(ctx context.Context, ns string, since time.Time) actionclient.SealedRecords {
 	chrt, err := loader.Load(filepath.Join("helm-charts", "memcached"))
 	Expect(err).NotTo(HaveOccurred())
-	fence, err := actionclient.NewFence(chrt, k8sClient.RESTMapper(), k8sClient, nil)
+	fence, err := actionclient.NewFence(chrt, k8sClient.RESTMapper(), k8sClient, nil, controllers.RetiredChartKinds...)
 	Expect(err).NotTo(HaveOccurred())
 	done, err := actionclient.SealRecords(ctx, k8sClient, operatorSeal(ctx), fence,
 		metav1.GroupVersionKind(cachev1.GroupVersion.WithKind("Memcached")), []string{ns}, since)

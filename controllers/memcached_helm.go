@@ -62,8 +62,7 @@ func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, 
 		FirstReport:       firstReport,
 		Records:           cfg.Records,
 		SealNamespace:     sealNamespace(cfg.Namespace),
-		// Charts before 1.2.0 ran memcached as a Deployment.
-		RetiredKinds: []schema.GroupKind{{Group: appsv1.GroupName, Kind: "Deployment"}},
+		RetiredKinds:      RetiredChartKinds,
 	})
 }
 
@@ -77,3 +76,7 @@ func sealNamespace(operatorNamespace string) string {
 	ctrl.Log.WithName("setup").Info("not running in a cluster: the keys that seal Helm's release records are kept in namespace default; whoever can read Secrets there can forge records")
 	return "default"
 }
+
+// RetiredChartKinds are the kinds earlier versions of the memcached chart rendered and this one
+// does not: charts before 1.2.0 ran memcached as a Deployment, which an upgrade deletes.
+var RetiredChartKinds = []schema.GroupKind{{Group: appsv1.GroupName, Kind: "Deployment"}}

@@ -354,7 +354,7 @@ var _ = Describe("Release records are tenant input", func() {
 			"metadata": map[string]any{"name": "planted", "namespace": other}}}
 		forbidden(fenced.Create(ctx, planted),
 			fmt.Sprintf("refused to create ConfigMap %s/planted: it is outside namespace %s of Memcached mc", other, ns))
-		forbidden(fenced.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "planted", Namespace: ns}}),
+		forbidden(fenced.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "planted", Namespace: ns}}),
 			"the chart renders no object of that kind")
 		forbidden(fenced.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "planted"},
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}}), "outside namespace")

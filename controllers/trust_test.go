@@ -100,9 +100,9 @@ var _ = Describe("What was made before 1.0.0", func() {
 			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring(`"1.5.22" is not supported`))))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("UnsupportedVersion"))
 		Consistently(func(g Gomega) string {
-			d := &appsv1.Deployment{}
-			g.Expect(k8sClient.Get(ctx, key, d)).To(Succeed())
-			return d.Spec.Template.Spec.Containers[0].Image
+			s := &appsv1.StatefulSet{}
+			g.Expect(k8sClient.Get(ctx, key, s)).To(Succeed())
+			return s.Spec.Template.Spec.Containers[0].Image
 		}, 3*time.Second, interval).Should(Equal(relatedImage))
 		Expect(releaseSecrets(ctx, ns, key.Name)).To(ConsistOf("sh.helm.release.v1.memcached-sample.v1"))
 	})
@@ -200,15 +200,32 @@ var _ = Describe("Objects the operator did not make", func() {
 		Expect(k8sClient.Create(ctx, d)).To(Succeed())
 		return d
 	}
+	// foreignStatefulSet is a StatefulSet a user made, with no owner and no Helm metadata.
+	foreignStatefulSet := func(name string) *appsv1.StatefulSet {
+		labels := map[string]string{"app": "theirs"}
+		s := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: ptr.To[int32](1),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/theirs:1"}}},
+				},
+			},
+		}
+		Expect(k8sClient.Create(ctx, s)).To(Succeed())
+		return s
+	}
 	// untouched asserts that an object is still the one its maker made, unchanged.
-	untouched := func(d *appsv1.Deployment) {
+	untouched := func(obj client.Object) {
 		Consistently(func(g Gomega) {
-			live := &appsv1.Deployment{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(d), live)).To(Succeed())
-			g.Expect(live.UID).To(Equal(d.UID))
-			g.Expect(live.Generation).To(Equal(d.Generation))
-			g.Expect(live.OwnerReferences).To(Equal(d.OwnerReferences))
-			g.Expect(live.Labels).To(Equal(d.Labels))
+			live := obj.DeepCopyObject().(client.Object)
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), live)).To(Succeed())
+			g.Expect(live.GetUID()).To(Equal(obj.GetUID()))
+			g.Expect(live.GetGeneration()).To(Equal(obj.GetGeneration()))
+			g.Expect(live.GetOwnerReferences()).To(Equal(obj.GetOwnerReferences()))
+			g.Expect(live.GetLabels()).To(Equal(obj.GetLabels()))
 		}, 3*time.Second, interval).Should(Succeed())
 	}
 	degradedReason := func(key types.NamespacedName) func(g Gomega) string {
@@ -240,52 +257,53 @@ var _ = Describe("Objects the operator did not make", func() {
 		}, timeout, interval).Should(Succeed())
 	})
 
-	It("does not take over a Memcached's Deployment with a MemcachedBackup of its name", func() {
+	It("runs a MemcachedBackup of a Memcached's name beside it: its own Deployment, nothing of the Memcached's touched", func() {
 		mcKey := types.NamespacedName{Namespace: ns, Name: "memcached-a"}
 		createMemcached(ctx, mcKey, "  replicaCount: 1\n")
 		Eventually(deployedCondition(ctx, mcKey), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
-		theirs := &appsv1.Deployment{}
-		Expect(k8sClient.Get(ctx, mcKey, theirs)).To(Succeed())
+		servers := &appsv1.StatefulSet{}
+		Expect(k8sClient.Get(ctx, mcKey, servers)).To(Succeed())
 
 		Expect(k8sClient.Create(ctx, &cachev1.MemcachedBackup{ObjectMeta: metav1.ObjectMeta{Name: mcKey.Name, Namespace: ns},
 			Spec: cachev1.MemcachedBackupSpec{Size: 2}})).To(Succeed())
-		Eventually(degradedReason(mcKey), timeout, interval).Should(And(
-			HavePrefix("DeploymentNotOwned: "), ContainSubstring("it belongs to Memcached memcached-a")))
-		untouched(theirs)
+		Eventually(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(k8sClient.Get(ctx, mcKey, d)).To(Succeed())
+			g.Expect(metav1.GetControllerOf(d)).To(HaveField("Kind", "MemcachedBackup"))
+		}, timeout, interval).Should(Succeed())
+		untouched(servers)
 		Expect(deployedCondition(ctx, mcKey)(Default)).To(HaveField("Status", metav1.ConditionTrue))
 	})
 
-	It("does not take over a MemcachedBackup's Deployment with a Memcached whose objects have its name", func() {
-		backupKey := types.NamespacedName{Namespace: ns, Name: "cache-memcached"}
-		Expect(k8sClient.Create(ctx, &cachev1.MemcachedBackup{ObjectMeta: metav1.ObjectMeta{Name: backupKey.Name, Namespace: ns},
-			Spec: cachev1.MemcachedBackupSpec{Size: 1}})).To(Succeed())
-		theirs := &appsv1.Deployment{}
-		Eventually(func() error { return k8sClient.Get(ctx, backupKey, theirs) }, timeout, interval).Should(Succeed())
+	It("does not take over a Service in its headless Service's name that someone else made", func() {
+		theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "cache-memcached-headless", Namespace: ns, Labels: map[string]string{"app": "theirs"}},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+		Expect(k8sClient.Create(ctx, theirs)).To(Succeed())
 
 		mcKey := types.NamespacedName{Namespace: ns, Name: "cache"} // its objects are named cache-memcached
 		createMemcached(ctx, mcKey, "  replicaCount: 1\n")
 		Eventually(memcachedCondition(ctx, mcKey, "ReleaseFailed"), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue),
-			HaveField("Message", And(ContainSubstring("was made by someone else"), ContainSubstring(`Deployment "cache-memcached"`)))))
+			HaveField("Message", And(ContainSubstring("was made by someone else"), ContainSubstring(`Service "cache-memcached-headless"`)))))
 		Eventually(eventReasons(ctx, "Memcached", mcKey), timeout, interval).Should(ContainElement("NameConflict"))
 		untouched(theirs)
 		Expect(releaseSecrets(ctx, ns, mcKey.Name)).To(BeEmpty(), "nothing was installed")
 
-		By("deleting the Memcached, which removes nothing of the backup's")
+		By("deleting the Memcached, which removes nothing of theirs")
 		deleteMemcached(ctx, mcKey)
 		untouched(theirs)
 	})
 
-	It("does not adopt someone else's plain Deployment in its objects' name, which its cache keeps as a skeleton", func() {
+	It("does not adopt someone else's plain StatefulSet in its servers' name, which its cache keeps as a skeleton", func() {
 		// Not labelled as the chart's: the cache keeps its name and labels only (skeletonOfOthers),
 		// and Helm's existence check of it goes to the API server.
-		theirs := foreignDeployment("plain-memcached")
+		theirs := foreignStatefulSet("plain-memcached")
 
-		mcKey := types.NamespacedName{Namespace: ns, Name: "plain"} // its Deployment is named plain-memcached
+		mcKey := types.NamespacedName{Namespace: ns, Name: "plain"} // its StatefulSet is named plain-memcached
 		createMemcached(ctx, mcKey, "  replicaCount: 1\n")
 		Eventually(memcachedCondition(ctx, mcKey, "ReleaseFailed"), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue),
-			HaveField("Message", And(ContainSubstring("was made by someone else"), ContainSubstring(`Deployment "plain-memcached"`)))))
+			HaveField("Message", And(ContainSubstring("was made by someone else"), ContainSubstring(`StatefulSet "plain-memcached"`)))))
 		untouched(theirs)
 		Expect(releaseSecrets(ctx, ns, mcKey.Name)).To(BeEmpty(), "nothing was installed")
 
@@ -297,7 +315,7 @@ var _ = Describe("Objects the operator did not make", func() {
 		first := types.NamespacedName{Namespace: ns, Name: "x-memcached"}
 		createMemcached(ctx, first, "  replicaCount: 1\n")
 		Eventually(deployedCondition(ctx, first), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
-		firstDeploy := &appsv1.Deployment{}
+		firstDeploy := &appsv1.StatefulSet{}
 		Expect(k8sClient.Get(ctx, first, firstDeploy)).To(Succeed())
 
 		second := types.NamespacedName{Namespace: ns, Name: "x"} // its objects are named x-memcached too
@@ -312,7 +330,7 @@ var _ = Describe("Objects the operator did not make", func() {
 		Expect(deployedCondition(ctx, first)(Default)).To(HaveField("Status", metav1.ConditionTrue))
 	})
 
-	It("replaces on a selector change only the Deployment Helm made for the release", func() {
+	It("refuses a record of the 0.1.0 chart that names a Deployment a user put in its Deployment's place, and leaves that Deployment alone", func() {
 		key := types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
 		installRelease(ctx, ns, key.Name, chartOfRelease("0.1.0"), map[string]any{"replicaCount": 1})
 		By("replacing the release's Deployment with one of the user's own, of the same name")
@@ -321,9 +339,16 @@ var _ = Describe("Objects the operator did not make", func() {
 		theirs := foreignDeployment(key.Name)
 
 		createMemcached(ctx, key, "  replicaCount: 1\n")
-		ownRecords(ctx, key)
+		ownRecords(ctx, key) // judged by its manifest at start-up: it names the user's Deployment
 		Eventually(memcachedCondition(ctx, key, "ReleaseFailed"), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring("was made by someone else"))))
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "ReleaseRecordRefused"),
+			HaveField("Message", ContainSubstring("sh.helm.release.v1.memcached-sample.v1"))))
+		untouched(theirs)
+
+		By("deleting the refused record: the release is installed again, beside the user's Deployment")
+		Expect(k8sClient.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.memcached-sample.v1", Namespace: ns}})).To(Succeed())
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		Expect(k8sClient.Get(ctx, key, &appsv1.StatefulSet{})).To(Succeed())
 		untouched(theirs)
 	})
 
@@ -360,7 +385,7 @@ var _ = Describe("Objects the operator did not make", func() {
 		Expect(k8sClient.List(ctx, records, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": key.Name})).To(Succeed())
 		Expect(records.Items).To(HaveLen(1))
 		theirRecord := records.Items[0]
-		theirDeploy := &appsv1.Deployment{}
+		theirDeploy := &appsv1.StatefulSet{}
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shared-name-memcached"}, theirDeploy)).To(Succeed())
 
 		createMemcached(ctx, key, "  replicaCount: 3\n")

@@ -142,14 +142,8 @@ var _ = Describe("OperatorCondition Upgradeable", func() {
 	})
 
 	It("does not hold upgrades back for a Memcached whose release failed", func() {
-		By("failing an install: a Deployment of a user's holds the name of the Memcached's")
-		labels := map[string]string{"app": "theirs"}
-		Expect(k8sClient.Create(ctx, &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: "failed-memcached", Namespace: ns, Labels: labels},
-			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "c:1"}}}}},
-		})).To(Succeed())
+		By("failing an install: a ServiceAccount of a user's holds the name of the Memcached's")
+		Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "failed-memcached", Namespace: ns}})).To(Succeed())
 		key := types.NamespacedName{Namespace: ns, Name: "failed"}
 		createMemcached(ctx, key, "  replicaCount: 1\n")
 		Eventually(memcachedCondition(ctx, key, "ReleaseFailed"), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
