@@ -187,7 +187,7 @@ func runScenario(ctx context.Context, o chaosOptions, sc scenario) (res chaosRes
 		res.err = err
 		return res
 	}
-	// Its Deployments' ReplicaSets are made at once (as in the bench's idle phase): the scenarios
+	// Its StatefulSets' pods are made at once (as in the bench's idle phase): the scenarios
 	// are about the operator, not about kube-controller-manager's rate limit.
 	if err := cp.startKCM(o.options, 500); err != nil {
 		res.err = err
@@ -374,7 +374,7 @@ func chaosReport(o chaosOptions, results []chaosResult) string {
 		o.workers, restartDelay, o.n, creators, o.window, o.settle, o.seed)
 	b.WriteString("The end state: every CR that exists `Deployed`; every CR's release has exactly one deployed " +
 		"revision, its last, and none left `pending-*`; every object of its manifest exists; no object the chart made " +
-		"belongs to no deployed release; deleted CRs are gone with their release records; each Deployment runs the " +
+		"belongs to no deployed release; deleted CRs are gone with their release records; each StatefulSet runs the " +
 		"replicas its CR asks for. Anything else is a leftover, and fails the scenario.\n\n")
 	b.WriteString("| scenario | end state after | operator exits | revisions per CR (max / mean) | revisions marked failed after a cut-off | leftovers | result |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range results {

@@ -167,22 +167,22 @@ func inspect(ctx context.Context, kc kubernetes.Interface, dc dynamic.Interface,
 			bad("%s (release %s) is in no deployed release's manifest", key, release)
 		}
 	}
-	// Each CR's Deployment (named by the chart, found by its release) on the CR's latest spec.
-	deployments, err := kc.AppsV1().Deployments(benchNamespace).List(ctx, metav1.ListOptions{})
+	// Each CR's StatefulSet (named by the chart, found by its release) on the CR's latest spec.
+	sets, err := kc.AppsV1().StatefulSets(benchNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return st, err
 	}
 	byCR := map[string]int64{}
-	for _, d := range deployments.Items {
-		if cr := d.Annotations["meta.helm.sh/release-name"]; cr != "" && d.Spec.Replicas != nil {
-			byCR[cr] = int64(*d.Spec.Replicas)
+	for _, s := range sets.Items {
+		if cr := s.Annotations["meta.helm.sh/release-name"]; cr != "" && s.Spec.Replicas != nil {
+			byCR[cr] = int64(*s.Spec.Replicas)
 		}
 	}
 	for name, replicas := range want {
 		if got, ok := byCR[name]; !ok {
-			bad("Memcached %s has no Deployment", name)
+			bad("Memcached %s has no StatefulSet", name)
 		} else if got != replicas {
-			bad("the Deployment of Memcached %s runs %d replicas, the CR asks for %d", name, got, replicas)
+			bad("the StatefulSet of Memcached %s runs %d servers, the CR asks for %d", name, got, replicas)
 		}
 	}
 	sort.Strings(st.leftovers)

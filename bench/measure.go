@@ -162,9 +162,9 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 	progress("  requests while converging: %v", convergeEndpoints)
 
 	// Idle: nothing changes; every CR is reconciled once per reconcile period. Until
-	// kube-controller-manager has created every Deployment's ReplicaSet and pod, the Deployments'
-	// status changes, and the operator rightly reports that. At its default 20 requests/s that
-	// takes minutes for a thousand Deployments: it is restarted with more.
+	// kube-controller-manager has created every StatefulSet's pod, the StatefulSets' status
+	// changes, and the operator rightly reports that. At its default 20 requests/s that takes
+	// minutes for a thousand StatefulSets: it is restarted with more.
 	if err := cp.startKCM(o, 500); err != nil {
 		return r, err
 	}
@@ -228,19 +228,19 @@ func profilePath(o options, kind, variant string, n int) string {
 	return filepath.Join(o.out, fmt.Sprintf("%s-%s-n%d.pprof", kind, variant, n))
 }
 
-// waitRolledOut waits until kube-controller-manager has taken n Deployments (of selector) as far
-// as it can without a kubelet: the current generation observed and every pod created.
+// waitRolledOut waits until kube-controller-manager has taken n StatefulSets (of selector) as
+// far as it can without a kubelet: the current generation observed and every pod created.
 func waitRolledOut(ctx context.Context, kc kubernetes.Interface, n int, selector string) error {
 	ctx, cancel := context.WithTimeout(ctx, convergeTimeout)
 	defer cancel()
 	for {
-		list, err := kc.AppsV1().Deployments(benchNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		list, err := kc.AppsV1().StatefulSets(benchNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return err
 		}
 		done := 0
-		for _, d := range list.Items {
-			if d.Status.ObservedGeneration >= d.Generation && d.Spec.Replicas != nil && d.Status.Replicas == *d.Spec.Replicas {
+		for _, s := range list.Items {
+			if s.Status.ObservedGeneration >= s.Generation && s.Spec.Replicas != nil && s.Status.Replicas == *s.Spec.Replicas {
 				done++
 			}
 		}
@@ -249,7 +249,7 @@ func waitRolledOut(ctx context.Context, kc kubernetes.Interface, n int, selector
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d Deployments rolled out: %w", done, n, ctx.Err())
+			return fmt.Errorf("%d of %d StatefulSets rolled out: %w", done, n, ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}

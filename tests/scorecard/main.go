@@ -34,7 +34,6 @@ import (
 
 	scapiv1alpha3 "github.com/operator-framework/api/pkg/apis/scorecard/v1alpha3"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -142,7 +141,7 @@ func almExample(dir, kind string) (*unstructured.Unstructured, error) {
 	return nil, fmt.Errorf("alm-examples has no %s", kind)
 }
 
-// memcachedDeployed: the Helm release is Deployed and its Deployment has every replica ready.
+// memcachedDeployed: the Helm release is Deployed and the Memcached lists its servers, all ready.
 func memcachedDeployed(ctx context.Context, cl client.Client, ns string, example *unstructured.Unstructured) error {
 	key := types.NamespacedName{Namespace: ns, Name: example.GetName()}
 	return poll(ctx, func() error {
@@ -159,16 +158,12 @@ func memcachedDeployed(ctx context.Context, cl client.Client, ns string, example
 		if !deployed {
 			return fmt.Errorf("memcached %s is not Deployed: conditions %+v", key.Name, mc.Status.Conditions)
 		}
-		deploy := &appsv1.Deployment{}
-		if err := cl.Get(ctx, key, deploy); err != nil {
-			return err
-		}
-		want := int32(1)
+		want := 1
 		if mc.Spec.ReplicaCount != nil {
-			want = *mc.Spec.ReplicaCount
+			want = int(*mc.Spec.ReplicaCount)
 		}
-		if deploy.Status.ReadyReplicas != want {
-			return fmt.Errorf("deployment %s has %d of %d replicas ready", key.Name, deploy.Status.ReadyReplicas, want)
+		if len(mc.Status.Servers) != want || len(mc.Status.ReadyServers) != want {
+			return fmt.Errorf("memcached %s lists %d servers, %d ready, of %d", key.Name, len(mc.Status.Servers), len(mc.Status.ReadyServers), want)
 		}
 		return nil
 	})
