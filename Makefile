@@ -149,7 +149,7 @@ test-e2e: host-packages cluster-binaries cluster-tool olm-binaries olmv1-binarie
 	  $(MAKE) --no-print-directory olm-install olmv1-install e2e-olm-images e2e-release-images && \
 	  KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECACHEDIR=$(CLUSTER_STATE)/kubectl-cache PATH="$(KUBE_BIN):$$PATH" \
 	    SSL_CERT_FILE=$(CLUSTER_STATE)/pki/ca-bundle.crt \
-	    E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
+	    E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) E2E_CLIENT_IMG=$(E2E_CLIENT_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
 	    E2E_BUNDLE_IMG=$(E2E_BUNDLE_IMG) E2E_CATALOG_IMG=$(E2E_CATALOG_IMG) \
 	    E2E_VERSION=$(VERSION) E2E_OLDEST_VERSION=$(OLDEST_VERSION) E2E_PREVIOUS_VERSION=$(PREVIOUS_VERSION) E2E_PREVIOUS_BUNDLE_IMG=$(E2E_IMAGE_TAG_BASE)-bundle:v$(PREVIOUS_VERSION) \
 	    E2E_INDEX_IMG=localhost:5000/opm:$(OPM_VERSION) E2E_BUSYBOX_IMG=localhost:5000/busybox:stable E2E_PROMETHEUS=$(PROMETHEUS) \
@@ -343,6 +343,8 @@ CLUSTER_KUBECONFIG = $(CLUSTER_STATE)/kubeconfig
 # Images built without a Docker daemon and pushed to the cluster's registry.
 E2E_IMG ?= localhost:5000/memcached-operator:dev
 E2E_PROBE_IMG ?= localhost:5000/memcache-probe:dev
+# An application's sharding client (gomemcache) over a Memcached's server list.
+E2E_CLIENT_IMG ?= localhost:5000/memcache-client:dev
 
 .PHONY: demo
 demo: host-packages cluster-tool ## Run the product: deploy it and both samples on the current context, else on the local cluster (root).
@@ -380,6 +382,8 @@ e2e-images: cluster-tool ## Build the operator, memcached and exporter images an
 	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) > $(CLUSTER_STATE)/memcached-image
 	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcache-probe ./tests/e2e/memcache-probe
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcache-probe --ref=$(E2E_PROBE_IMG)
+	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcache-client ./tests/e2e/memcache-client
+	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcache-client --ref=$(E2E_CLIENT_IMG)
 	cd hack/exporter && CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcached-exporter github.com/prometheus/memcached_exporter/cmd/memcached_exporter
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcached-exporter --mirror \
 	  --ref=$$($(call image_of,docker.io/prom/memcached-exporter) config/manager/manager.yaml)

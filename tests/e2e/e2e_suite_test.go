@@ -50,7 +50,7 @@ var (
 	root string
 	k8s  client.Client
 	// Images pushed by `make e2e-images`.
-	operatorImage, memcachedImage, probeImage string
+	operatorImage, memcachedImage, probeImage, clientImage string
 	// kustomizationBefore restores config/manager/kustomization.yaml, which `make deploy` edits.
 	kustomizationBefore []byte
 )
@@ -68,6 +68,8 @@ var _ = BeforeSuite(func() {
 	Expect(operatorImage).NotTo(BeEmpty(), "E2E_IMG names the operator image: run `make test-e2e`")
 	Expect(memcachedImage).NotTo(BeEmpty(), "E2E_MEMCACHED_IMG names the memcached image")
 	Expect(probeImage).NotTo(BeEmpty(), "E2E_PROBE_IMG names the memcache-probe image")
+	clientImage = os.Getenv("E2E_CLIENT_IMG")
+	Expect(clientImage).NotTo(BeEmpty(), "E2E_CLIENT_IMG names the memcache-client image")
 
 	scheme := runtime.NewScheme()
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())

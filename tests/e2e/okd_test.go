@@ -159,13 +159,11 @@ var _ = Describe("On OKD's restricted-v2 SCC", Ordered, func() {
 		kubectl("-n", okdNamespace, "wait", "memcached/"+mcName, "--for=condition=Deployed", "--timeout=3m")
 		kubectl("-n", okdNamespace, "wait", "memcachedbackup/"+backupName, "--for=condition=Available", "--timeout=3m")
 
-		By("leaving the UID to the SCC in both Deployments, as on OKD")
-		for _, name := range []string{mcName, backupName} {
-			deploy := &appsv1.Deployment{}
-			Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: okdNamespace, Name: name}, deploy)).To(Succeed())
-			Expect(deploy.Spec.Template.Spec.SecurityContext.RunAsUser).To(BeNil(), "Deployment %s fixes the pod's UID", name)
-			for _, c := range deploy.Spec.Template.Spec.Containers {
-				Expect(c.SecurityContext == nil || c.SecurityContext.RunAsUser == nil).To(BeTrue(), "Deployment %s fixes container %s's UID", name, c.Name)
+		By("leaving the UID to the SCC in the StatefulSet and the Deployment, as on OKD")
+		for name, template := range podTemplates(okdNamespace) {
+			Expect(template.Spec.SecurityContext.RunAsUser).To(BeNil(), "%s fixes the pod's UID", name)
+			for _, c := range template.Spec.Containers {
+				Expect(c.SecurityContext == nil || c.SecurityContext.RunAsUser == nil).To(BeTrue(), "%s fixes container %s's UID", name, c.Name)
 			}
 		}
 
@@ -192,10 +190,8 @@ var _ = Describe("On OKD's restricted-v2 SCC", Ordered, func() {
 		}
 		By("naming every image by digest, from the operator's RELATED_IMAGE_* variables")
 		images := map[string]string{}
-		for _, name := range []string{mcName, backupName} {
-			deploy := &appsv1.Deployment{}
-			Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: okdNamespace, Name: name}, deploy)).To(Succeed())
-			for _, c := range deploy.Spec.Template.Spec.Containers {
+		for name, template := range podTemplates(okdNamespace) {
+			for _, c := range template.Spec.Containers {
 				images[name+"/"+c.Name] = c.Image
 			}
 		}
@@ -228,3 +224,14 @@ var _ = Describe("On OKD's restricted-v2 SCC", Ordered, func() {
 		}, timeout, poll).Should(MatchRegexp(`(?m)^memcached_up 1$`))
 	})
 })
+
+// podTemplates are the pod templates of the samples in ns: the Memcached's StatefulSet and the
+// MemcachedBackup's Deployment, by their names.
+func podTemplates(ns string) map[string]corev1.PodTemplateSpec {
+	GinkgoHelper()
+	servers := &appsv1.StatefulSet{}
+	Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: mcName}, servers)).To(Succeed())
+	deploy := &appsv1.Deployment{}
+	Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: backupName}, deploy)).To(Succeed())
+	return map[string]corev1.PodTemplateSpec{mcName: servers.Spec.Template, backupName: deploy.Spec.Template}
+}

@@ -182,7 +182,7 @@ func samplesReconcile(ns string) {
 	kubectl("-n", ns, "wait", "memcached/memcached-sample", "--for=condition=Deployed", "--timeout=3m")
 	kubectl("-n", ns, "wait", "memcachedbackup/memcachedbackup-sample", "--for=condition=Available", "--timeout=3m")
 	Eventually(func() string {
-		return kubectl("-n", ns, "get", "deployment", "memcached-sample", "-o", "jsonpath={.status.readyReplicas}")
+		return kubectl("-n", ns, "get", "statefulset", "memcached-sample", "-o", "jsonpath={.status.readyReplicas}")
 	}, timeout, poll).Should(Equal("3"))
 	kubectl("-n", ns, "delete", "-f", "config/samples/cache_v1_memcached.yaml", "-f", "config/samples/cache_v1_memcachedbackup.yaml", "--timeout=2m")
 }

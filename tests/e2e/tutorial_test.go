@@ -145,7 +145,7 @@ func smallCRs(ns string) {
 // records are gone.
 func releaseGone(ns, name string) func(g Gomega) {
 	return func(g Gomega) {
-		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}} {
+		for _, obj := range []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}} {
 			err := k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: name}, obj)
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s/%s still exists", obj, ns, name)
 		}
@@ -180,9 +180,10 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 			}
 			return ""
 		}, timeout, poll).Should(Equal("True"))
-		deploy := &appsv1.Deployment{}
-		Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, deploy)).To(Succeed())
-		Expect(deploy.Spec.Template.Spec.Containers[0].Image).To(Equal(memcachedImage), "the operator uses RELATED_IMAGE_MEMCACHED")
+		servers := &appsv1.StatefulSet{}
+		Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, servers)).To(Succeed())
+		Expect(servers.Spec.Template.Spec.Containers[0].Image).To(Equal(memcachedImage), "the operator uses RELATED_IMAGE_MEMCACHED")
+		Expect(runningPods(memcachedPods)(Default)).To(Equal([]string{mcName + "-0", mcName + "-1", mcName + "-2"}), "servers with stable names")
 	})
 
 	It("runs 2 pods for config/samples/cache_v1_memcachedbackup.yaml and lists them in status.nodes", func() {
@@ -219,30 +220,31 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 		}, timeout, poll).Should(HaveLen(3))
 	})
 
-	It("repairs drift: a deleted Deployment comes back, a hand-scaled one is scaled back", func() {
-		for _, name := range []string{mcName, backupName} {
-			before := &appsv1.Deployment{}
+	It("repairs drift: a deleted StatefulSet or Deployment comes back, a hand-scaled one is scaled back", func() {
+		workloads := map[string]func() client.Object{
+			mcName:     func() client.Object { return &appsv1.StatefulSet{} },
+			backupName: func() client.Object { return &appsv1.Deployment{} },
+		}
+		for name, obj := range workloads {
+			before := obj()
 			Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, before)).To(Succeed())
-			kubectl("-n", e2eNamespace, "delete", "deployment", name, "--wait=false")
+			Expect(k8s.Delete(ctx(), before, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 			Eventually(func(g Gomega) {
-				d := &appsv1.Deployment{}
-				g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, d)).To(Succeed())
-				g.Expect(d.UID).NotTo(Equal(before.UID))
-			}, timeout, poll).Should(Succeed(), "Deployment %s is recreated", name)
+				now := obj()
+				g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, now)).To(Succeed())
+				g.Expect(now.GetUID()).NotTo(Equal(before.GetUID()))
+			}, timeout, poll).Should(Succeed(), "%T %s is recreated", before, name)
 		}
 		Eventually(runningPods(memcachedPods), timeout, poll).Should(HaveLen(2))
 		Eventually(runningPods(backupPods), timeout, poll).Should(HaveLen(3))
 
-		kubectl("-n", e2eNamespace, "scale", "deployment", mcName, "--replicas=5")
+		kubectl("-n", e2eNamespace, "scale", "statefulset", mcName, "--replicas=5")
 		kubectl("-n", e2eNamespace, "scale", "deployment", backupName, "--replicas=1")
 		Eventually(func(g Gomega) []int32 {
-			var got []int32
-			for _, name := range []string{mcName, backupName} {
-				d := &appsv1.Deployment{}
-				g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, d)).To(Succeed())
-				got = append(got, *d.Spec.Replicas)
-			}
-			return got
+			servers, deploy := &appsv1.StatefulSet{}, &appsv1.Deployment{}
+			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, servers)).To(Succeed())
+			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: backupName}, deploy)).To(Succeed())
+			return []int32{*servers.Spec.Replicas, *deploy.Spec.Replicas}
 		}, timeout, poll).Should(Equal([]int32{2, 3}))
 	})
 
@@ -300,7 +302,7 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 	It("removes everything the CRs made when they are deleted", func() {
 		kubectl("-n", e2eNamespace, "delete", "-f", "config/samples/cache_v1_memcached.yaml", "-f", "config/samples/cache_v1_memcachedbackup.yaml", "--wait=true", "--timeout=2m")
 		Eventually(func(g Gomega) {
-			for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}} {
+			for _, obj := range []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}} {
 				for _, name := range []string{mcName, backupName} {
 					err := k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, obj)
 					g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s still exists", obj, name)
@@ -367,6 +369,8 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 	It("proves its monitoring against a real Prometheus: a cache overfilled shows in status, Events, metrics and alerts, and clears", proveMonitoring)
 
 	It("keeps a namespace editor's forged release records from deleting a Deployment of another namespace or a Secret in kube-system", proveTenantCannotReachOut)
+
+	It("serves as one cache through its server list: every key read back, no stale read, one server cold at a time while rolling, most keys kept when it grows", proveOneCache)
 
 	It("leaves no operator objects after make undeploy, and with CRs present removes them and their releases first", func() {
 		ns := "memcached-left"

@@ -32,6 +32,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -160,8 +161,8 @@ func (p *liveProbe) stop() probeResult {
 }
 
 // expectMigrated checks what an upgrade through OLM v0 from release from to the current release
-// leaves: the new CSV alone, the operands on the new chart and memcached version, every pod owned
-// by the new Deployment, the CRs the same objects with their spec moved to the new names; with
+// leaves: the new CSV alone, the operands on the new chart and memcached version, every pod a
+// server of the new StatefulSet, the CRs the same objects with their spec moved to the new names; with
 // events, the Events that say so. (An operator killed mid-upgrade may die with Events recorded but
 // not yet sent.)
 func expectMigrated(ns, from string, uids map[string]types.UID, events bool) {
@@ -179,13 +180,14 @@ func expectMigrated(ns, from string, uids map[string]types.UID, events bool) {
 }
 
 // migrationEvents are the reasons of the Events an upgrade from release from records on a
-// Memcached: the chart's new version always; from 0.1.0 also its Deployment's new selector, the
-// spec's renamed fields, and the pods of the memcached version 0.1.0 pinned, retired one by one.
+// Memcached: the chart's new version, the Deployment replaced by the StatefulSet of servers (every
+// release before 1.2.0 ran a Deployment) and its pods retired one by one; from 0.1.0 also the
+// spec's renamed fields.
 func migrationEvents(from string) []string {
 	if from == "0.1.0" {
-		return []string{"ChartUpgraded", "SelectorMigrated", "SpecMigrated", "PodRetiring"}
+		return []string{"ChartUpgraded", "ServersMigrated", "SpecMigrated", "PodRetiring"}
 	}
-	return []string{"ChartUpgraded"}
+	return []string{"ChartUpgraded", "ServersMigrated", "PodRetiring"}
 }
 
 // expectOperandsMigrated checks the operands after an upgrade to the current release, however it
@@ -207,20 +209,31 @@ func expectOperandsMigrated(ns string, uids map[string]types.UID) {
 		g.Expect(mc.Status.Conditions).To(ContainElement(And(HaveField("Type", "Deployed"), HaveField("Status", metav1.ConditionTrue))))
 	}, 5*time.Minute, poll).Should(Succeed())
 
-	deploy := &appsv1.Deployment{}
-	Expect(k8s.Get(ctx(), key, deploy)).To(Succeed())
-	Expect(deploy.Spec.Selector.MatchLabels).To(HaveKeyWithValue("app.kubernetes.io/component", "cache"))
-	Expect(deploy.Spec.Template.Spec.Containers[0].Image).To(Equal("docker.io/library/memcached:1.6.39"))
-	Expect(deploy.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", "96"))
+	servers := &appsv1.StatefulSet{}
+	Expect(k8s.Get(ctx(), key, servers)).To(Succeed())
+	Expect(servers.Spec.Selector.MatchLabels).To(HaveKeyWithValue("app.kubernetes.io/component", "cache"))
+	Expect(servers.Spec.Template.Spec.Containers[0].Image).To(Equal("docker.io/library/memcached:1.6.39"))
+	Expect(servers.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", "96"))
+	Expect(k8s.Get(ctx(), key, &appsv1.Deployment{})).To(Satisfy(apierrors.IsNotFound), "the Deployment of the earlier release is gone")
 	Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
 		g.Expect(k8s.List(ctx(), pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": "memcached-sample"})).To(Succeed())
 		g.Expect(pods.Items).To(HaveLen(3), "the pods of the earlier release are gone")
 		for _, p := range pods.Items {
-			g.Expect(metav1.GetControllerOf(&p)).NotTo(BeNil(), "pod %s has an owner", p.Name)
+			g.Expect(metav1.GetControllerOf(&p)).To(HaveField("Kind", "StatefulSet"), "pod %s is a server of the StatefulSet", p.Name)
 			g.Expect(p.Spec.Containers[0].Image).To(Equal("docker.io/library/memcached:1.6.39"))
 		}
 	}, timeout, poll).Should(Succeed())
+
+	By("reading every key back through the server list that status now gives, with a sharding client")
+	mc := &cachev1.Memcached{}
+	Expect(k8s.Get(ctx(), key, mc)).To(Succeed())
+	Expect(mc.Status.Servers).To(HaveLen(3))
+	list := strings.Join(mc.Status.Servers, ",")
+	var stored, read clientCounts
+	runClient(ns, "store-after-upgrade", &stored, "-servers", list, "-op", "store", "-keys", "3000")
+	runClient(ns, "read-after-upgrade", &read, "-servers", list, "-op", "read", "-keys", "3000")
+	Expect(read).To(And(HaveField("Hits", 3000), HaveField("Misses", 0), HaveField("Failures", 0)))
 
 	backup := &cachev1.MemcachedBackup{}
 	Eventually(func(g Gomega) {
@@ -343,7 +356,7 @@ var _ = Describe("Upgrades from earlier releases", Ordered, func() {
 	})
 })
 
-// rejectAnnotated makes admission refuse, in ns, Deployments whose pods carry the annotation
+// rejectAnnotated makes admission refuse, in ns, StatefulSets whose pods carry the annotation
 // e2e.memcached/reject.
 func rejectAnnotated(ns string) {
 	manifest := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
@@ -353,7 +366,7 @@ spec:
   failurePolicy: Fail
   matchConstraints:
     resourceRules:
-    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [statefulsets]}
   validations:
   - expression: "!has(object.spec.template.metadata.annotations) || !('e2e.memcached/reject' in object.spec.template.metadata.annotations)"
     message: rejected by the e2e policy
@@ -374,9 +387,10 @@ spec:
 	// The API server loads policies asynchronously: wait until a dry run is refused.
 	probe := filepath.Join(GinkgoT().TempDir(), "probe.yaml")
 	Expect(os.WriteFile(probe, []byte(`apiVersion: apps/v1
-kind: Deployment
+kind: StatefulSet
 metadata: {name: policy-probe}
 spec:
+  serviceName: policy-probe
   selector: {matchLabels: {a: b}}
   template:
     metadata: {labels: {a: b}, annotations: {e2e.memcached/reject: "yes"}}

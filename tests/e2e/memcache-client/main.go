@@ -1,0 +1,307 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command memcache-client uses a Memcached as an application does: a sharding client library
+// (github.com/bradfitz/gomemcache) hashes each key to one server of the list, with rendezvous
+// hashing, a consistent hash: a server added or removed moves only its share of the keys.
+//
+//	memcache-client -servers a:11211,b:11211 -op store -keys 10000    store keys (value = key's value)
+//	memcache-client -servers ... -op read -keys 10000                 read them: hits, misses, wrong
+//	memcache-client -servers ... -op delete -keys 100                 delete keys, then read each from
+//	                                                                  every server: a copy left is stale
+//	memcache-client -servers ... -op watch -keys 3000 -duration 3m    every second read every key (a
+//	                                                                  miss is stored again), per server
+//	memcache-client -srv _memcache._tcp.svc.ns.svc -op servers        the servers SRV lists
+//
+// -servers may be replaced by -srv: the list is then what SRV lists, sorted. Names are resolved
+// again before each pass, as clients that follow a server list do. It prints JSON.
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+)
+
+func main() {
+	servers := flag.String("servers", "", "comma-separated host:port list (a Memcached's status.servers)")
+	srv := flag.String("srv", "", "SRV name that lists the servers, instead of -servers")
+	op := flag.String("op", "read", "store, read, delete, watch or servers")
+	keys := flag.Int("keys", 1000, "how many keys (key-0 ... key-<n-1>)")
+	prefix := flag.String("prefix", "key", "key prefix")
+	duration := flag.Duration("duration", time.Minute, "watch: how long")
+	interval := flag.Duration("interval", time.Second, "watch: pause between passes")
+	flag.Parse()
+
+	list := func() ([]string, error) {
+		if *srv != "" {
+			return lookupSRV(*srv)
+		}
+		if *servers == "" {
+			return nil, errors.New("-servers or -srv is required")
+		}
+		return strings.Split(*servers, ","), nil
+	}
+	addrs, err := list()
+	if err != nil {
+		fail(err)
+	}
+	ring := &rendezvous{}
+	if err := ring.set(addrs); err != nil {
+		fail(err)
+	}
+	mc := memcache.NewFromSelector(ring)
+	mc.Timeout = 2 * time.Second
+	key := func(i int) string { return fmt.Sprintf("%s-%d", *prefix, i) }
+	value := func(i int) []byte { return fmt.Appendf(nil, "value-%d", i) }
+
+	var out any
+	switch *op {
+	case "servers":
+		out = map[string]any{"servers": addrs}
+	case "store":
+		r := counts{}
+		for i := range *keys {
+			r.add(ring.name(key(i)), mc.Set(&memcache.Item{Key: key(i), Value: value(i)}), true)
+		}
+		out = r
+	case "read":
+		r := counts{}
+		for i := range *keys {
+			r.read(ring.name(key(i)), mc, key(i), value(i))
+		}
+		out = r
+	case "delete":
+		out = deleteAndCheck(mc, addrs, *keys, key)
+	case "watch":
+		out = watch(mc, ring, list, *keys, *duration, *interval, key, value)
+	default:
+		fail(fmt.Errorf("unknown -op %s", *op))
+	}
+	b, _ := json.Marshal(out)
+	fmt.Println(string(b))
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(2)
+}
+
+// counts are the outcomes of requests, in all and per server.
+type counts struct {
+	Requests int `json:"requests"`
+	Hits     int `json:"hits"`
+	Misses   int `json:"misses"`
+	Wrong    int `json:"wrong"` // a value that is not the key's
+	Failures int `json:"failures"`
+	// PerServer counts the misses and failures of each server (by its name in the list).
+	PerServer  map[string]int `json:"perServer,omitempty"`
+	FirstError string         `json:"firstError,omitempty"`
+}
+
+func (c *counts) add(server string, err error, stored bool) {
+	c.Requests++
+	switch {
+	case err == nil && stored:
+		c.Hits++
+	case errors.Is(err, memcache.ErrCacheMiss):
+		c.Misses++
+		c.bad(server)
+	case err != nil:
+		c.Failures++
+		c.bad(server)
+		if c.FirstError == "" {
+			c.FirstError = err.Error()
+		}
+	}
+}
+
+func (c *counts) bad(server string) {
+	if c.PerServer == nil {
+		c.PerServer = map[string]int{}
+	}
+	c.PerServer[server]++
+}
+
+// read gets one key and counts a hit, a miss, a wrong value or a failure.
+func (c *counts) read(server string, mc *memcache.Client, key string, want []byte) error {
+	it, err := mc.Get(key)
+	if err == nil && string(it.Value) != string(want) {
+		c.Requests++
+		c.Wrong++
+		c.bad(server)
+		return nil
+	}
+	c.add(server, err, true)
+	return err
+}
+
+// deleteAndCheck deletes n keys through the client, then asks every server for each: a value
+// still served anywhere is stale.
+func deleteAndCheck(mc *memcache.Client, addrs []string, n int, key func(int) string) map[string]int {
+	out := map[string]int{"deleted": 0, "stale": 0, "failures": 0}
+	for i := range n {
+		if err := mc.Delete(key(i)); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+			out["failures"]++
+			continue
+		}
+		out["deleted"]++
+	}
+	for _, addr := range addrs {
+		one := memcache.New(addr)
+		one.Timeout = 2 * time.Second
+		for i := range n {
+			if _, err := one.Get(key(i)); err == nil {
+				out["stale"]++
+			} else if !errors.Is(err, memcache.ErrCacheMiss) {
+				out["failures"]++
+			}
+		}
+	}
+	return out
+}
+
+// pass is one watch pass over every key.
+type pass struct {
+	At time.Time `json:"at"`
+	counts
+}
+
+// watch reads every key once a pass, every interval, for duration; a key missed is stored again
+// (cache-aside, as an application does), so a restarted server warms up. Names are resolved
+// again before each pass.
+func watch(mc *memcache.Client, ring *rendezvous, list func() ([]string, error), n int, duration, interval time.Duration,
+	key func(int) string, value func(int) []byte) map[string]any {
+	var passes []pass
+	end := time.Now().Add(duration)
+	for time.Now().Before(end) {
+		if addrs, err := list(); err == nil {
+			_ = ring.set(addrs) // a name that does not resolve keeps its place; its keys fail
+		}
+		p := pass{At: time.Now().UTC()}
+		for i := range n {
+			if err := p.read(ring.name(key(i)), mc, key(i), value(i)); errors.Is(err, memcache.ErrCacheMiss) {
+				_ = mc.Set(&memcache.Item{Key: key(i), Value: value(i)})
+			}
+		}
+		passes = append(passes, p)
+		time.Sleep(interval)
+	}
+	worst := 0 // the most servers with a miss or failure in one pass
+	for _, p := range passes {
+		worst = max(worst, len(p.PerServer))
+	}
+	return map[string]any{"passes": passes, "mostServersMissingInOnePass": worst}
+}
+
+// rendezvous is a gomemcache ServerSelector with rendezvous (highest random weight) hashing: a
+// key goes to the server whose hash with the key is highest, so a server added takes 1/(n+1) of
+// the keys and a server removed gives away only its own. Servers are kept by their names (the
+// hash's input), each resolved to an address.
+type rendezvous struct {
+	mu    sync.RWMutex
+	names []string
+	addrs map[string]net.Addr
+}
+
+func (r *rendezvous) set(names []string) error {
+	addrs := map[string]net.Addr{}
+	for _, n := range names {
+		a, err := net.ResolveTCPAddr("tcp", n)
+		if err != nil {
+			a = nil // not resolvable now (a server restarting): its keys fail until it is back
+		}
+		if a != nil {
+			addrs[n] = a
+		} else {
+			addrs[n] = unresolved(n)
+		}
+	}
+	r.mu.Lock()
+	r.names, r.addrs = slices.Clone(names), addrs
+	r.mu.Unlock()
+	return nil
+}
+
+// name is the server a key hashes to.
+func (r *rendezvous) name(key string) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	best, bestWeight := "", uint64(0)
+	for _, n := range r.names {
+		h := sha256.Sum256([]byte(n + "\x00" + key))
+		if w := binary.BigEndian.Uint64(h[:8]); best == "" || w > bestWeight {
+			best, bestWeight = n, w
+		}
+	}
+	return best
+}
+
+func (r *rendezvous) PickServer(key string) (net.Addr, error) {
+	name := r.name(key)
+	if name == "" {
+		return nil, memcache.ErrNoServers
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.addrs[name], nil
+}
+
+func (r *rendezvous) Each(f func(net.Addr) error) error {
+	r.mu.RLock()
+	addrs := make([]net.Addr, 0, len(r.addrs))
+	for _, a := range r.addrs {
+		addrs = append(addrs, a)
+	}
+	r.mu.RUnlock()
+	for _, a := range addrs {
+		if err := f(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unresolved is the address of a server whose name does not resolve: connecting to it fails.
+type unresolved string
+
+func (u unresolved) Network() string { return "tcp" }
+func (u unresolved) String() string  { return string(u) }
+
+// lookupSRV returns the targets SRV lists for name as host:port, sorted.
+func lookupSRV(name string) ([]string, error) {
+	_, records, err := net.LookupSRV("", "", name)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range records {
+		out = append(out, fmt.Sprintf("%s:%d", strings.TrimSuffix(r.Target, "."), r.Port))
+	}
+	slices.Sort(out)
+	return out, nil
+}
