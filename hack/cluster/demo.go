@@ -108,9 +108,10 @@ func (d *demo) run() error {
 		return err
 	}
 	if local {
-		// A client in the cluster stores keys through the Service and reads them back.
+		// An application's sharding client in the cluster finds the servers through SRV, stores
+		// keys over them and reads every one back.
 		if err := d.kubectlShow("-n", demoNamespace, "run", "memcached-demo-client", "--rm", "-i", "--restart=Never",
-			"--image="+probeImage, "--", "-addr", "memcached-sample:11211", "-keys", "10"); err != nil {
+			"--image="+clientImage, "--", "-srv", demoSRV(), "-op", "check", "-keys", "1000"); err != nil {
 			return err
 		}
 	}
@@ -119,8 +120,14 @@ func (d *demo) run() error {
 	return nil
 }
 
-// probeImage is the memcached client that `make e2e-images` pushes (tests/e2e/memcache-probe).
-var probeImage = RegistryHost + "/memcache-probe:dev"
+// clientImage is the sharding memcached client that `make e2e-images` pushes
+// (tests/e2e/memcache-client).
+var clientImage = RegistryHost + "/memcache-client:dev"
+
+// demoSRV is the SRV name of the sample's servers.
+func demoSRV() string {
+	return "_memcache._tcp.memcached-sample-headless." + demoNamespace + ".svc.cluster.local"
+}
 
 // deploy runs make deploy and waits for the operator.
 func (d *demo) deploy(memcachedImg string) error {
@@ -191,11 +198,12 @@ func (d *demo) summary(local bool) {
 	if local {
 		fmt.Printf("  export KUBECONFIG=%s PATH=%s:$PATH\n", d.c.Kubeconfig(), d.c.BinDir)
 	}
-	fmt.Println("  kubectl get memcached memcached-sample -o yaml           # conditions, version, replicas")
+	fmt.Println("  kubectl get memcached memcached-sample -o yaml           # conditions, version, servers")
+	fmt.Println("  kubectl get memcached memcached-sample -o jsonpath='{.status.servers}'   # what clients shard keys over")
 	fmt.Println("  kubectl patch memcached memcached-sample --type=merge -p '{\"spec\":{\"replicaCount\":5}}'")
 	fmt.Println("  kubectl get memcachedbackup memcachedbackup-sample -o jsonpath='{.status.nodes}'")
 	if local {
-		fmt.Printf("  kubectl run mc --rm -i --restart=Never --image=%s -- -addr memcached-sample:11211 -keys 100\n", probeImage)
+		fmt.Printf("  kubectl run mc --rm -i --restart=Never --image=%s -- -srv %s -op check -keys 10000\n", clientImage, demoSRV())
 	}
 	fmt.Println("  make demo-down                                            # remove it all")
 }

@@ -25,6 +25,7 @@ limitations under the License.
 //	memcache-client -servers ... -op watch -keys 3000 -duration 3m    every second read every key (a
 //	                                                                  miss is stored again), per server
 //	memcache-client -srv _memcache._tcp.svc.ns.svc -op servers        the servers SRV lists
+//	memcache-client -srv ... -op check -keys 1000                      store keys, read them back, say so
 //
 // -servers may be replaced by -srv: the list is then what SRV lists, sorted. Names are resolved
 // again before each pass, as clients that follow a server list do. It prints JSON.
@@ -50,7 +51,7 @@ import (
 func main() {
 	servers := flag.String("servers", "", "comma-separated host:port list (a Memcached's status.servers)")
 	srv := flag.String("srv", "", "SRV name that lists the servers, instead of -servers")
-	op := flag.String("op", "read", "store, read, delete, watch or servers")
+	op := flag.String("op", "read", "store, read, check, delete, watch or servers")
 	keys := flag.Int("keys", 1000, "how many keys (key-0 ... key-<n-1>)")
 	prefix := flag.String("prefix", "key", "key prefix")
 	duration := flag.Duration("duration", time.Minute, "watch: how long")
@@ -95,6 +96,17 @@ func main() {
 			r.read(ring.name(key(i)), mc, key(i), value(i))
 		}
 		out = r
+	case "check":
+		stored, read := counts{}, counts{}
+		for i := range *keys {
+			stored.add(ring.name(key(i)), mc.Set(&memcache.Item{Key: key(i), Value: value(i)}), true)
+		}
+		for i := range *keys {
+			_ = read.read(ring.name(key(i)), mc, key(i), value(i))
+		}
+		fmt.Printf("%d servers: %s\nstored %d keys (%d failed), read back %d of them (%d misses, %d failures)\n",
+			len(addrs), strings.Join(addrs, ", "), stored.Hits, stored.Failures, read.Hits, read.Misses, read.Failures)
+		out = map[string]any{"servers": addrs, "stored": stored, "read": read}
 	case "delete":
 		out = deleteAndCheck(mc, addrs, *keys, key)
 	case "watch":
