@@ -44,10 +44,10 @@ type MemcachedSpec struct {
 
 	// minReadySeconds is how long a memcached server that a rollout replaced must be ready before
 	// the next is replaced: servers are replaced one at a time, so at most one server's share of
-	// the keys is cold at any moment.
+	// the keys is cold at any moment. Unset: 10 (the chart's default; no schema default, so that
+	// an earlier operator's chart still takes CRs the new CRD defaulted during an upgrade).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3600
-	// +kubebuilder:default=10
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Seconds a replaced server is ready before the next",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`

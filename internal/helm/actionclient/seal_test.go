@@ -164,7 +164,7 @@ func TestChartKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []schema.GroupKind{{Kind: "Service"}, {Kind: "ServiceAccount"}, {Group: "apps", Kind: "Deployment"},
+	want := []schema.GroupKind{{Kind: "Service"}, {Kind: "ServiceAccount"}, {Kind: "ConfigMap"}, {Group: "apps", Kind: "StatefulSet"},
 		{Group: "policy", Kind: "PodDisruptionBudget"}, {Group: "networking.k8s.io", Kind: "NetworkPolicy"},
 		{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}, {Group: "monitoring.coreos.com", Kind: "PrometheusRule"}}
 	less := func(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) }
