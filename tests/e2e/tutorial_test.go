@@ -20,7 +20,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -198,14 +197,14 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 		Expect(out).To(Equal("True"))
 	})
 
-	It("serves: a pod stores and reads keys through the Service", func() {
-		// Each key is stored and read back on one connection: the Service balances connections
-		// over independent memcached pods (clients shard keys themselves), so a key stored on
-		// one connection is on one pod only.
-		addr := fmt.Sprintf("%s.%s.svc.cluster.local:11211", mcName, e2eNamespace)
-		res := probe("probe", "-addr", addr, "-keys", "50", "-wait-ready", "1m")
-		Expect(res["requests"]).To(BeEquivalentTo(50))
-		Expect(res["failures"]).To(BeEquivalentTo(0))
+	It("serves: an application's sharding client stores and reads keys over the server list in status", func() {
+		mc := &cachev1.Memcached{}
+		Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, mc)).To(Succeed())
+		Expect(mc.Status.Servers).To(HaveLen(3))
+		var check struct{ Stored, Read clientCounts }
+		runClient(e2eNamespace, "check", &check, "-servers", strings.Join(mc.Status.Servers, ","), "-op", "check", "-keys", "500")
+		Expect(check.Stored).To(And(HaveField("Hits", 500), HaveField("Failures", 0)))
+		Expect(check.Read).To(And(HaveField("Hits", 500), HaveField("Misses", 0), HaveField("Failures", 0)))
 	})
 
 	It("reconciles changed specs re-applied with kubectl", func() {
