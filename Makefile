@@ -205,7 +205,6 @@ bundle: manifests image-build $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ f
 		--channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
 	go run ./hack/csvpatch -csv $(CSV) -image $(OPERATOR_REPO)@$$(cat $(OPERATOR_DIGEST_FILE)) -created-at $(CREATED_AT) \
 		-annotations bundle/metadata/annotations.yaml -dockerfile bundle.Dockerfile
-	go run ./hack/olmv1manifests -bundle bundle -catalog catalog -catalog-image $(CATALOG_IMG) -out config/olmv1
 	$(MAKE) --no-print-directory bundle-validate
 
 # operator-sdk checks the bundle's format and runs the default validators; the operatorframework
@@ -257,6 +256,14 @@ catalog: cluster-tool $(OPM) ## Write catalog/ from catalog-template.yaml, relea
 		-image-template '$(IMAGE_TAG_BASE)-bundle@{{.Digest}}'
 	rm -f $(CATALOG_ROOT).Dockerfile && $(OPM) generate dockerfile $(CATALOG_ROOT) \
 		--base-image quay.io/operator-framework/opm:$(OPM_VERSION) --builder-image quay.io/operator-framework/opm:$(OPM_VERSION)
+	$(if $(filter catalog,$(CATALOG_ROOT)),$(MAKE) --no-print-directory olmv1-manifests)
+
+# OLM v1's installer may install or upgrade to any bundle of the catalog: its rights are read from
+# the catalog (and the bundle), so `make catalog` writes them after the catalog (only the project's
+# own catalog/, not the e2e copy).
+.PHONY: olmv1-manifests
+olmv1-manifests: ## Write config/olmv1 (ClusterCatalog, ClusterExtension, the installer's RBAC) from bundle/ and catalog/.
+	go run ./hack/olmv1manifests -bundle bundle -catalog catalog -catalog-image $(CATALOG_IMG) -out config/olmv1
 
 .PHONY: catalog-validate
 catalog-validate: $(OPM) ## Validate catalog/ (opm validate).
