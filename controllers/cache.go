@@ -88,7 +88,6 @@ func partlyCached() map[client.Object]cache.ByObject {
 		// The Helm reconcilers watch the release records this operator wrote; no other Secret,
 		// and no Helm release of others, is needed.
 		&corev1.Secret{}: {Label: helm.RecordSelector()},
-
 	}
 }
 

@@ -26,7 +26,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -117,6 +120,55 @@ func TestChartServerNamesFitTheLongestMemcachedName(t *testing.T) {
 	}
 	var list corev1.ConfigMap
 	renderedAs(t, objs, "ConfigMap", servers.Name+"-servers", &list)
+
+	// Two longest names that differ only in their last letter keep servers of their own.
+	other := renderChartNamed(t, name[:len(name)-1]+"n", map[string]any{"replicaCount": 2})
+	var others appsv1.StatefulSet
+	renderedAs(t, other, "StatefulSet", "", &others)
+	if others.Name == servers.Name || others.Spec.ServiceName == servers.Spec.ServiceName {
+		t.Errorf("Memcacheds %s and %s share StatefulSet %s (Service %s)", name, name[:len(name)-1]+"n", servers.Name, servers.Spec.ServiceName)
+	}
+}
+
+// What lists or counts the servers selects the StatefulSet's pods only: a pod of a release before
+// 1.2.0 (the Deployment's, which serves through the ClusterIP Service during the move) is not a
+// server, in SRV, in the PodDisruptionBudget or to anti-affinity.
+func TestChartServersAreTheStatefulSetsPodsOnly(t *testing.T) {
+	objs := renderChart(t, map[string]any{"antiAffinity": "hard"})
+	var servers appsv1.StatefulSet
+	renderedAs(t, objs, "StatefulSet", "", &servers)
+	// The labels every Deployment pod of 0.1.0 to 1.1.0 carried.
+	oldPod := k8slabels.Set{"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "memcached-sample",
+		"app.kubernetes.io/component": "cache", "app.kubernetes.io/part-of": "memcached-operator"}
+	server := k8slabels.Set(servers.Spec.Template.Labels)
+
+	var headless, service corev1.Service
+	renderedAs(t, objs, "Service", servers.Spec.ServiceName, &headless)
+	renderedAs(t, objs, "Service", "memcached-sample", &service)
+	var pdb policyv1.PodDisruptionBudget
+	renderedAs(t, objs, "PodDisruptionBudget", "", &pdb)
+	anti := servers.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector
+	for what, sel := range map[string]*metav1.LabelSelector{
+		"headless Service":    {MatchLabels: headless.Spec.Selector},
+		"PodDisruptionBudget": pdb.Spec.Selector,
+		"anti-affinity":       anti,
+	} {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if !s.Matches(server) {
+			t.Errorf("%s does not select the servers", what)
+		}
+		if s.Matches(oldPod) {
+			t.Errorf("%s selects the pods of an earlier release's Deployment too", what)
+		}
+	}
+	// The ClusterIP Service answers through the move: it selects both.
+	s := k8slabels.SelectorFromSet(service.Spec.Selector)
+	if !s.Matches(server) || !s.Matches(oldPod) {
+		t.Errorf("Service %s selects %v: it must select the servers and the earlier release's pods", service.Name, service.Spec.Selector)
+	}
 }
 
 // The chart lists at most 100 servers, the most replicaCount may be: so no value makes it loop

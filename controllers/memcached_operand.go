@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -251,6 +252,9 @@ func earlierReleasePods(pods []corev1.Pod) []*corev1.Pod {
 // many such pods are left and when to look again.
 func (r *MemcachedOperandReconciler) retireOldPods(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, pods []corev1.Pod) (int, time.Duration, error) {
 	old := earlierReleasePods(pods)
+	if err := r.tieToCR(ctx, mc, old); err != nil {
+		return 0, 0, err
+	}
 	if len(old) == 0 || servers == nil || !rolloutOfServers(servers).complete() {
 		return len(old), 0, nil // the StatefulSet's watch brings us back when its rollout completes
 	}
@@ -280,6 +284,27 @@ func (r *MemcachedOperandReconciler) retireOldPods(ctx context.Context, mc *cach
 		}
 	}
 	return left, requeue, nil
+}
+
+// tieToCR gives each pod of an earlier release an owner reference to the CR (not as controller):
+// their Deployment is gone, and a CR deleted before they are retired takes them with it instead
+// of leaving memcached running unowned.
+func (r *MemcachedOperandReconciler) tieToCR(ctx context.Context, mc *cachev1.Memcached, old []*corev1.Pod) error {
+	for _, p := range old {
+		if slices.ContainsFunc(p.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == mc.UID }) {
+			continue
+		}
+		before := p.DeepCopy()
+		p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{
+			APIVersion: cachev1.GroupVersion.String(), Kind: "Memcached", Name: mc.Name, UID: mc.UID})
+		// On the pod's resourceVersion: the garbage collector may be dropping the reference to
+		// its deleted ReplicaSet meanwhile (that change brings the pod back here).
+		err := r.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("tie pod %s of an earlier release to Memcached %s: %w", p.Name, mc.Name, err)
+		}
+	}
+	return nil
 }
 
 // migrateSpec moves deprecated spec fields to their new names. It patches with the

@@ -45,6 +45,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers"
 	"github.com/example/memcached-operator/internal/helm/actionclient"
 	oplabels "github.com/example/memcached-operator/internal/labels"
 )
@@ -364,6 +365,19 @@ var _ = Describe("Release records are tenant input", func() {
 			"a kind of the chart in the release's namespace")
 		Expect(fenced.Patch(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: key.Name + "-memcached", Namespace: ns}},
 			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`)))).To(Succeed(), "the release's own Service")
+
+		By("a kind an earlier chart rendered may only be deleted")
+		retiring, err := actionclient.NewFence(chrt, k8sClient.RESTMapper(), k8sClient, recorder, controllers.RetiredChartKinds...)
+		Expect(err).NotTo(HaveOccurred())
+		fencedRetiring, err := client.New(retiring.Wrap(mc, cfg), client.Options{Scheme: scheme, Mapper: k8sClient.RESTMapper()})
+		Expect(err).NotTo(HaveOccurred())
+		forbidden(fencedRetiring.Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "planted", Namespace: ns},
+			Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}}}),
+			"the chart no longer renders objects of that kind")
+		Expect(apierrors.IsNotFound(fencedRetiring.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: ns}}))).
+			To(BeTrue(), "a delete of the kind goes to the API server")
 
 		By("a delete outside the fence is skipped, as if the object were gone, and said in an Event")
 		Expect(apierrors.IsNotFound(fenced.Delete(ctx, theirs))).To(BeTrue())

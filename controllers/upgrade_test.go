@@ -66,6 +66,17 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		Expect(k8sClient.Get(ctx, key, before)).To(Succeed())
 		Expect(before.Spec.Selector.MatchLabels).NotTo(HaveKey("app.kubernetes.io/component"))
 
+		By("having next to it a Deployment that looks like the release's but that the operator did not make (the helm CLI's)")
+		podLabels := map[string]string{"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": key.Name, "app.kubernetes.io/part-of": "x"}
+		lookalike := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: key.Name + "-cli", Namespace: ns, Labels: podLabels,
+				Annotations: map[string]string{"meta.helm.sh/release-name": key.Name, "meta.helm.sh/release-namespace": ns}},
+			Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: relatedImage}}}}},
+		}
+		Expect(k8sClient.Create(ctx, lookalike)).To(Succeed())
+
 		By("creating the CR as 0.1.0 users wrote it")
 		createMemcached(ctx, key, "  replicaCount: 2\n  memcached: {memoryLimitMB: 96}\n")
 		ownRecords(ctx, key)
@@ -90,6 +101,8 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		}, timeout, interval).Should(Succeed())
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
 		Expect(apierrors.IsNotFound(k8sClient.Get(ctx, key, &appsv1.Deployment{}))).To(BeTrue())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(lookalike), lookalike)).To(Succeed())
+		Expect(lookalike.DeletionTimestamp).To(BeNil(), "a Deployment the operator did not make is left alone")
 
 		By("retiring a pod of the 0.1.0 release once the servers are available")
 		// What the orphaned ReplicaSet's pods look like (envtest runs no ReplicaSet controller).
@@ -107,6 +120,13 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(oldPod), oldPod)).To(Succeed())
 			return oldPod.Labels
 		}, time.Second, interval).Should(HaveKey("app.kubernetes.io/component"), "it serves until the new pods are available")
+		mc := &cachev1.Memcached{}
+		Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+		Eventually(func(g Gomega) []metav1.OwnerReference {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(oldPod), oldPod)).To(Succeed())
+			return oldPod.OwnerReferences
+		}, timeout, interval).Should(ContainElement(And(HaveField("UID", mc.UID), HaveField("Kind", "Memcached"), HaveField("Controller", BeNil()))),
+			"a CR deleted before its old pods are retired takes them with it")
 		setRollout(ctx, key, 2, 2, 2)
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(oldPod), oldPod)).To(Succeed())

@@ -44,7 +44,8 @@ type MemcachedSpec struct {
 
 	// minReadySeconds is how long a memcached server that a rollout replaced must be ready before
 	// the next is replaced: servers are replaced one at a time, so at most one server's share of
-	// the keys is cold at any moment. Unset: 10 (the chart's default; no schema default, so that
+	// the keys is cold at any moment (Kubernetes 1.35 and later; before, the StatefulSet controller
+	// replaces the next once the last is Ready). Unset: 10 (the chart's default; no schema default, so that
 	// an earlier operator's chart still takes CRs the new CRD defaulted during an upgrade).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3600

@@ -16,11 +16,17 @@ says memcached, else <release>-memcached. Truncated to 63 characters for DNS nam
 {{- end }}
 
 {{/*
-The StatefulSet of the memcached servers: the fullname, cut so that its pods' controller-revision-hash
-label (<name>-<hash>) stays within 63 characters.
+The StatefulSet of the memcached servers: the fullname, within 52 characters so that its pods'
+controller-revision-hash label (<name>-<hash>) stays within 63. A longer one is cut and ends with a
+hash of the whole, so that two long names that differ only at their end stay two.
 */}}
 {{- define "memcached.serversName" -}}
-{{- include "memcached.fullname" . | trunc 52 | trimSuffix "-" }}
+{{- $full := include "memcached.fullname" . }}
+{{- if le (len $full) 52 }}
+{{- $full }}
+{{- else }}
+{{- printf "%s-%s" ($full | trunc 45 | trimSuffix "-") ($full | sha256sum | trunc 6) }}
+{{- end }}
 {{- end }}
 
 {{/* The headless Service that governs the StatefulSet: one DNS record per server, and SRV. */}}
@@ -50,6 +56,17 @@ the operator moves releases of older charts over without downtime (see README, U
 app.kubernetes.io/name: {{ include "memcached.name" . | quote }}
 app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/component: cache
+{{- end }}
+
+{{/*
+Labels of the servers, the StatefulSet's pods: the selector's and one that pods of the Deployment
+of releases before 1.2.0 lack. What lists or counts the servers (the headless Service and its SRV
+record, the PodDisruptionBudget, anti-affinity) selects these, so that it never takes an old pod,
+still serving through the ClusterIP Service during the move, for a server.
+*/}}
+{{- define "memcached.serverLabels" -}}
+{{ include "memcached.selectorLabels" . }}
+cache.my.domain/server: "true"
 {{- end }}
 
 {{/* Labels of every object. */}}

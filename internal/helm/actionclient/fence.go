@@ -60,7 +60,8 @@ import (
 // upgrade pass over), so that an uninstall never hangs on an object that is not the release's,
 // and the CR gets a Warning Event that names the object left alone.
 type Fence struct {
-	kinds    map[schema.GroupKind]bool
+	kinds    map[schema.GroupKind]bool // the chart renders them
+	retired  map[schema.GroupKind]bool // earlier chart versions rendered them: delete only
 	mapper   meta.RESTMapper
 	live     client.Reader // reads the objects' metadata, uncached: what Helm is about to change
 	recorder events.EventRecorder
@@ -73,9 +74,12 @@ func NewFence(chrt *chart.Chart, mapper meta.RESTMapper, live client.Reader, rec
 	if err != nil {
 		return nil, err
 	}
-	f := &Fence{kinds: map[schema.GroupKind]bool{}, mapper: mapper, live: live, recorder: recorder}
-	for _, gk := range append(kinds, retired...) {
+	f := &Fence{kinds: map[schema.GroupKind]bool{}, retired: map[schema.GroupKind]bool{}, mapper: mapper, live: live, recorder: recorder}
+	for _, gk := range kinds {
 		f.kinds[gk] = true
+	}
+	for _, gk := range retired {
+		f.retired[gk] = true
 	}
 	return f, nil
 }
@@ -174,7 +178,9 @@ func (f *Fence) admit(ctx context.Context, cr client.Object, verb string, gvk sc
 	switch {
 	case namespace != cr.GetNamespace():
 		return refuse(fmt.Sprintf("it is outside namespace %s of %s %s", cr.GetNamespace(), cr.GetObjectKind().GroupVersionKind().Kind, cr.GetName()))
-	case !f.kinds[gvk.GroupKind()]:
+	case f.retired[gvk.GroupKind()] && !f.kinds[gvk.GroupKind()] && verb != "delete":
+		return refuse("the chart no longer renders objects of that kind: the release may only delete its own")
+	case !f.kinds[gvk.GroupKind()] && !f.retired[gvk.GroupKind()]:
 		return refuse("the chart renders no object of that kind")
 	case verb == "create":
 		return nil

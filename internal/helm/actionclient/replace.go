@@ -110,8 +110,8 @@ func rendered(in any, out client.Object, namespace string) error {
 }
 
 // replaceByStatefulSet prepares an upgrade from a chart that ran memcached as a Deployment (1.1.0
-// and earlier) to one that runs it as the StatefulSet desired: the release's Deployment of the
-// chart's pods that the target no longer renders is deleted with its ReplicaSets orphaned, and
+// and earlier) to one that runs it as the StatefulSet desired: the Deployment of the chart's pods
+// that the operator made for the release and the target no longer renders is deleted with its ReplicaSets orphaned, and
 // those with their pods orphaned. Helm then creates the StatefulSet; the old pods keep serving
 // behind the Service until its servers are available, then the operator retires them
 // (controllers.MemcachedOperandReconciler).
@@ -123,8 +123,8 @@ func (c *actionClient) replaceByStatefulSet(ctx context.Context, desired *appsv1
 	}
 	for i := range list.Items {
 		live := &list.Items[i]
-		if rendered[live.Name] || !OwnedByRelease(live, c.owner) {
-			continue
+		if rendered[live.Name] || !madeByOperator(live, c.owner) {
+			continue // not the Deployment this operator made for the release: left alone
 		}
 		if live.DeletionTimestamp == nil {
 			c.recorder.Eventf(c.owner, nil, corev1.EventTypeNormal, "ServersMigrated", "ReplaceDeployment",
@@ -195,6 +195,15 @@ const (
 	partOfLabel = oplabels.PartOf
 	partOf      = oplabels.Operator
 )
+
+// madeByOperator reports whether obj is one the operator made for the release of cr: cr is its
+// controller (the Helm reconciler of every version sets that on each object it renders in the CR's
+// namespace) and it carries no other release's mark. Helm's annotations alone do not do: a release
+// of the helm CLI with the CR's name carries the same ones.
+func madeByOperator(obj, cr client.Object) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == cr.GetUID() && releaseOwns(obj, cr) == nil
+}
 
 // OwnedByRelease reports whether obj was made for the release of the CR cr: cr is its controller
 // (the Helm reconciler sets that on every object it renders in the CR's namespace, also on those
