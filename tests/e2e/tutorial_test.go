@@ -90,12 +90,7 @@ func probePod(ns, name string, args ...string) *corev1.Pod {
 	}
 }
 
-// probe runs memcache-probe to completion and returns its JSON result.
-func probe(name string, args ...string) map[string]any {
-	return probeResultIn(e2eNamespace, name, args...)
-}
-
-// probeResultIn is probe in namespace ns.
+// probeResultIn runs memcache-probe to completion in namespace ns and returns its JSON result.
 func probeResultIn(ns, name string, args ...string) map[string]any {
 	phase, out := probeIn(ns, name, args...)
 	Expect(phase).To(Equal(corev1.PodSucceeded), "memcache-probe failed:\n%s", out)
