@@ -197,6 +197,9 @@ func deleteAndCheck(mc *memcache.Client, addrs []string, n int, key func(int) st
 	return out
 }
 
+// errServerDown is the failure of a key whose server failed earlier in the same pass.
+var errServerDown = errors.New("server down in this pass")
+
 // pass is one watch pass over every key.
 type pass struct {
 	At time.Time `json:"at"`
@@ -205,7 +208,11 @@ type pass struct {
 
 // watch reads every key once a pass, every interval, for duration; a key missed is stored again
 // (cache-aside, as an application does), so a restarted server warms up. Names are resolved
-// again before each pass.
+// again before each pass. A server that fails a request is taken as down for the rest of the
+// pass, as memcached clients mark a dead server (pymemcache's dead_timeout, Mimir's circuit
+// breaker): its keys count as failures without a request each, so that a server being replaced
+// (its old address unreachable until its name resolves to the new pod) costs one timeout a pass,
+// not one per key.
 func watch(mc *memcache.Client, ring *rendezvous, list func() ([]string, error), n int, duration, interval time.Duration,
 	key func(int) string, value func(int) []byte) map[string]any {
 	var passes []pass
@@ -215,9 +222,18 @@ func watch(mc *memcache.Client, ring *rendezvous, list func() ([]string, error),
 			_ = ring.set(addrs) // a name that does not resolve keeps its place; its keys fail
 		}
 		p := pass{At: time.Now().UTC()}
+		down := map[string]bool{}
 		for i := range n {
-			if err := p.read(ring.name(key(i)), mc, key(i), value(i)); errors.Is(err, memcache.ErrCacheMiss) {
+			server := ring.name(key(i))
+			if down[server] {
+				p.add(server, errServerDown, false)
+				continue
+			}
+			switch err := p.read(server, mc, key(i), value(i)); {
+			case errors.Is(err, memcache.ErrCacheMiss):
 				_ = mc.Set(&memcache.Item{Key: key(i), Value: value(i)})
+			case err != nil:
+				down[server] = true
 			}
 		}
 		passes = append(passes, p)
