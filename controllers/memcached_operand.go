@@ -35,7 +35,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -115,11 +114,18 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, err // a migration changes the generation, which reconciles again
 	}
 
+	if err := r.moveFinalizer(ctx, mc); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return ctrl.Result{}, err
+	}
+
 	servers, err := r.serversOf(ctx, mc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if servers == nil && !controllerutil.ContainsFinalizer(mc, library.Finalizer) {
+	if servers == nil && !helm.HasUninstallFinalizer(mc) {
 		// A new CR: the Helm side first adds its finalizer with an update that a status write
 		// now would make conflict. The StatefulSet it installs brings us back.
 		return ctrl.Result{}, nil
@@ -323,6 +329,24 @@ func (r *MemcachedOperandReconciler) migrateSpec(ctx context.Context, mc *cachev
 	r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "SpecMigrated", "MigrateSpec",
 		"spec.memcached.memoryLimitMB (renamed in 0.2.0) moved to spec.memcached.maxMemoryMB: %d", old)
 	return true, nil
+}
+
+// moveFinalizer moves a CR made before 1.3.0 from the library's unqualified finalizer to
+// helm.UninstallFinalizer, which holds it the same way without the API server's warning on each
+// write. The patch carries the resourceVersion: the Helm side's own write wins a race, and the
+// move is tried again on the CR it wrote.
+func (r *MemcachedOperandReconciler) moveFinalizer(ctx context.Context, mc *cachev1.Memcached) error {
+	moved, changed := helm.MovedFinalizers(mc.Finalizers)
+	if !changed {
+		return nil
+	}
+	before := mc.DeepCopy()
+	mc.Finalizers = moved
+	if err := r.Patch(ctx, mc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("move the finalizer of Memcached %s/%s to %s: %w", mc.Namespace, mc.Name, helm.UninstallFinalizer, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("finalizer moved to its qualified name", "finalizer", helm.UninstallFinalizer)
+	return nil
 }
 
 // serversOf finds the memcached StatefulSet of a release by its labels (its name depends on the

@@ -200,17 +200,46 @@ func grantOperatorRole(ctx context.Context) string {
 // writeCounter records every request the manager sends to the API server; writes are the
 // mutating ones.
 type writeCounter struct {
-	mu  sync.Mutex
-	log []string // "METHOD path"
+	mu       sync.Mutex
+	log      []string  // "METHOD path"
+	warnings []warning // the API server's Warning headers in answers
+}
+
+// warning is a Warning header the API server sent in answer to request at of the log.
+type warning struct {
+	at   int
+	text string
 }
 
 func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		w.mu.Lock()
+		at := len(w.log)
 		w.log = append(w.log, req.Method+" "+req.URL.Path)
 		w.mu.Unlock()
-		return rt.RoundTrip(req)
+		resp, err := rt.RoundTrip(req)
+		if resp != nil {
+			for _, text := range resp.Header.Values("Warning") {
+				w.mu.Lock()
+				w.warnings = append(w.warnings, warning{at: at, text: req.Method + " " + req.URL.Path + ": " + text})
+				w.mu.Unlock()
+			}
+		}
+		return resp, err
 	})
+}
+
+// warningsSince returns the API server's warnings to requests recorded after mark.
+func (w *writeCounter) warningsSince(mark int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, x := range w.warnings {
+		if x.at >= mark {
+			out = append(out, x.text)
+		}
+	}
+	return out
 }
 
 // since returns the writes recorded after mark.

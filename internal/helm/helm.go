@@ -211,7 +211,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 		goConditions[c] = true
 	}
 	ropts := []reconciler.Option{
-		reconciler.WithClient(sharedStatusClient{Client: mgr.GetClient(), live: opts.Live, goConditions: goConditions, firstReport: opts.FirstReport}),
+		reconciler.WithClient(finalizerClient{sharedStatusClient{Client: mgr.GetClient(), live: opts.Live, goConditions: goConditions, firstReport: opts.FirstReport}}),
 		reconciler.WithActionClientGetter(getter),
 		reconciler.WithEventRecorder(libraryEvents{recorder}),
 		reconciler.WithChart(*w.Chart),

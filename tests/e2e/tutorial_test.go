@@ -35,7 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/internal/helm/library"
+	"github.com/example/memcached-operator/internal/helm"
 )
 
 const (
@@ -331,7 +331,7 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 			mc := &cachev1.Memcached{}
 			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: mcName}, mc)).To(Succeed())
 			return mc.Finalizers
-		}, 5*time.Second, poll).Should(ContainElement(library.Finalizer), "the finalizer holds the CR until the operator has uninstalled its release")
+		}, 5*time.Second, poll).Should(ContainElement(helm.UninstallFinalizer), "the finalizer holds the CR until the operator has uninstalled its release")
 
 		kubectl("-n", operatorNamespace, "scale", "deployment", operatorDeployment, "--replicas=1")
 		Eventually(releaseGone(ns, mcName), timeout, poll).Should(Succeed())
