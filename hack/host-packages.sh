@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages of hack/packages.txt that are missing, when run as root on a
 # machine with apt; otherwise names the exact command and fails, before anything is built.
+# With an argument (test), only the packages of that scope.
 set -euo pipefail
 list="$(dirname "$0")/packages.txt"
+want="${1:-}"
 missing=()
-while read -r pkg _; do
+while read -r pkg scope _; do
   case "$pkg" in ''|'#'*) continue ;; esac
+  [ -z "$want" ] || [ "$scope" = "$want" ] || continue
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done < "$list"
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -17,6 +17,7 @@ limitations under the License.
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -110,8 +111,7 @@ func (d *demo) run() error {
 	if local {
 		// An application's sharding client in the cluster finds the servers through SRV, stores
 		// keys over them and reads every one back.
-		if err := d.kubectlShow("-n", demoNamespace, "run", "memcached-demo-client", "--rm", "-i", "--restart=Never",
-			"--image="+clientImage, "--", "-srv", demoSRV(), "-op", "check", "-keys", "1000"); err != nil {
+		if err := d.runClient("-srv", demoSRV(), "-op", "check", "-keys", "1000"); err != nil {
 			return err
 		}
 	}
@@ -281,6 +281,41 @@ func (d *demo) kubectl(args ...string) (string, error) {
 		return string(out), fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
+}
+
+// runClient runs the sharding client once as a pod and prints its output. Not `kubectl run -i
+// --rm`: attaching races a client that ends quickly (kubectl then warns it could not attach and
+// falls back to the logs) and prints kubectl's session banner; the pod's logs once it has ended
+// are all the client says.
+func (d *demo) runClient(args ...string) error {
+	const pod = "memcached-demo-client"
+	fmt.Printf("$ kubectl -n %s run %s --restart=Never --image=%s -- %s\n", demoNamespace, pod, clientImage, strings.Join(args, " "))
+	if _, err := d.kubectl("-n", demoNamespace, "delete", "pod", pod, "--ignore-not-found", "--wait"); err != nil {
+		return err
+	}
+	if _, err := d.kubectl(append([]string{"-n", demoNamespace, "run", pod, "--restart=Never", "--image=" + clientImage, "--"}, args...)...); err != nil {
+		return err
+	}
+	defer func() { _, _ = d.kubectl("-n", demoNamespace, "delete", "pod", pod, "--ignore-not-found", "--wait=false") }()
+	var phase string
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		out, err := d.kubectl("-n", demoNamespace, "get", "pod", pod, "-o", "jsonpath={.status.phase}")
+		if err != nil {
+			return err
+		}
+		if phase = strings.TrimSpace(out); phase == "Succeeded" || phase == "Failed" {
+			break
+		}
+	}
+	logs, err := d.kubectl("-n", demoNamespace, "logs", pod)
+	fmt.Print(logs)
+	switch {
+	case err != nil:
+		return err
+	case phase != "Succeeded":
+		return fmt.Errorf("the demo client ended %s", cmp.Or(phase, "without finishing in 3 minutes"))
+	}
+	return nil
 }
 
 func (d *demo) kubectlShow(args ...string) error {
