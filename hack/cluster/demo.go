@@ -296,7 +296,9 @@ func (d *demo) runClient(args ...string) error {
 	if _, err := d.kubectl(append([]string{"-n", demoNamespace, "run", pod, "--restart=Never", "--image=" + clientImage, "--"}, args...)...); err != nil {
 		return err
 	}
-	defer func() { _, _ = d.kubectl("-n", demoNamespace, "delete", "pod", pod, "--ignore-not-found", "--wait=false") }()
+	defer func() {
+		_, _ = d.kubectl("-n", demoNamespace, "delete", "pod", pod, "--ignore-not-found", "--wait=false")
+	}()
 	var phase string
 	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
 		out, err := d.kubectl("-n", demoNamespace, "get", "pod", pod, "-o", "jsonpath={.status.phase}")

@@ -68,6 +68,9 @@ type Settings struct {
 	// CapabilitiesTTL is how long the cluster's capabilities are reused by every render; 0:
 	// actionclient.DefaultCapabilitiesTTL.
 	CapabilitiesTTL time.Duration
+	// ExistenceSyncWait is how long Helm's existence checks of a kind wait for the cache's first
+	// list of it; 0: actionclient.DefaultSyncWait.
+	ExistenceSyncWait time.Duration
 }
 
 // Options are what Setup needs for one Helm-driven kind: the settings, and what the kind's
@@ -177,7 +180,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 		return fmt.Errorf("release records' informer: %w", err)
 	}
 	// Helm's existence checks before it creates objects are answered from the cache when absent.
-	absent, err := actionclient.AbsentFromCache(mgr.GetCache(), mgr.GetRESTMapper(), mgr.GetScheme(), opts.PartlyCached...)
+	absent, err := actionclient.AbsentFromCache(mgr.GetCache(), mgr.GetRESTMapper(), mgr.GetScheme(), opts.ExistenceSyncWait, opts.PartlyCached...)
 	if err != nil {
 		return fmt.Errorf("helm existence checks: %w", err)
 	}

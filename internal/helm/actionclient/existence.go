@@ -45,7 +45,13 @@ import (
 // delete that object (dropForeignConflict). partlyCached are the kinds the cache holds only some
 // objects of (selected by label): their checks go to the API server. Upstream home: a lookup
 // hook for Helm's existence checks.
-func AbsentFromCache(c cache.Cache, mapper meta.RESTMapper, scheme *runtime.Scheme, partlyCached ...client.Object) (func(base *rest.Config) *rest.Config, error) {
+//
+// syncWait is how long the checks of a kind wait for its informer's first list (0:
+// DefaultSyncWait).
+func AbsentFromCache(c cache.Cache, mapper meta.RESTMapper, scheme *runtime.Scheme, syncWait time.Duration, partlyCached ...client.Object) (func(base *rest.Config) *rest.Config, error) {
+	if syncWait <= 0 {
+		syncWait = DefaultSyncWait
+	}
 	skip := map[schema.GroupVersionKind]bool{}
 	for _, o := range partlyCached {
 		gvk, err := apiutil.GVKForObject(o, scheme)
@@ -58,23 +64,25 @@ func AbsentFromCache(c cache.Cache, mapper meta.RESTMapper, scheme *runtime.Sche
 	return func(base *rest.Config) *rest.Config {
 		cfg := rest.CopyConfig(base)
 		cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
-			return absentFromCache{next: next, cache: c, mapper: mapper, scheme: scheme, skip: skip, waiting: waiting}
+			return absentFromCache{next: next, cache: c, mapper: mapper, scheme: scheme, skip: skip, waiting: waiting, syncWait: syncWait}
 		})
 		return cfg
 	}, nil
 }
 
 type absentFromCache struct {
-	next    http.RoundTripper
-	cache   cache.Cache
-	mapper  meta.RESTMapper
-	scheme  *runtime.Scheme // typed kinds are looked up typed: the informers the watches share
-	skip    map[schema.GroupVersionKind]bool
-	waiting *sync.Map // kind -> chan struct{}, closed when it synced or syncWait passed
+	next     http.RoundTripper
+	cache    cache.Cache
+	mapper   meta.RESTMapper
+	scheme   *runtime.Scheme // typed kinds are looked up typed: the informers the watches share
+	skip     map[schema.GroupVersionKind]bool
+	waiting  *sync.Map     // kind -> chan struct{}, closed when it synced or syncWait passed
+	syncWait time.Duration // how long the checks of a kind wait for its informer's first list
 }
 
-// syncWait is how long the existence checks of a kind wait for its informer's first list.
-var syncWait = 5 * time.Second
+// DefaultSyncWait is how long the existence checks of a kind wait for its informer's first list,
+// unless the settings say otherwise.
+const DefaultSyncWait = 5 * time.Second
 
 // synced reports whether the cache has synced the kind, waiting for it once per kind.
 func (t absentFromCache) synced(ctx context.Context, gvk schema.GroupVersionKind, inf cache.Informer) bool {
@@ -87,7 +95,7 @@ func (t absentFromCache) synced(ctx context.Context, gvk schema.GroupVersionKind
 	} else {
 		go func() {
 			defer close(done)
-			_ = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, syncWait, true,
+			_ = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, t.syncWait, true,
 				func(context.Context) (bool, error) { return inf.HasSynced(), nil })
 		}()
 	}

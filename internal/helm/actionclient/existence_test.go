@@ -69,8 +69,6 @@ func (c cacheOf) Get(_ context.Context, key client.ObjectKey, _ client.Object, _
 // Helm's existence check of an object the synced cache does not hold is answered 404 there;
 // every other request reaches the API server.
 func TestAbsentFromCache(t *testing.T) {
-	defer func(d time.Duration) { syncWait = d }(syncWait)
-	syncWait = 500 * time.Millisecond
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Service"), meta.RESTScopeNamespace)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
@@ -105,7 +103,8 @@ func TestAbsentFromCache(t *testing.T) {
 			synced := func() bool { return tc.synced || (tc.syncsLater && time.Since(start) > 50*time.Millisecond) }
 			c := cacheOf{FakeInformers: &informertest.FakeInformers{}, services: map[string]bool{"ns/theirs": true}, synced: synced}
 			rt := absentFromCache{next: http.DefaultTransport, cache: c, mapper: mapper, scheme: clientgoscheme.Scheme,
-				skip: map[schema.GroupVersionKind]bool{corev1.SchemeGroupVersion.WithKind("Secret"): true}, waiting: &sync.Map{}}
+				skip: map[schema.GroupVersionKind]bool{corev1.SchemeGroupVersion.WithKind("Secret"): true}, waiting: &sync.Map{},
+				syncWait: 500 * time.Millisecond}
 			req, _ := http.NewRequest(tc.method, server.URL+tc.path, nil)
 			resp, err := rt.RoundTrip(req)
 			if err != nil {
