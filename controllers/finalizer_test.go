@@ -31,8 +31,8 @@ import (
 	"github.com/example/memcached-operator/internal/helm/library"
 )
 
-// The uninstall finalizer is domain-qualified, as the API server asks (it warns on every write
-// of an unqualified one); CRs of releases before 1.3.0 carry the library's unqualified name and
+// The uninstall finalizer is domain-qualified, as the API server asks (it warns whenever an
+// unqualified one is added); CRs of releases before 1.3.0 carry the library's unqualified name and
 // are moved, and either name holds a CR until its release is uninstalled.
 var _ = Describe("The uninstall finalizer", func() {
 	var ns string
@@ -73,6 +73,7 @@ var _ = Describe("The uninstall finalizer", func() {
 	It("moves a CR of 1.1.0 to the qualified name, which keeps working and uninstalls on delete", func(ctx SpecContext) {
 		key := types.NamespacedName{Namespace: ns, Name: "earlier"}
 		installRelease(ctx, ns, key.Name, chartAsVersion("1.1.0"), map[string]any{"replicaCount": 1})
+		mark := writes.mark() // the move, and every write after it
 		old := cr("Memcached", ns, key.Name, "  replicaCount: 1\n")
 		old.SetFinalizers([]string{library.Finalizer}) // as 1.1.0 left it
 		Expect(k8sClient.Create(ctx, old)).To(Succeed())
@@ -80,7 +81,6 @@ var _ = Describe("The uninstall finalizer", func() {
 
 		Eventually(finalizers(ctx, key), timeout, interval).Should(Equal([]string{helm.UninstallFinalizer}))
 		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Reason", "UpgradeSuccessful"))
-		mark := writes.mark()
 		Expect(k8sClient.Patch(ctx, cr("Memcached", ns, key.Name, "  replicaCount: 2\n"), client.Merge)).To(Succeed())
 		Eventually(func(g Gomega) int {
 			last, err := rawReleaseStore(ns).Last(key.Name)
@@ -93,10 +93,12 @@ var _ = Describe("The uninstall finalizer", func() {
 		gone(ctx, key)
 	})
 
-	It("still holds and uninstalls a CR deleted while it carries the unqualified name", func(ctx SpecContext) {
-		key := types.NamespacedName{Namespace: ns, Name: "deleted-before-move"}
+	// Whether the Go side moved the name before the delete or not (a race here; the old name on a
+	// CR being deleted is proven in internal/helm's TestFinalizerClient), the release goes and
+	// only the operator's finalizer is removed.
+	It("uninstalls a CR of 1.1.0 deleted at once, and leaves the finalizers of others", func(ctx SpecContext) {
+		key := types.NamespacedName{Namespace: ns, Name: "deleted-at-once"}
 		installRelease(ctx, ns, key.Name, chartAsVersion("1.1.0"), map[string]any{"replicaCount": 1})
-		// A CR the operator has not seen yet, deleted at once: the library finds only the old name.
 		old := cr("Memcached", ns, key.Name, "  replicaCount: 1\n")
 		old.SetFinalizers([]string{library.Finalizer, "example.com/keep"})
 		Expect(k8sClient.Create(ctx, old)).To(Succeed())
@@ -107,10 +109,7 @@ var _ = Describe("The uninstall finalizer", func() {
 			"the release is uninstalled and the operator's finalizer, under either name, removed; another's stays")
 		list, err := rawReleaseStore(ns).History(key.Name)
 		Expect(err != nil || len(list) == 0).To(BeTrue(), "the release is uninstalled")
-		mc := &cachev1.Memcached{}
-		Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
-		mc.Finalizers = nil
-		Expect(k8sClient.Update(ctx, mc)).To(Succeed())
+		Expect(k8sClient.Patch(ctx, memcached(key), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
 		gone(ctx, key)
 	})
 })

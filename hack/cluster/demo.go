@@ -17,7 +17,6 @@ limitations under the License.
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -300,13 +299,16 @@ func (d *demo) runClient(args ...string) error {
 		_, _ = d.kubectl("-n", demoNamespace, "delete", "pod", pod, "--ignore-not-found", "--wait=false")
 	}()
 	var phase string
-	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(time.Second) {
 		out, err := d.kubectl("-n", demoNamespace, "get", "pod", pod, "-o", "jsonpath={.status.phase}")
 		if err != nil {
 			return err
 		}
 		if phase = strings.TrimSpace(out); phase == "Succeeded" || phase == "Failed" {
 			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the demo client did not end within 3 minutes (pod %s is %s): kubectl -n %s describe pod %s", pod, phase, demoNamespace, pod)
 		}
 	}
 	logs, err := d.kubectl("-n", demoNamespace, "logs", pod)
@@ -315,7 +317,7 @@ func (d *demo) runClient(args ...string) error {
 	case err != nil:
 		return err
 	case phase != "Succeeded":
-		return fmt.Errorf("the demo client ended %s", cmp.Or(phase, "without finishing in 3 minutes"))
+		return fmt.Errorf("the demo client failed (its log is above)")
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ import (
 
 // UninstallFinalizer holds a CR until the operator has uninstalled its release. It is the
 // library's finalizer (library.Finalizer) qualified with the API's domain, as the API server asks
-// of every finalizer (it warns on each write of an unqualified one). Releases before 1.3.0 stored
+// of every finalizer (it warns whenever an unqualified one is added). Releases before 1.3.0 stored
 // the library's name; a CR that still carries it is held and uninstalled the same way until the
 // Go side moves it to this one (MovedFinalizers).
 const UninstallFinalizer = "cache.my.domain/uninstall-helm-release"
