@@ -183,37 +183,23 @@ var _ = Describe("Objects the operator did not make", func() {
 		ns = newNamespace(ctx)
 	})
 
-	// foreignDeployment is a Deployment a user made, with no owner and no Helm metadata.
+	// A user's workload: labels, selector and pods of their own, no owner and no Helm metadata.
+	theirLabels := map[string]string{"app": "theirs"}
+	theirPods := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: theirLabels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/theirs:1"}}},
+	}
+	// foreignDeployment is a Deployment a user made.
 	foreignDeployment := func(name string) *appsv1.Deployment {
-		labels := map[string]string{"app": "theirs"}
-		d := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
-			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To[int32](1),
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/theirs:1"}}},
-				},
-			},
-		}
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: theirLabels},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: theirLabels}, Template: theirPods}}
 		Expect(k8sClient.Create(ctx, d)).To(Succeed())
 		return d
 	}
-	// foreignStatefulSet is a StatefulSet a user made, with no owner and no Helm metadata.
+	// foreignStatefulSet is a StatefulSet a user made.
 	foreignStatefulSet := func(name string) *appsv1.StatefulSet {
-		labels := map[string]string{"app": "theirs"}
-		s := &appsv1.StatefulSet{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
-			Spec: appsv1.StatefulSetSpec{
-				Replicas: ptr.To[int32](1),
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/theirs:1"}}},
-				},
-			},
-		}
+		s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: theirLabels},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: theirLabels}, Template: theirPods}}
 		Expect(k8sClient.Create(ctx, s)).To(Succeed())
 		return s
 	}
