@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/labels"
 )
 
 // Reasons of the OperatorCondition Upgradeable.
@@ -111,25 +112,34 @@ func (r *UpgradeableReconciler) compute(ctx context.Context) (metav1.ConditionSt
 			inFlight = append(inFlight, fmt.Sprintf("Deployment %s/%s %s", d.Namespace, d.Name, ro))
 		}
 	}
+	memcacheds := &cachev1.MemcachedList{}
+	if err := r.List(ctx, memcacheds); err != nil {
+		return "", "", "", 0, err
+	}
+	failing := map[types.NamespacedName]bool{} // Memcacheds whose pods cannot start or keep running
+	for _, mc := range memcacheds.Items {
+		for _, c := range mc.Status.Conditions {
+			if c.Type == ConditionProgressing && c.Status == metav1.ConditionTrue && c.Reason == ReasonRetiringPods {
+				inFlight = append(inFlight, fmt.Sprintf("Memcached %s/%s: %s", mc.Namespace, mc.Name, c.Message))
+			}
+			if c.Type == ConditionProgressing && c.Reason == ReasonPodsFailing {
+				failing[types.NamespacedName{Namespace: mc.Namespace, Name: mc.Name}] = true
+			}
+		}
+	}
 	statefulSets := &appsv1.StatefulSetList{}
 	if err := r.List(ctx, statefulSets); err != nil {
 		return "", "", "", 0, err
 	}
 	for i := range statefulSets.Items {
 		s := &statefulSets.Items[i]
+		// A StatefulSet has no progress deadline: a rollout whose pods fail (the tenant's CR says
+		// so) would hold every upgrade back until MaxHold, as a failed Deployment rollout does not.
+		if failing[types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[labels.Instance]}] {
+			continue
+		}
 		if ro := rolloutOfServers(s); madeByOperator(s) && !ro.complete() {
 			inFlight = append(inFlight, fmt.Sprintf("StatefulSet %s/%s %s", s.Namespace, s.Name, ro))
-		}
-	}
-	memcacheds := &cachev1.MemcachedList{}
-	if err := r.List(ctx, memcacheds); err != nil {
-		return "", "", "", 0, err
-	}
-	for _, mc := range memcacheds.Items {
-		for _, c := range mc.Status.Conditions {
-			if c.Type == ConditionProgressing && c.Status == metav1.ConditionTrue && c.Reason == ReasonRetiringPods {
-				inFlight = append(inFlight, fmt.Sprintf("Memcached %s/%s: %s", mc.Namespace, mc.Name, c.Message))
-			}
 		}
 	}
 

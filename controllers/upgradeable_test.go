@@ -33,6 +33,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
+	"github.com/example/memcached-operator/internal/labels"
 )
 
 // recordedCondition stands in for operator-lib's OperatorCondition (tests/integration runs the
@@ -149,6 +150,27 @@ var _ = Describe("OperatorCondition Upgradeable", func() {
 		Eventually(memcachedCondition(ctx, key, "ReleaseFailed"), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 		c, _ := reconcile()
 		Expect(c).To(HaveField("Status", metav1.ConditionTrue))
+	})
+
+	It("does not hold upgrades back for a StatefulSet whose servers fail: the failure stays on the tenant's CR", func() {
+		key := types.NamespacedName{Namespace: ns, Name: "memcached-crashing"} // its StatefulSet has its name
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		setRollout(ctx, key, 1, 1, 0)
+		c, _ := reconcile()
+		Expect(c).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Message", ContainSubstring("StatefulSet "+ns+"/memcached-crashing"))),
+			"a rollout in flight holds upgrades back")
+
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: key.Name + "-0", Namespace: ns, Labels: map[string]string{
+				labels.Name: labels.ChartName, labels.Instance: key.Name, labels.PartOf: labels.Operator}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: relatedImage}}},
+		}
+		Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+		setWaiting(ctx, pod, "CrashLoopBackOff")
+		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("Conditions", hasCondition("Progressing", metav1.ConditionFalse, "PodsFailing")))
+		c, _ = reconcile()
+		Expect(c).To(HaveField("Status", metav1.ConditionTrue), "a rollout whose servers fail holds nothing back")
 	})
 
 	It("does not hold upgrades back for a Deployment that only carries the operator's labels", func() {
