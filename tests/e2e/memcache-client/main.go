@@ -239,11 +239,7 @@ func watch(mc *memcache.Client, ring *rendezvous, list func() ([]string, error),
 		passes = append(passes, p)
 		time.Sleep(interval)
 	}
-	worst := 0 // the most servers with a miss or failure in one pass
-	for _, p := range passes {
-		worst = max(worst, len(p.PerServer))
-	}
-	return map[string]any{"passes": passes, "mostServersMissingInOnePass": worst}
+	return map[string]any{"passes": passes}
 }
 
 // rendezvous is a gomemcache ServerSelector with rendezvous (highest random weight) hashing: a
