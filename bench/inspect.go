@@ -52,7 +52,8 @@ type endState struct {
 // chartKinds are the kinds the chart renders in the bench (no ServiceMonitor: its API is not
 // served), listed to find objects without a release.
 var chartKinds = map[string]schema.GroupVersionResource{
-	"Deployment":          {Group: "apps", Version: "v1", Resource: "deployments"},
+	"StatefulSet":         {Group: "apps", Version: "v1", Resource: "statefulsets"},
+	"ConfigMap":           {Version: "v1", Resource: "configmaps"},
 	"Service":             {Version: "v1", Resource: "services"},
 	"ServiceAccount":      {Version: "v1", Resource: "serviceaccounts"},
 	"PodDisruptionBudget": {Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
