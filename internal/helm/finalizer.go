@@ -41,13 +41,19 @@ func HasUninstallFinalizer(obj client.Object) bool {
 // MovedFinalizers is a CR's finalizers with the library's name replaced by UninstallFinalizer,
 // and whether anything changed.
 func MovedFinalizers(finalizers []string) ([]string, bool) {
-	if !slices.Contains(finalizers, library.Finalizer) {
+	return renamed(finalizers, library.Finalizer, UninstallFinalizer)
+}
+
+// renamed is finalizers with from replaced by to (once, where from stood first), and whether
+// from was there.
+func renamed(finalizers []string, from, to string) ([]string, bool) {
+	if !slices.Contains(finalizers, from) {
 		return finalizers, false
 	}
 	out := make([]string, 0, len(finalizers))
 	for _, f := range finalizers {
-		if f == library.Finalizer {
-			f = UninstallFinalizer
+		if f == from {
+			f = to
 		}
 		if !slices.Contains(out, f) {
 			out = append(out, f)
@@ -105,20 +111,9 @@ func (w finalizerStatusWriter) Patch(ctx context.Context, obj client.Object, pat
 
 // toLibrary shows the library its own name for the uninstall finalizer.
 func toLibrary(obj client.Object) {
-	fs := obj.GetFinalizers()
-	if !slices.Contains(fs, UninstallFinalizer) {
-		return
+	if shown, changed := renamed(obj.GetFinalizers(), UninstallFinalizer, library.Finalizer); changed {
+		obj.SetFinalizers(shown)
 	}
-	out := make([]string, 0, len(fs))
-	for _, f := range fs {
-		if f == UninstallFinalizer {
-			f = library.Finalizer
-		}
-		if !slices.Contains(out, f) {
-			out = append(out, f)
-		}
-	}
-	obj.SetFinalizers(out)
 }
 
 // toStored stores the library's finalizer under its qualified name. On a CR being deleted the
