@@ -93,15 +93,21 @@ func partlyCached() map[client.Object]cache.ByObject {
 
 // podWithoutSpec is the cache's transform of memcached pods: the controllers read a pod's
 // metadata and status (readiness, its address, why a container waits) and, of its spec, only
-// hostNetwork (whose pods share the node's address); the rest of the spec, as much again as the
-// pod's status, is the Deployment's template, which the cache holds already.
+// hostNetwork (whose pods share the node's address) and the memcached container's arguments and
+// resources (a server resized in place runs with other memory than its arguments say); the rest
+// of the spec, as much again as the pod's status, is the template of its StatefulSet or
+// Deployment, which the cache holds already.
 func podWithoutSpec(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
 	pod.ManagedFields = nil
-	pod.Spec = corev1.PodSpec{HostNetwork: pod.Spec.HostNetwork}
+	spec := corev1.PodSpec{HostNetwork: pod.Spec.HostNetwork}
+	if c := memcachedContainer(&pod.Spec); c != nil {
+		spec.Containers = []corev1.Container{{Name: c.Name, Args: c.Args, Resources: c.Resources}}
+	}
+	pod.Spec = spec
 	return pod, nil
 }
 
@@ -147,10 +153,12 @@ func skeletonOfOthers(obj any) (any, error) {
 }
 
 // operators reports whether the cache keeps an object whole: the operator's own kinds, and the
-// objects of the chart (every version labels them with its name) and of MemcachedBackups.
+// objects of the chart (every version labels them with its name) and of MemcachedBackups; and
+// the namespaces' ResourceQuotas, whose limits and use bound the autopilot's steps (a few small
+// objects a namespace).
 func operators(o client.Object) bool {
 	switch o.(type) {
-	case *cachev1.Memcached, *cachev1.MemcachedBackup:
+	case *cachev1.Memcached, *cachev1.MemcachedBackup, *corev1.ResourceQuota:
 		return true
 	}
 	if u, ok := o.(*unstructured.Unstructured); ok && u.GroupVersionKind().Group == cachev1.GroupVersion.Group {

@@ -22,6 +22,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,6 +72,9 @@ func TestSkeletonOfOthers(t *testing.T) {
 			return d
 		}(), false},
 		{"someone else's ServiceMonitor", serviceMonitor, false},
+		{"a namespace's ResourceQuota, which bounds the autopilot", &corev1.ResourceQuota{ObjectMeta: meta("quota", nil),
+			Spec:   corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceLimitsMemory: resource.MustParse("1Gi")}},
+			Status: corev1.ResourceQuotaStatus{Used: corev1.ResourceList{corev1.ResourceLimitsMemory: resource.MustParse("512Mi")}}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := tc.in.DeepCopyObject().(client.Object)
@@ -117,8 +121,8 @@ func TestSkeletonOfOthers(t *testing.T) {
 	}
 }
 
-// The cache keeps a memcached pod's metadata, status and hostNetwork; the rest of its spec is
-// its Deployment's template.
+// The cache keeps a memcached pod's metadata, status, hostNetwork and the memcached container's
+// arguments and resources; the rest of its spec is its StatefulSet's template.
 func TestPodsCachedWithoutSpec(t *testing.T) {
 	var transform func(any) (any, error)
 	for obj, by := range CacheOptions(nil, nil).ByObject {
@@ -135,7 +139,10 @@ func TestPodsCachedWithoutSpec(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "mc-0", Namespace: "ns", Labels: map[string]string{"app": "x"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
-		Spec:   corev1.PodSpec{HostNetwork: true, NodeName: "node-1", Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1.6"}}},
+		Spec: corev1.PodSpec{HostNetwork: true, NodeName: "node-1", Containers: []corev1.Container{
+			{Name: "memcached", Image: "memcached:1.6", Args: []string{"-m", "64"}, Ports: []corev1.ContainerPort{{ContainerPort: 11211}},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("96Mi")}}},
+			{Name: "exporter", Image: "memcached-exporter:v0.15", Args: []string{"--memcached.address=localhost:11211"}}}},
 		Status: *status.DeepCopy(),
 	}
 	out, err := transform(pod)
@@ -143,7 +150,8 @@ func TestPodsCachedWithoutSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.(*corev1.Pod)
-	want := corev1.PodSpec{HostNetwork: true}
+	want := corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "memcached", Args: []string{"-m", "64"},
+		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("96Mi")}}}}}
 	if !reflect.DeepEqual(got.Spec, want) || !reflect.DeepEqual(got.Status, status) ||
 		got.Labels["app"] != "x" || got.ManagedFields != nil {
 		t.Errorf("cached pod = spec %+v, status %+v, labels %v, managedFields %v", got.Spec, got.Status, got.Labels, got.ManagedFields)

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/memcached-operator/internal/helm"
+	"github.com/example/memcached-operator/internal/helm/actionclient"
 	"github.com/example/memcached-operator/internal/helm/library"
 )
 
@@ -48,12 +49,14 @@ import (
 
 // setupMemcachedHelm sets up the Helm side of Memcached (internal/helm) with this operator's
 // values translation: its image for CRs that name none (nil: the chart's own) and its namespace,
-// the status conditions its Go side owns, and the Go side's first report.
-func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, cfg Config, defaults OperatorValues, live client.Client, firstReport helm.FirstReport) error {
+// the status conditions its Go side owns, the Go side's first report, and the preparation of an
+// upgrade whose memory change is made in place.
+func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, cfg Config, defaults OperatorValues, live client.Client, firstReport helm.FirstReport, beforeUpgrade actionclient.BeforeUpgrade) error {
 	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	return helm.Setup(ctx, mgr, w, helm.Options{
-		Translator:        ValuesTranslator(defaults, recorder),
-		GoConditions:      []string{ConditionAvailable, ConditionProgressing, ConditionMemoryPressure, ConditionConnectionsSaturated},
+		Translator: ValuesTranslator(defaults, recorder),
+		GoConditions: []string{ConditionAvailable, ConditionProgressing, ConditionMemoryPressure, ConditionConnectionsSaturated,
+			ConditionResizing, ConditionScalingActive, ConditionScalingLimited},
 		Settings:          cfg.Helm,
 		Namespaces:        cfg.WatchNamespaces,
 		Live:              live,
@@ -63,6 +66,9 @@ func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, 
 		Records:           cfg.Records,
 		SealNamespace:     sealNamespace(cfg.Namespace),
 		RetiredKinds:      RetiredChartKinds,
+		BeforeUpgrade:     beforeUpgrade,
+		// The autopilot's choice is rendered in place of the spec's size (ValuesTranslator).
+		StatusInputs: []string{"autopilot"},
 	})
 }
 

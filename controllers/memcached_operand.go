@@ -223,6 +223,12 @@ func operandStatus(mc *cachev1.Memcached, servers *appsv1.StatefulSet, revision 
 	st := mc.Status.DeepCopy()
 	observeOperand(st, servers, retiring, podTrouble(pods))
 	observeServers(st, servers, pods)
+	observeResize(st, servers, pods)
+	if c := memcachedCondition(*st, ConditionResizing); c.Reason == ReasonResizingInPlace && c.Status == metav1.ConditionTrue {
+		// The StatefulSet counts the servers held for the resize as not updated: they are
+		// resized, not replaced.
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, ReasonResizingInPlace, c.Message)
+	}
 	if revision > 0 {
 		st.DeployedRelease = &cachev1.HelmRelease{Name: mc.Name, Revision: revision}
 	}
@@ -535,7 +541,8 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				before, after := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-				return podTrouble([]corev1.Pod{*before}) != podTrouble([]corev1.Pod{*after}) || podReady(before) != podReady(after)
+				return podTrouble([]corev1.Pod{*before}) != podTrouble([]corev1.Pod{*after}) || podReady(before) != podReady(after) ||
+					before.Labels[appsv1.StatefulSetRevisionLabel] != after.Labels[appsv1.StatefulSetRevisionLabel] // resized in place
 			},
 			DeleteFunc:  func(event.DeleteEvent) bool { return false },
 			GenericFunc: func(event.GenericEvent) bool { return false },

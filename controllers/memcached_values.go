@@ -39,6 +39,8 @@ import (
 //   - a memcached version the operator does not run is refused: the release keeps what it runs,
 //     the CR's Irreconcilable condition says why and a Warning Event UnsupportedVersion is
 //     recorded;
+//   - while spec.autoscaling is on, the size the autopilot chose (status.autopilot) takes the
+//     place of replicaCount and memcached.maxMemoryMB (withAutopilotSize);
 //   - a CR whose name cannot be a release's (made before admission checked names) is refused the
 //     same way; deleting it is never held up (see actionclient's Uninstall).
 //
@@ -91,6 +93,9 @@ func TranslateValues(obj *unstructured.Unstructured, defaults OperatorValues) (c
 	}
 	if defaults.Namespace != "" {
 		vals["operatorNamespace"] = defaults.Namespace
+	}
+	if err := withAutopilotSize(obj, vals); err != nil {
+		return nil, err
 	}
 	return vals, nil
 }

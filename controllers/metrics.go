@@ -158,3 +158,51 @@ func releaseState(st cachev1.MemcachedStatus) string {
 	}
 	return ReleasePending
 }
+
+// resizeMetrics counts the memory changes of Memcacheds by how they were made: in_place (no
+// server restarted) or rollout (one server at a time; the ResizeByRollout Event says why).
+var resizeMetrics = func() *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "memcached_operator", Name: "memory_changes_total",
+		Help: "Memory changes of Memcacheds' servers, by how they were made: in_place (no restart) or rollout."}, []string{"how"})
+	crmetrics.Registry.MustRegister(c)
+	return c
+}()
+
+// autopilotMetrics are the autopilot's choices per Memcached (removed when it is gone or the
+// autopilot is off) and its steps.
+var autopilotMetrics = func() *autopilotGauges {
+	by := []string{"memcached_namespace", "memcached"}
+	m := &autopilotGauges{
+		replicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "memcached_operator", Subsystem: "autopilot", Name: "replicas",
+			Help: "Servers the autopilot chose."}, by),
+		memory: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "memcached_operator", Subsystem: "autopilot", Name: "item_memory_bytes",
+			Help: "Item memory per server the autopilot chose."}, by),
+		steps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "memcached_operator", Subsystem: "autopilot", Name: "steps_total",
+			Help: "Steps the autopilot took: grow_memory, add_server, remove_server, shrink_memory."}, append(by, "step")),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "memcached_operator", Subsystem: "autopilot", Name: "steps_refused_total",
+			Help: "Steps the autopilot did not take, by reason: quota (the namespace's ResourceQuota), bounds (at its bounds), memory_held (memcached holds the memory a shrink would take)."}, append(by, "reason")),
+	}
+	crmetrics.Registry.MustRegister(m.replicas, m.memory, m.steps, m.refused)
+	return m
+}()
+
+type autopilotGauges struct {
+	replicas, memory *prometheus.GaugeVec
+	steps, refused   *prometheus.CounterVec
+}
+
+func (m *autopilotGauges) set(key types.NamespacedName, a *cachev1.AutopilotStatus) {
+	if a == nil {
+		m.forget(key)
+		return
+	}
+	m.replicas.With(labelsOf(key)).Set(float64(a.Replicas))
+	m.memory.With(labelsOf(key)).Set(float64(int64(a.MaxMemoryMB) << 20))
+}
+
+func (m *autopilotGauges) forget(key types.NamespacedName) {
+	m.replicas.Delete(labelsOf(key))
+	m.memory.Delete(labelsOf(key))
+	m.steps.DeletePartialMatch(labelsOf(key))
+	m.refused.DeletePartialMatch(labelsOf(key))
+}

@@ -85,7 +85,7 @@ func WatchNamespaces(list string) []string {
 
 // Setup registers every controller of the operator with the manager: the Helm side of the
 // Memcached API (its one entry in the watches file), its Go side (spec migration, operand status,
-// memcached's own stats),
+// memcached's own stats, memory changes in place, the autopilot),
 // and the MemcachedBackup controller, whose pods use the Memcached chart's image policy.
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if _, ok := mgr.GetCache().(memcachedsOnce); !ok {
@@ -126,13 +126,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		cfg.Records = helm.NewRecords() // the cache keeps the records' data; both sides share the memo
 	}
 	operands := &MemcachedOperandReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-operand-controller"), RetireDelay: retire, Records: cfg.Records}
-	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, defaults, direct, operands.FirstReport); err != nil {
-		return err
-	}
-
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("discovery client: %w", err)
+	}
+	resizes := &MemcachedResizeReconciler{Client: mgr.GetClient(), Live: direct, Recorder: mgr.GetEventRecorder("memcached-resize-controller"),
+		Records: cfg.Records, Support: &resizeSupport{discovery: dc}, Port: cfg.StatsPort}
+	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, defaults, direct, operands.FirstReport, resizes.BeforeUpgrade); err != nil {
+		return err
 	}
 	platform, err := operand.DetectPlatform(ctx, dc)
 	if err != nil {
@@ -142,6 +143,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 
 	if err := operands.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached operand controller: %w", err)
+	}
+
+	if err := resizes.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the Memcached resize controller: %w", err)
+	}
+	autopilot := &MemcachedAutopilotReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-autopilot-controller"), Port: cfg.StatsPort}
+	if err := autopilot.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the Memcached autopilot: %w", err)
 	}
 
 	if cfg.StatsInterval > 0 {

@@ -159,6 +159,92 @@ type MemcachedSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Priority class",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// autoscaling lets the operator size this cache from memcached's own figures (Auto Pilot):
+	// off unless enabled. While it is on, the servers' item memory (grown and shrunk in place,
+	// without a restart) and their number are the autopilot's choice within these bounds;
+	// status.autopilot says what it chose and why, and replicaCount and memcached.maxMemoryMB
+	// are where it starts and the least it goes back to. Turned off, the cache goes back to
+	// replicaCount and memcached.maxMemoryMB. See docs/autopilot.md. (Added in 1.3.0 without a
+	// schema default: an earlier operator's chart refuses values it does not know.)
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Autoscaling"
+	Autoscaling *AutoscalingSpec `json:"autoscaling,omitempty"`
+}
+
+// AutoscalingSpec bounds the autopilot and says when it steps. A step up grows each server's
+// item memory in place (doubling it, up to maxMemoryMB), then adds a server (up to maxReplicas);
+// a step in removes the highest server (down to minReplicas), then halves the memory in place
+// (down to memcached.maxMemoryMB). At most one step per coolDown.
+// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="autoscaling.minReplicas cannot be above maxReplicas"
+type AutoscalingSpec struct {
+	// enabled turns the autopilot on.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// minReplicas is the fewest servers the autopilot scales in to; unset: replicaCount.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+
+	// maxReplicas is the most servers the autopilot adds up to; unset: replicaCount (memory
+	// only).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+
+	// maxMemoryMB is the most item memory per server, in megabytes (memcached -m), that the
+	// autopilot grows to; unset: memcached.maxMemoryMB (servers only). The container's memory
+	// grows with it, keeping what the spec gives beyond the item memory.
+	// +kubebuilder:validation:Minimum=16
+	// +kubebuilder:validation:Maximum=65536
+	// +optional
+	MaxMemoryMB *int32 `json:"maxMemoryMB,omitempty"`
+
+	// scaleUpEvictionsPerSecond: the cache is too small while its servers together evict at
+	// least this many items per second.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	// +kubebuilder:default=1
+	// +optional
+	ScaleUpEvictionsPerSecond int32 `json:"scaleUpEvictionsPerSecond,omitempty"`
+
+	// scaleUpAfter is how long the evictions must last before a step up (a Go duration: 30s,
+	// 2m, 1h).
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="scaleUpAfter must be between 10s and 24h"
+	// +kubebuilder:default="2m"
+	// +optional
+	ScaleUpAfter string `json:"scaleUpAfter,omitempty"`
+
+	// scaleInBelowPercent: the cache is larger than it needs while no server evicts and the
+	// fullest uses less than this share of its item memory.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=90
+	// +kubebuilder:default=40
+	// +optional
+	ScaleInBelowPercent int32 `json:"scaleInBelowPercent,omitempty"`
+
+	// scaleInAfter is how long the low use must last before a step in.
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('168h')",message="scaleInAfter must be between 10s and 168h"
+	// +kubebuilder:default="30m"
+	// +optional
+	ScaleInAfter string `json:"scaleInAfter,omitempty"`
+
+	// coolDown is the least time between two steps: each step's effect is measured before the
+	// next.
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="coolDown must be between 10s and 24h"
+	// +kubebuilder:default="5m"
+	// +optional
+	CoolDown string `json:"coolDown,omitempty"`
 }
 
 // ResourceRequirements are the compute resources of the memcached container: Kubernetes'
@@ -581,6 +667,40 @@ type MemcachedStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Memcached stats"
 	Stats *MemcachedStats `json:"stats,omitempty"`
+
+	// autopilot is what the autopilot chose while spec.autoscaling is on: the chart renders its
+	// replicas and maxMemoryMB in place of replicaCount and memcached.maxMemoryMB. It is kept
+	// here, so an operator restart or upgrade renders the same and moves nothing.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Autopilot"
+	Autopilot *AutopilotStatus `json:"autopilot,omitempty"`
+}
+
+// AutopilotStatus is the autopilot's choice and what it is based on.
+type AutopilotStatus struct {
+	// replicas is the number of servers the autopilot chose.
+	Replicas int32 `json:"replicas"`
+
+	// maxMemoryMB is the item memory per server, in megabytes, the autopilot chose.
+	MaxMemoryMB int32 `json:"maxMemoryMB"`
+
+	// lastStep says what the autopilot did last, and why.
+	// +optional
+	LastStep string `json:"lastStep,omitempty"`
+
+	// lastStepTime is when; the next step waits spec.autoscaling.coolDown after it.
+	// +optional
+	LastStepTime *metav1.Time `json:"lastStepTime,omitempty"`
+
+	// evictingSince is since when the servers have evicted at least
+	// spec.autoscaling.scaleUpEvictionsPerSecond, at every read of their stats.
+	// +optional
+	EvictingSince *metav1.Time `json:"evictingSince,omitempty"`
+
+	// lowUseSince is since when no server has evicted and the fullest has used less than
+	// spec.autoscaling.scaleInBelowPercent of its item memory, at every read of their stats.
+	// +optional
+	LowUseSince *metav1.Time `json:"lowUseSince,omitempty"`
 }
 
 // MemcachedStats sums up the `stats` of the ready memcached pods. The conditions MemoryPressure

@@ -41,6 +41,7 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/values"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
@@ -106,6 +107,11 @@ type Options struct {
 	// SealNamespace holds the keys that seal the release records (actionclient.SealRingName): the
 	// operator's own namespace, which tenants cannot read.
 	SealNamespace string
+	// BeforeUpgrade prepares the release's objects before each upgrade (actionclient.Config).
+	BeforeUpgrade actionclient.BeforeUpgrade
+	// StatusInputs are the top-level fields of a CR's status that its Translator reads: a change
+	// of one reconciles the release, as a change of the spec does.
+	StatusInputs []string
 }
 
 // Setup registers the reconciler of the watch's kind with the manager: the release records' index
@@ -205,6 +211,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 		Recorder:          recorder,
 		CapabilitiesTTL:   ttl,
 		MayRecoverPending: opts.MayRecoverPending,
+		BeforeUpgrade:     opts.BeforeUpgrade,
 	}, helmclient.WithFailureRollbacks(false))
 	if err != nil {
 		return fmt.Errorf("helm action client: %w", err)
@@ -245,7 +252,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 	if err != nil {
 		return fmt.Errorf("build Helm reconciler for %s: %w", w.GroupVersionKind, err)
 	}
-	if err := setupController(mgr, r, w.GroupVersionKind, workers, w.Selector, dependents); err != nil {
+	if err := setupController(mgr, r, w.GroupVersionKind, workers, w.Selector, dependents, opts.StatusInputs); err != nil {
 		return fmt.Errorf("set up Helm reconciler for %s: %w", w.GroupVersionKind, err)
 	}
 	return nil
@@ -270,6 +277,11 @@ func RecordSelector() k8slabels.Selector { return actionclient.RecordSelector() 
 // OwnedByRelease reports whether obj was made for the release of the CR cr (see
 // actionclient.OwnedByRelease).
 func OwnedByRelease(obj, cr client.Object) bool { return actionclient.OwnedByRelease(obj, cr) }
+
+// Release is a revision of the release of the CR cr, from its sealed record (see Records.Release).
+func Release(ctx context.Context, c client.Reader, records *Records, cr client.Object, version int32) (*release.Release, error) {
+	return records.Release(ctx, c, cr, version)
+}
 
 // DeployedRevision is the revision of the deployed release of the CR cr, from the release
 // records in the cache whose seal records verified (see Records.DeployedRevision).

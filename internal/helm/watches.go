@@ -59,7 +59,7 @@ import (
 //     Kubernetes controllers record in them.
 //
 // The periodic reconcile (RequeueAfter) re-checks everything else.
-func setupController(mgr ctrl.Manager, r *reconciler.Reconciler, gvk schema.GroupVersionKind, workers int, selector *metav1.LabelSelector, dependents *dependentWatches) error {
+func setupController(mgr ctrl.Manager, r *reconciler.Reconciler, gvk schema.GroupVersionKind, workers int, selector *metav1.LabelSelector, dependents *dependentWatches, statusInputs []string) error {
 	c, err := controller.New(library.ControllerName(gvk), mgr, controller.Options{Reconciler: r, MaxConcurrentReconciles: workers})
 	if err != nil {
 		return err
@@ -79,7 +79,8 @@ func setupController(mgr ctrl.Manager, r *reconciler.Reconciler, gvk schema.Grou
 		predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
-		}})
+		}},
+		statusInputChanged(statusInputs))
 	if err := c.Watch(source.Kind(mgr.GetCache(), client.Object(primary),
 		&sdkhandler.InstrumentedEnqueueRequestForObject[client.Object]{},
 		append(selected, changedByUser)...)); err != nil {
@@ -108,6 +109,31 @@ func setupController(mgr ctrl.Manager, r *reconciler.Reconciler, gvk schema.Grou
 	}
 	ctrl.Log.WithName("setup").Info("watching resource", "group", gvk.Group, "version", gvk.Version, "kind", gvk.Kind)
 	return nil
+}
+
+// statusInputChanged passes updates that change one of the status fields the values translation
+// reads (Options.StatusInputs).
+func statusInputChanged(fields []string) predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			before, ok1 := e.ObjectOld.(*unstructured.Unstructured)
+			after, ok2 := e.ObjectNew.(*unstructured.Unstructured)
+			if !ok1 || !ok2 {
+				return false
+			}
+			for _, f := range fields {
+				was, _, _ := unstructured.NestedFieldNoCopy(before.Object, "status", f)
+				now, _, _ := unstructured.NestedFieldNoCopy(after.Object, "status", f)
+				if !reflect.DeepEqual(was, now) {
+					return true
+				}
+			}
+			return false
+		},
+	}
 }
 
 // dependentWatches is a post-release hook that watches every kind a release contains, as the

@@ -53,4 +53,9 @@ const (
 
 	// RetiredAt marks a pod of an earlier release that left the Service, and when (an annotation).
 	RetiredAt = "cache.my.domain/retired-at"
+
+	// ResizeHold is the annotation on a memcached StatefulSet while the operator holds its
+	// rollout (spec.updateStrategy.rollingUpdate.partition) to resize its servers in place: what
+	// the hold is for (controllers/memcached_resize.go).
+	ResizeHold = "cache.my.domain/resize-in-place"
 )

@@ -52,7 +52,14 @@ type Config struct {
 	// MayRecoverPending returns nil if a release left pending may be recovered now, or why not
 	// (another process may still be working on it); nil: always (pending.go).
 	MayRecoverPending func(context.Context) error
+	// BeforeUpgrade, if set, runs before each upgrade is applied, with the CR, the release as it
+	// is (its last revision) and the release the upgrade makes (rendered, not yet applied): the
+	// kind's own preparation of its objects. An error fails the upgrade, which is tried again.
+	BeforeUpgrade BeforeUpgrade
 }
+
+// BeforeUpgrade prepares a release's objects for an upgrade from last to target (Config.BeforeUpgrade).
+type BeforeUpgrade func(ctx context.Context, cr client.Object, last, target *release.Release) error
 
 // NewGetter returns an ActionClientGetter whose clients add the behaviour this package describes.
 // opts are the library's own client options. The library's getter is built once; each client it
@@ -74,7 +81,8 @@ func NewGetter(configs helmclient.ActionConfigGetter, cfg Config, opts ...helmcl
 			return nil, fmt.Errorf("the library made a client for %s without asking for its configuration", client.ObjectKeyFromObject(obj))
 		}
 		return &actionClient{ActionInterface: ac, conf: made.conf, caps: caps, generation: made.generation,
-			client: cfg.Live, cached: cfg.Cached, owner: obj, recorder: cfg.Recorder, mayRecover: cfg.MayRecoverPending, ctx: ctx}, nil
+			client: cfg.Live, cached: cfg.Cached, owner: obj, recorder: cfg.Recorder, mayRecover: cfg.MayRecoverPending,
+			beforeUpgrade: cfg.BeforeUpgrade, ctx: ctx}, nil
 	}), nil
 }
 
@@ -127,6 +135,8 @@ type actionClient struct {
 	recorder events.EventRecorder
 	// mayRecover: see Config.MayRecoverPending.
 	mayRecover func(context.Context) error
+	// beforeUpgrade: see Config.BeforeUpgrade.
+	beforeUpgrade BeforeUpgrade
 	// ctx is the reconcile's: the library's client interface passes none to Get.
 	ctx context.Context
 }

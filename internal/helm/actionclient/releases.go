@@ -219,6 +219,33 @@ func (r *Records) DeployedRevision(ctx context.Context, reader client.Reader, cr
 	return revision, nil
 }
 
+// Release is revision version of the release of the CR cr, decoded from its record in reader (the
+// manager's cache of release records) when the record's seal names cr; nil when there is no such
+// record, it is refused, or its decoded form is not held (the record's next event brings the
+// caller back). Callers must not change it: the memo shares it.
+func (r *Records) Release(ctx context.Context, reader client.Reader, cr client.Object, version int32) (*release.Release, error) {
+	namespace, name := cr.GetNamespace(), cr.GetName()
+	list := &corev1.SecretList{}
+	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{ReleaseNameIndex: name},
+		client.MatchingLabels{library.RecordOwnerLabel: library.RecordOwner, library.RecordNameLabel: name,
+			recordVersionLabel: strconv.Itoa(int(version)), oplabels.Record: oplabels.Operator}); err != nil {
+		return nil, fmt.Errorf("list the records of release %s/%s: %w", namespace, name, err)
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		if r.admit(s, cr.GetUID()) != nil {
+			continue
+		}
+		r.mu.Lock()
+		d, ok := r.lookup(s)
+		r.mu.Unlock()
+		if ok && d.rel != nil {
+			return d.rel, nil
+		}
+	}
+	return nil, nil
+}
+
 // cached lists the records with these labels from the cache, or returns nil when the cache has
 // not caught up with this operator's writes of that release (or the labels name no release).
 func (d *storeDriver) cached(labels map[string]string) ([]corev1.Secret, error) {

@@ -26,6 +26,8 @@ limitations under the License.
 //	                                                                  miss is stored again), per server
 //	memcache-client -srv _memcache._tcp.svc.ns.svc -op servers        the servers SRV lists
 //	memcache-client -srv ... -op check -keys 1000                      store keys, read them back, say so
+//	memcache-client -servers ... -op stats                            each server's own figures (its
+//	                                                                  item memory, use, uptime)
 //
 // -servers may be replaced by -srv: the list is then what SRV lists, sorted. Names are resolved
 // again before each pass, as clients that follow a server list do. It prints JSON.
@@ -51,7 +53,7 @@ import (
 func main() {
 	servers := flag.String("servers", "", "comma-separated host:port list (a Memcached's status.servers)")
 	srv := flag.String("srv", "", "SRV name that lists the servers, instead of -servers")
-	op := flag.String("op", "read", "store, read, check, delete, watch or servers")
+	op := flag.String("op", "read", "store, read, check, delete, watch, servers or stats")
 	keys := flag.Int("keys", 1000, "how many keys (key-0 ... key-<n-1>)")
 	prefix := flag.String("prefix", "key", "key prefix")
 	duration := flag.Duration("duration", time.Minute, "watch: how long")
@@ -111,6 +113,16 @@ func main() {
 		out = deleteAndCheck(mc, addrs, *keys, key)
 	case "watch":
 		out = watch(mc, ring, list, *keys, *duration, *interval, key, value)
+	case "stats":
+		all := map[string]map[string]string{}
+		for _, a := range addrs {
+			st, err := serverStats(a)
+			if err != nil {
+				fail(fmt.Errorf("stats of %s: %w", a, err))
+			}
+			all[a] = st
+		}
+		out = all
 	default:
 		fail(fmt.Errorf("unknown -op %s", *op))
 	}
@@ -327,5 +339,39 @@ func lookupSRV(name string) ([]string, error) {
 		out = append(out, fmt.Sprintf("%s:%d", strings.TrimSuffix(r.Target, "."), r.Port))
 	}
 	slices.Sort(out)
+	return out, nil
+}
+
+// serverStats asks one server for its `stats` and returns the figures a test reads: its item
+// memory (limit_maxbytes), what it stores (bytes, curr_items), evictions, and since when it runs
+// (uptime, pid).
+func serverStats(addr string) (map[string]string, error) {
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		return nil, err
+	}
+	if _, err := conn.Write([]byte("stats\r\n")); err != nil {
+		return nil, err
+	}
+	wanted := map[string]bool{"limit_maxbytes": true, "bytes": true, "curr_items": true, "evictions": true, "uptime": true, "pid": true}
+	out := map[string]string{}
+	var reply []byte
+	buf := make([]byte, 4096)
+	for !strings.HasSuffix(string(reply), "END\r\n") {
+		n, err := conn.Read(buf)
+		if err != nil {
+			return nil, err
+		}
+		reply = append(reply, buf[:n]...)
+	}
+	for _, line := range strings.Split(string(reply), "\r\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "STAT" && wanted[f[1]] {
+			out[f[1]] = f[2]
+		}
+	}
 	return out, nil
 }

@@ -53,6 +53,7 @@ func main() {
 	interval := flag.Duration("interval", 50*time.Millisecond, "pause between probes")
 	linger := flag.Duration("linger", 0, "after the report, stay up this long")
 	valueSize := flag.Int("value-size", 0, "probe with values of this many bytes under ever new keys, which fills the cache until it evicts (0: small values under 1000 keys)")
+	ttl := flag.Int("ttl", 0, "with -value-size: the items expire after this many seconds (0: never), so the cache empties once the probe stops")
 	waitReady := flag.Duration("wait-ready", 0, "before probing, wait this long at most for a first served request, uncounted (a new Service is routed only once kube-proxy has synced it)")
 	flag.Parse()
 	if *addr == "" {
@@ -65,7 +66,7 @@ func main() {
 	if *keys > 0 {
 		res = fixedKeys(*addr, *keys)
 	} else {
-		res = probe(*addr, *duration, *interval, *valueSize)
+		res = probe(*addr, *duration, *interval, *valueSize, *ttl)
 	}
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
@@ -103,7 +104,7 @@ func awaitServed(addr string, wait, interval time.Duration) {
 	}
 }
 
-func probe(addr string, duration, interval time.Duration, valueSize int) result {
+func probe(addr string, duration, interval time.Duration, valueSize, ttl int) result {
 	var res result
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
@@ -120,11 +121,11 @@ func probe(addr string, duration, interval time.Duration, valueSize int) result 
 			return res
 		default:
 		}
-		key, value := fmt.Sprintf("live-%d", i%1000), fmt.Sprintf("v%d", i)
+		key, value, expiry := fmt.Sprintf("live-%d", i%1000), fmt.Sprintf("v%d", i), 0
 		if valueSize > 0 {
-			key, value = fmt.Sprintf("fill-%d", i), strings.Repeat("x", valueSize)
+			key, value, expiry = fmt.Sprintf("fill-%d", i), strings.Repeat("x", valueSize), ttl
 		}
-		err := setGet(addr, key, value)
+		err := setGetExpiring(addr, key, value, expiry)
 		res.record(err)
 		now := time.Now()
 		if err == nil {
@@ -149,9 +150,12 @@ func (r *result) record(err error) {
 	}
 }
 
-func setGet(addr, key, value string) error {
+func setGet(addr, key, value string) error { return setGetExpiring(addr, key, value, 0) }
+
+// setGetExpiring stores value under key, to expire after ttl seconds (0: never), and reads it back.
+func setGetExpiring(addr, key, value string, ttl int) error {
 	return withConn(addr, func(rw *bufio.ReadWriter) error {
-		fmt.Fprintf(rw, "set %s 0 0 %d\r\n%s\r\n", key, len(value), value)
+		fmt.Fprintf(rw, "set %s 0 %d %d\r\n%s\r\n", key, ttl, len(value), value)
 		if err := rw.Flush(); err != nil {
 			return err
 		}

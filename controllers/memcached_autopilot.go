@@ -1,0 +1,681 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/operand"
+)
+
+// The autopilot (spec.autoscaling; docs/autopilot.md) sizes a Memcached from memcached's own
+// figures, which the stats controller reads: sustained evictions grow each server's item memory in
+// place (doubling it, up to maxMemoryMB), then add a server (up to maxReplicas); sustained low use
+// without evictions removes the highest server (down to minReplicas), then halves the memory in
+// place (down to memcached.maxMemoryMB, and only as far as memcached holds less). One step per
+// coolDown, none while servers roll out or resize. Its choice is status.autopilot, which the
+// values translation renders in place of replicaCount and memcached.maxMemoryMB: the spec stays
+// what the user asked, and an operator restart or upgrade renders the same. A step the
+// namespace's ResourceQuota would refuse is not taken, and the condition ScalingLimited says so.
+
+// Conditions of the autopilot (as a HorizontalPodAutoscaler's).
+const (
+	// ConditionScalingActive is True while the autopilot sizes the cache from its figures.
+	ConditionScalingActive = "ScalingActive"
+	// ConditionScalingLimited is True while the autopilot would step but may not: a bound, the
+	// namespace's quota, or memory memcached holds.
+	ConditionScalingLimited = "ScalingLimited"
+)
+
+// Steps of the autopilot (the metric's step label, and the Events' reasons).
+const (
+	stepGrowMemory   = "grow_memory"
+	stepAddServer    = "add_server"
+	stepRemoveServer = "remove_server"
+	stepShrinkMemory = "shrink_memory"
+)
+
+// defaultMaxMemoryMB is the chart's -m when the spec sets none (values.yaml).
+const defaultMaxMemoryMB = 64
+
+// autopilotBounds are what spec.autoscaling allows, with its defaults filled in.
+type autopilotBounds struct {
+	minReplicas, maxReplicas int32
+	floorMB, maxMB           int32
+	evictions                float64
+	scaleUpAfter             time.Duration
+	belowPercent             int32
+	scaleInAfter, coolDown   time.Duration
+	// invalid says why the bounds allow no size (nothing else is then done); "" when they do.
+	invalid string
+}
+
+// autopilotOn reports whether a Memcached's spec turns the autopilot on.
+func autopilotOn(spec *cachev1.MemcachedSpec) bool {
+	return spec.Autoscaling != nil && spec.Autoscaling.Enabled != nil && *spec.Autoscaling.Enabled
+}
+
+// specMaxMemoryMB is the item memory the spec asks for (memoryLimitMB, its old name, wins).
+func specMaxMemoryMB(spec *cachev1.MemcachedSpec) int32 {
+	if m := spec.Memcached; m != nil {
+		if m.MemoryLimitMB > 0 {
+			return m.MemoryLimitMB
+		}
+		if m.MaxMemoryMB > 0 {
+			return m.MaxMemoryMB
+		}
+	}
+	return defaultMaxMemoryMB
+}
+
+// boundsOf reads spec.autoscaling; unset bounds are the spec's size.
+func boundsOf(spec *cachev1.MemcachedSpec) autopilotBounds {
+	as := spec.Autoscaling
+	replicas := ptrOr(spec.ReplicaCount, 1)
+	b := autopilotBounds{
+		minReplicas: ptrOr(as.MinReplicas, replicas), maxReplicas: ptrOr(as.MaxReplicas, replicas),
+		floorMB: specMaxMemoryMB(spec), evictions: float64(max(as.ScaleUpEvictionsPerSecond, 1)),
+		belowPercent: as.ScaleInBelowPercent,
+	}
+	b.maxMB = ptrOr(as.MaxMemoryMB, b.floorMB)
+	if b.belowPercent == 0 {
+		b.belowPercent = 40
+	}
+	durations := []struct {
+		value string
+		def   time.Duration
+		into  *time.Duration
+	}{{as.ScaleUpAfter, 2 * time.Minute, &b.scaleUpAfter}, {as.ScaleInAfter, 30 * time.Minute, &b.scaleInAfter}, {as.CoolDown, 5 * time.Minute, &b.coolDown}}
+	for _, d := range durations {
+		*d.into = d.def
+		if v, err := time.ParseDuration(d.value); err == nil && v > 0 {
+			*d.into = v
+		}
+	}
+	switch {
+	case b.minReplicas > b.maxReplicas:
+		b.invalid = fmt.Sprintf("autoscaling allows no number of servers: minReplicas %d (unset: replicaCount) is above maxReplicas %d (unset: replicaCount)", b.minReplicas, b.maxReplicas)
+	case b.maxMB < b.floorMB:
+		b.invalid = fmt.Sprintf("autoscaling.maxMemoryMB %d is below memcached.maxMemoryMB %d, where the autopilot starts", b.maxMB, b.floorMB)
+	}
+	return b
+}
+
+// autopilotSize is the size the chart renders while the autopilot is on: its choice in status
+// within the spec's bounds, or the spec's own size clamped to them before it has chosen. ok is
+// false when the autopilot is off or its bounds allow no size: the spec's size applies.
+func autopilotSize(spec *cachev1.MemcachedSpec, st *cachev1.AutopilotStatus) (replicas, mb int32, ok bool) {
+	if !autopilotOn(spec) {
+		return 0, 0, false
+	}
+	b := boundsOf(spec)
+	if b.invalid != "" {
+		return 0, 0, false
+	}
+	replicas, mb = ptrOr(spec.ReplicaCount, 1), b.floorMB
+	if st != nil {
+		replicas, mb = st.Replicas, st.MaxMemoryMB
+	}
+	return min(max(replicas, b.minReplicas), b.maxReplicas), min(max(mb, b.floorMB), b.maxMB), true
+}
+
+// withAutopilotSize puts the autopilot's size into a CR's chart values: replicaCount, memcached's
+// item memory, and the container's memory in the spec's resources moved by as much as the item
+// memory (the chart's default resources follow the item memory by themselves). The values'
+// autoscaling, which the chart does not read, is dropped.
+func withAutopilotSize(obj *unstructured.Unstructured, vals map[string]any) error {
+	delete(vals, "autoscaling")
+	if on, _, _ := unstructured.NestedBool(obj.Object, "spec", "autoscaling", "enabled"); !on {
+		return nil // most CRs: nothing to convert
+	}
+	spec, st, err := autopilotInputs(obj)
+	if err != nil {
+		return err
+	}
+	replicas, mb, ok := autopilotSize(spec, st)
+	if !ok {
+		return nil
+	}
+	vals["replicaCount"] = int64(replicas)
+	delta := int64(mb-specMaxMemoryMB(spec)) << 20
+	if delta == 0 {
+		return nil
+	}
+	mc, _ := vals["memcached"].(map[string]any)
+	if mc == nil {
+		mc = map[string]any{}
+		vals["memcached"] = mc
+	}
+	delete(mc, "memoryLimitMB")
+	mc["maxMemoryMB"] = int64(mb)
+	for _, kind := range []string{"limits", "requests"} {
+		amounts, _, _ := unstructured.NestedMap(vals, "resources", kind)
+		v, ok := amounts["memory"]
+		if !ok {
+			continue
+		}
+		q, err := resource.ParseQuantity(fmt.Sprint(v))
+		if err != nil {
+			return fmt.Errorf("spec.resources.%s.memory: %w", kind, err)
+		}
+		q.Add(*resource.NewQuantity(delta, resource.BinarySI))
+		if err := unstructured.SetNestedField(vals, q.String(), "resources", kind, "memory"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// autopilotInputs reads the spec and status.autopilot of a Memcached in its unstructured form.
+func autopilotInputs(obj *unstructured.Unstructured) (*cachev1.MemcachedSpec, *cachev1.AutopilotStatus, error) {
+	spec := &cachev1.MemcachedSpec{}
+	if raw, ok := obj.Object["spec"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, spec); err != nil {
+			return nil, nil, fmt.Errorf("read the spec of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	st, err := memcachedStatusOf(obj)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return spec, st.Autopilot, nil
+}
+
+// MemcachedAutopilotReconciler is the autopilot: on each change of a Memcached's figures
+// (status.stats), spec or conditions, it decides whether to take a step, and records its choice
+// and why in status, an Event and metrics.
+type MemcachedAutopilotReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	// Port is memcached's port in each pod (0: the chart's): a shrink asks each server how much
+	// memory it holds.
+	Port int32
+	// Now is the clock (time.Now if nil).
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
+
+// Reconcile decides and records the autopilot's next step for one Memcached.
+func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	mc := &cachev1.Memcached{}
+	if err := r.Get(ctx, req.NamespacedName, mc); err != nil || mc.DeletionTimestamp != nil {
+		if apierrors.IsNotFound(err) || err == nil {
+			autopilotMetrics.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	st := mc.Status.DeepCopy()
+	var step *autopilotStep
+	var recheck time.Duration
+	if !autopilotOn(&mc.Spec) {
+		if st.Autopilot == nil {
+			return ctrl.Result{}, nil
+		}
+		st.Autopilot = nil
+		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionFalse, "AutoscalingOff",
+			fmt.Sprintf("spec.autoscaling is off: the cache has replicaCount %d servers of %d MiB (memcached.maxMemoryMB)", ptrOr(mc.Spec.ReplicaCount, 1), specMaxMemoryMB(&mc.Spec)))
+		removeMemcachedCondition(st, ConditionScalingLimited)
+	} else {
+		var err error
+		if step, recheck, err = r.decide(ctx, mc, st); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if !equality.Semantic.DeepEqual(*st, mc.Status) {
+		was := mc.Status
+		mc.Status = *st
+		if err := r.Status().Update(ctx, mc); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("update status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
+		}
+		r.announce(mc, was, *st, step)
+	}
+	autopilotMetrics.set(req.NamespacedName, st.Autopilot)
+	return ctrl.Result{RequeueAfter: recheck}, nil
+}
+
+// autopilotStep is a step the autopilot takes.
+type autopilotStep struct {
+	kind string
+	why  string
+}
+
+// decide updates st with what the figures say and, when a step is due, the step.
+func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.Memcached, st *cachev1.MemcachedStatus) (*autopilotStep, time.Duration, error) {
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	b := boundsOf(&mc.Spec)
+	if b.invalid != "" {
+		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionFalse, "InvalidBounds", b.invalid+": the spec's size applies")
+		setMemcachedCondition(st, ConditionScalingLimited, metav1.ConditionTrue, "InvalidBounds", b.invalid)
+		st.Autopilot = nil
+		return nil, 0, nil
+	}
+	replicas, mb, _ := autopilotSize(&mc.Spec, st.Autopilot)
+	ap := &cachev1.AutopilotStatus{Replicas: replicas, MaxMemoryMB: mb}
+	if st.Autopilot != nil {
+		ap = st.Autopilot.DeepCopy()
+		ap.Replicas, ap.MaxMemoryMB = replicas, mb // within the bounds as they are now
+	}
+	st.Autopilot = ap
+
+	stats := st.Stats
+	if stats == nil {
+		ap.EvictingSince, ap.LowUseSince = nil, nil
+		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionFalse, "NoStats",
+			"no server's stats could be read: the autopilot waits for them")
+		return nil, 0, nil
+	}
+	evictions := 0.0
+	if stats.EvictionsPerSecond != nil {
+		evictions = stats.EvictionsPerSecond.AsApproximateFloat64()
+	}
+	t := metav1.NewTime(now)
+	evicting := stats.EvictionsPerSecond != nil && evictions >= b.evictions
+	lowUse := stats.EvictionsPerSecond != nil && evictions == 0 && stats.MemoryUsedPercent < b.belowPercent
+	switch {
+	case !evicting:
+		ap.EvictingSince = nil
+	case ap.EvictingSince == nil:
+		ap.EvictingSince = &t
+	}
+	switch {
+	case !lowUse:
+		ap.LowUseSince = nil
+	case ap.LowUseSince == nil:
+		ap.LowUseSince = &t
+	}
+	figures := fmt.Sprintf("%d servers of %d MiB; %s evictions/s, the fullest server uses %d%%", ap.Replicas, ap.MaxMemoryMB,
+		strconv.FormatFloat(evictions, 'f', -1, 64), stats.MemoryUsedPercent)
+
+	// What is due, and when it will be.
+	var due string
+	var wait time.Duration
+	switch {
+	case evicting:
+		due, wait = "up", b.scaleUpAfter-now.Sub(ap.EvictingSince.Time)
+	case lowUse:
+		due, wait = "in", b.scaleInAfter-now.Sub(ap.LowUseSince.Time)
+	}
+	if ap.LastStepTime != nil {
+		wait = max(wait, b.coolDown-now.Sub(ap.LastStepTime.Time))
+	}
+	busy := busyWith(st)
+	switch {
+	case due == "":
+		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "WithinBounds",
+			fmt.Sprintf("%s: the cache fits what its clients store", figures))
+		setMemcachedCondition(st, ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "no step is due")
+		return nil, 0, nil
+	case busy != "":
+		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "Waiting",
+			fmt.Sprintf("%s; no step while %s", figures, busy))
+		return nil, 0, nil // the rollout's end changes the conditions, which brings us back
+	case wait > 0:
+		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "Waiting",
+			fmt.Sprintf("%s; a step %s is due in %s if this lasts", figures, due, wait.Round(time.Second)))
+		return nil, wait, nil
+	}
+
+	step, next, limited, err := r.nextStep(ctx, mc, b, ap, due, figures)
+	if err != nil {
+		return nil, 0, err
+	}
+	if limited != nil {
+		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "Limited", figures)
+		setMemcachedCondition(st, ConditionScalingLimited, metav1.ConditionTrue, limited.reason, limited.message)
+		// Not retried in a loop: the next read of the figures, a change of the spec or of the
+		// quota looks again.
+		return nil, 0, nil
+	}
+	ap.Replicas, ap.MaxMemoryMB = next.Replicas, next.MaxMemoryMB
+	ap.LastStep, ap.LastStepTime = step.why, &t
+	ap.EvictingSince, ap.LowUseSince = nil, nil // the next step waits for figures of the new size
+	setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "Stepped", step.why)
+	setMemcachedCondition(st, ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "the step was within the bounds and the quota")
+	return step, b.coolDown, nil
+}
+
+// busyWith says what work in flight a step must wait for: a rollout, a resize, servers not ready.
+func busyWith(st *cachev1.MemcachedStatus) string {
+	if c := memcachedCondition(*st, ConditionResizing); c.Status == metav1.ConditionTrue {
+		return "the servers are resized"
+	}
+	if c := memcachedCondition(*st, ConditionProgressing); c.Status == metav1.ConditionTrue {
+		return "the servers roll out"
+	}
+	if c := memcachedCondition(*st, ConditionAvailable); c.Status != metav1.ConditionTrue {
+		return "not every server is available"
+	}
+	return ""
+}
+
+// limit is why a due step is not taken.
+type limit struct {
+	reason, message, metric string
+}
+
+// nextStep is the step due in direction ("up" or "in") within the bounds and the quota.
+func (r *MemcachedAutopilotReconciler) nextStep(ctx context.Context, mc *cachev1.Memcached, b autopilotBounds, ap *cachev1.AutopilotStatus, direction, figures string) (*autopilotStep, cachev1.AutopilotStatus, *limit, error) {
+	next := cachev1.AutopilotStatus{Replicas: ap.Replicas, MaxMemoryMB: ap.MaxMemoryMB}
+	var step autopilotStep
+	if direction == "up" {
+		switch {
+		case ap.MaxMemoryMB < b.maxMB:
+			next.MaxMemoryMB = min(b.maxMB, ap.MaxMemoryMB*2)
+			step = autopilotStep{stepGrowMemory, fmt.Sprintf("item memory per server %d → %d MiB, in place: %s for %s", ap.MaxMemoryMB, next.MaxMemoryMB, figures, b.scaleUpAfter)}
+		case ap.Replicas < b.maxReplicas:
+			next.Replicas++
+			step = autopilotStep{stepAddServer, fmt.Sprintf("servers %d → %d (memory is at maxMemoryMB %d): %s for %s", ap.Replicas, next.Replicas, b.maxMB, figures, b.scaleUpAfter)}
+		default:
+			return nil, next, &limit{"AtMaximum", fmt.Sprintf("%s: the cache is at its bounds (maxReplicas %d, maxMemoryMB %d); raise them", figures, b.maxReplicas, b.maxMB), "bounds"}, nil
+		}
+	} else {
+		stats := mc.Status.Stats
+		switch {
+		case ap.Replicas > b.minReplicas:
+			// The servers left must hold what all hold now, below the low-use share.
+			if used, room := stats.MemoryUsed.Value(), int64(ap.Replicas-1)*int64(ap.MaxMemoryMB)<<20*int64(b.belowPercent)/100; used >= room {
+				return nil, next, &limit{"TooFullToRemove", fmt.Sprintf("%s: %d servers would hold the %s in use above %d%%", figures, ap.Replicas-1, stats.MemoryUsed.String(), b.belowPercent), "bounds"}, nil
+			}
+			next.Replicas--
+			step = autopilotStep{stepRemoveServer, fmt.Sprintf("servers %d → %d, the highest removed: %s for %s", ap.Replicas, next.Replicas, figures, b.scaleInAfter)}
+		case ap.MaxMemoryMB > b.floorMB:
+			next.MaxMemoryMB = max(b.floorMB, ap.MaxMemoryMB/2)
+			if int64(stats.MemoryUsedPercent)*int64(ap.MaxMemoryMB) >= int64(b.belowPercent)*int64(next.MaxMemoryMB) {
+				return nil, next, &limit{"TooFullToShrink", fmt.Sprintf("%s: at %d MiB the fullest server would use %d%% or more", figures, next.MaxMemoryMB, b.belowPercent), "bounds"}, nil
+			}
+			held, err := r.heldMemory(ctx, mc)
+			if err != nil {
+				return nil, next, &limit{"MemoryHeld", fmt.Sprintf("%s: %v", figures, err), "memory_held"}, nil
+			}
+			if held > uint64(next.MaxMemoryMB)<<20 {
+				return nil, next, &limit{"MemoryHeld", fmt.Sprintf("%s: a server holds %d MiB, above %d MiB, and memcached gives memory back only as its items expire or are deleted; a shrink in place waits for that", figures, held>>20, next.MaxMemoryMB), "memory_held"}, nil
+			}
+			step = autopilotStep{stepShrinkMemory, fmt.Sprintf("item memory per server %d → %d MiB, in place: %s for %s", ap.MaxMemoryMB, next.MaxMemoryMB, figures, b.scaleInAfter)}
+		default:
+			return nil, next, &limit{"AtMinimum", fmt.Sprintf("%s: the cache is at its least size (minReplicas %d, memcached.maxMemoryMB %d)", figures, b.minReplicas, b.floorMB), "bounds"}, nil
+		}
+	}
+	if refusal, err := r.quotaRefusal(ctx, mc, ap, next); err != nil || refusal != "" {
+		if err != nil {
+			return nil, next, nil, err
+		}
+		return nil, next, &limit{"QuotaExceeded", fmt.Sprintf("%s: the step (%s) is not taken: %s", figures, step.kind, refusal), "quota"}, nil
+	}
+	return &step, next, nil, nil
+}
+
+// heldMemory is the most item memory any ready server of the Memcached has allocated.
+func (r *MemcachedAutopilotReconciler) heldMemory(ctx context.Context, mc *cachev1.Memcached) (uint64, error) {
+	pods, err := (&MemcachedStatsReconciler{Client: r.Client}).readyPods(ctx, mc)
+	if err != nil {
+		return 0, err
+	}
+	port := r.Port
+	if port == 0 {
+		port = memcachedPort
+	}
+	var most uint64
+	for _, p := range pods {
+		n, err := operand.ReadAllocated(ctx, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port))), statsTimeout)
+		if err != nil {
+			return 0, fmt.Errorf("server %s did not say how much memory it holds: %w", p.Name, err)
+		}
+		most = max(most, n)
+	}
+	return most, nil
+}
+
+// quotaRefusal says which ResourceQuota of the Memcached's namespace the step from ap to next
+// would exceed, or "": the pods the StatefulSet's template makes, with the memory change applied
+// to the memcached container.
+func (r *MemcachedAutopilotReconciler) quotaRefusal(ctx context.Context, mc *cachev1.Memcached, ap *cachev1.AutopilotStatus, next cachev1.AutopilotStatus) (string, error) {
+	quotas := &corev1.ResourceQuotaList{}
+	if err := r.List(ctx, quotas, client.InNamespace(mc.Namespace)); err != nil {
+		return "", fmt.Errorf("list the ResourceQuotas of namespace %s: %w", mc.Namespace, err)
+	}
+	if len(quotas.Items) == 0 {
+		return "", nil
+	}
+	servers, err := (&MemcachedOperandReconciler{Client: r.Client}).serversOf(ctx, mc)
+	if err != nil || servers == nil {
+		return "", err
+	}
+	pod := servers.Spec.Template.Spec
+	perPod := podAmounts(&pod)
+	need := corev1.ResourceList{}
+	if next.Replicas > ap.Replicas {
+		addAmounts(need, perPod, int64(next.Replicas-ap.Replicas))
+		need[corev1.ResourcePods] = *resource.NewQuantity(int64(next.Replicas-ap.Replicas), resource.DecimalSI)
+	}
+	if delta := int64(next.MaxMemoryMB-ap.MaxMemoryMB) << 20; delta > 0 {
+		c := memcachedContainer(&pod)
+		for _, kind := range []struct {
+			name corev1.ResourceName
+			list corev1.ResourceList
+		}{{corev1.ResourceRequestsMemory, c.Resources.Requests}, {corev1.ResourceLimitsMemory, c.Resources.Limits}} {
+			if _, ok := kind.list[corev1.ResourceMemory]; ok {
+				addAmounts(need, corev1.ResourceList{kind.name: *resource.NewQuantity(delta, resource.BinarySI)}, int64(next.Replicas))
+			}
+		}
+	}
+	need[corev1.ResourceMemory] = need[corev1.ResourceRequestsMemory]
+	need[corev1.ResourceCPU] = need[corev1.ResourceRequestsCPU]
+	need[corev1.ResourceName("count/pods")] = need[corev1.ResourcePods]
+	for _, q := range quotas.Items {
+		if !quotaCovers(&q, &pod) {
+			continue
+		}
+		for name, hard := range q.Status.Hard {
+			more, ok := need[name]
+			if !ok || more.IsZero() {
+				continue
+			}
+			used := q.Status.Used[name]
+			total := used.DeepCopy()
+			total.Add(more)
+			if total.Cmp(hard) > 0 {
+				return fmt.Sprintf("ResourceQuota %s allows %s %s, %s is used, and the step needs %s more", q.Name, name, hard.String(), used.String(), more.String()), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// podAmounts are what one pod of spec counts against a quota: its containers' requests and
+// limits, as requests.* and limits.*.
+func podAmounts(spec *corev1.PodSpec) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, c := range spec.Containers {
+		for name, q := range c.Resources.Requests {
+			addAmounts(out, corev1.ResourceList{corev1.ResourceName("requests." + string(name)): q}, 1)
+		}
+		for name, q := range c.Resources.Limits {
+			addAmounts(out, corev1.ResourceList{corev1.ResourceName("limits." + string(name)): q}, 1)
+		}
+	}
+	return out
+}
+
+// addAmounts adds n times each amount of more to into.
+func addAmounts(into, more corev1.ResourceList, n int64) {
+	for name, q := range more {
+		sum := into[name]
+		for range n {
+			sum.Add(q)
+		}
+		into[name] = sum
+	}
+}
+
+// quotaCovers reports whether a ResourceQuota counts the memcached pods of spec: its scopes are
+// those of long-running pods with requests (NotTerminating, NotBestEffort) and of their priority
+// class; a scope the operator does not know counts them, to be safe.
+func quotaCovers(q *corev1.ResourceQuota, spec *corev1.PodSpec) bool {
+	matches := func(scope corev1.ResourceQuotaScope, op corev1.ScopeSelectorOperator, values []string) bool {
+		switch scope {
+		case corev1.ResourceQuotaScopeTerminating, corev1.ResourceQuotaScopeBestEffort, corev1.ResourceQuotaScopeCrossNamespacePodAffinity:
+			return false
+		case corev1.ResourceQuotaScopePriorityClass:
+			var sop selection.Operator
+			switch op {
+			case corev1.ScopeSelectorOpIn:
+				sop = selection.In
+			case corev1.ScopeSelectorOpNotIn:
+				sop = selection.NotIn
+			case corev1.ScopeSelectorOpExists:
+				sop = selection.Exists
+			case corev1.ScopeSelectorOpDoesNotExist:
+				sop = selection.DoesNotExist
+			default:
+				return true
+			}
+			req, err := k8slabels.NewRequirement("priorityClass", sop, values)
+			if err != nil {
+				return true
+			}
+			set := k8slabels.Set{}
+			if spec.PriorityClassName != "" {
+				set["priorityClass"] = spec.PriorityClassName
+			}
+			return req.Matches(set)
+		}
+		return true
+	}
+	for _, s := range q.Spec.Scopes {
+		if !matches(s, corev1.ScopeSelectorOpExists, nil) {
+			return false
+		}
+	}
+	if q.Spec.ScopeSelector != nil {
+		for _, e := range q.Spec.ScopeSelector.MatchExpressions {
+			if !matches(e.ScopeName, e.Operator, e.Values) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// announce records an Event for a step, and for a change of what limits the autopilot.
+func (r *MemcachedAutopilotReconciler) announce(mc *cachev1.Memcached, before, after cachev1.MemcachedStatus, step *autopilotStep) {
+	key := client.ObjectKeyFromObject(mc)
+	if step != nil {
+		reason := map[string]string{stepGrowMemory: "MemoryGrown", stepAddServer: "ServerAdded", stepRemoveServer: "ServerRemoved", stepShrinkMemory: "MemoryShrunk"}[step.kind]
+		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, reason, "Autoscale", "%s", step.why)
+		autopilotMetrics.steps.With(withLabel(labelsOf(key), "step", step.kind)).Inc()
+	}
+	was, now := memcachedCondition(before, ConditionScalingLimited), memcachedCondition(after, ConditionScalingLimited)
+	if now.Status == metav1.ConditionTrue && (was.Status != metav1.ConditionTrue || was.Reason != now.Reason) {
+		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, "ScalingLimited", "Autoscale", "%s", now.Message)
+		why := map[string]string{"QuotaExceeded": "quota", "MemoryHeld": "memory_held"}[now.Reason]
+		if why == "" {
+			why = "bounds"
+		}
+		autopilotMetrics.refused.With(withLabel(labelsOf(key), "reason", why)).Inc()
+	}
+	if a := memcachedCondition(after, ConditionScalingActive); a.Reason == "AutoscalingOff" && memcachedCondition(before, ConditionScalingActive).Reason != "AutoscalingOff" {
+		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "AutoscalingOff", "Autoscale", "%s", a.Message)
+	}
+}
+
+// withLabel is l with one more label.
+func withLabel(l prometheus.Labels, name, value string) prometheus.Labels {
+	out := maps.Clone(l)
+	out[name] = value
+	return out
+}
+
+// removeMemcachedCondition removes a condition.
+func removeMemcachedCondition(st *cachev1.MemcachedStatus, typ string) {
+	out := st.Conditions[:0]
+	for _, c := range st.Conditions {
+		if c.Type != typ {
+			out = append(out, c)
+		}
+	}
+	st.Conditions = out
+}
+
+// SetupWithManager decides on every change of a Memcached's spec or status (its figures, its
+// rollout) and of the ResourceQuotas of its namespace.
+func (r *MemcachedAutopilotReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	inputs := predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return true },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			// A Memcached with the autopilot off and nothing to undo has nothing to decide.
+			a, b := e.ObjectOld.(*unstructured.Unstructured), e.ObjectNew.(*unstructured.Unstructured)
+			on := func(u *unstructured.Unstructured) bool {
+				enabled, _, _ := unstructured.NestedBool(u.Object, "spec", "autoscaling", "enabled")
+				_, chose, _ := unstructured.NestedMap(u.Object, "status", "autopilot")
+				return enabled || chose
+			}
+			return on(a) || on(b)
+		},
+	}
+	quotaToMemcacheds := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(cachev1.GroupVersion.WithKind("MemcachedList"))
+		if err := r.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		var out []ctrl.Request
+		for _, m := range list.Items {
+			if enabled, _, _ := unstructured.NestedBool(m.Object, "spec", "autoscaling", "enabled"); enabled {
+				out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
+			}
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("memcached-autopilot").
+		For(MemcachedObject(), builder.WithPredicates(inputs)).
+		Watches(&corev1.ResourceQuota{}, quotaToMemcacheds).
+		Complete(r)
+}

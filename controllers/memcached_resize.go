@@ -1,0 +1,840 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/kubectl/pkg/util/qos"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/yaml"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/helm"
+	"github.com/example/memcached-operator/internal/labels"
+	"github.com/example/memcached-operator/internal/operand"
+)
+
+// Memory changes in place. A change of a Memcached that changes only its servers' memory (the
+// memcached container's resources and memcached's -m) would otherwise roll every server, and each
+// restarted memcached starts empty. Kubernetes resizes a running pod's resources in place (the
+// pods/resize subresource, 1.33 and later) and memcached changes its limit at runtime
+// (`cache_memlimit`), so the operator makes such a change without a restart:
+//
+//  1. before Helm applies the upgrade (BeforeUpgrade), it holds the StatefulSet's rollout
+//     (spec.updateStrategy.rollingUpdate.partition) and records why in the ResizeHold annotation;
+//  2. for each server (Reconcile), growing: it resizes the pod, waits for the kubelet, then raises
+//     memcached's limit; shrinking: memcached first, then the pod; then it labels the pod with the
+//     StatefulSet's new revision, which the pod now matches;
+//  3. with every server done, it lets go of the rollout, which has nothing left to replace.
+//
+// Where that cannot be done, the StatefulSet rolls the servers one at a time as for any other
+// change, and the annotation, the Resizing condition and an Event say why: the API server does not
+// serve pods/resize (a cluster before 1.33, or the feature gate off), the change moves the pods to
+// another QoS class, a server holds more memory than the new limit (memcached keeps what it has
+// allocated until its items expire or are deleted), or the kubelet refuses or does not finish.
+// What is decided and done is in the StatefulSet and its pods, so an operator restart resumes.
+
+// Reasons of the Resizing condition.
+const (
+	ConditionResizing = "Resizing"
+	// ReasonResizingInPlace: the servers are being resized in place (True); ReasonResizedInPlace:
+	// the last memory change was made in place (False).
+	ReasonResizingInPlace = "ResizingInPlace"
+	ReasonResizedInPlace  = "ResizedInPlace"
+	// ReasonRollingOut: a memory change rolls the servers out (True); ReasonRolledOut: the last
+	// one was rolled out (False). The message says why not in place.
+	ReasonRollingOut = "RollingOut"
+	ReasonRolledOut  = "RolledOut"
+)
+
+// Outcomes of a memory change in the ResizeHold annotation.
+const (
+	outcomeResizing  = ""
+	outcomeInPlace   = "InPlace"
+	outcomeRolledOut = "RolledOut"
+)
+
+const (
+	// holdWait is how long a hold waits for the upgrade it was made for: Helm applies it right
+	// after the hold, so one still not applied failed.
+	holdWait = time.Minute
+	// resizeTimeout bounds an in-place resize: a kubelet that has not resized every server by
+	// then (no room on the node, an error) gets the rollout instead.
+	resizeTimeout = 3 * time.Minute
+	// resizePoll is how soon a resize that waits for a kubelet looks again (pod events bring it
+	// back sooner).
+	resizePoll = 2 * time.Second
+	// memcachedOverheadMB is what the chart gives memcached beyond its item memory (-m).
+	memcachedOverheadMB = 32
+)
+
+// resizeRecord is the ResizeHold annotation: what the operator decided for the memory change that
+// an upgrade of the release makes, and how it went.
+type resizeRecord struct {
+	// Release is the release revision the servers ran when the change came: the upgrade makes
+	// a later one.
+	Release int32 `json:"release"`
+	// Revision is the StatefulSet's template revision the servers ran then.
+	Revision string `json:"revision,omitempty"`
+	// FromMB and ToMB are memcached's item memory before and after, in MiB; FromLimit and
+	// ToLimit the container's memory limit.
+	FromMB    int32  `json:"fromMB"`
+	ToMB      int32  `json:"toMB"`
+	FromLimit string `json:"fromLimit,omitempty"`
+	ToLimit   string `json:"toLimit,omitempty"`
+	// Since is when the change came.
+	Since metav1.Time `json:"since"`
+	// Outcome is "" while the servers are resized in place, InPlace once they are, RolledOut
+	// when the StatefulSet rolls them instead, for the reason in Why.
+	Outcome string       `json:"outcome,omitempty"`
+	Why     string       `json:"why,omitempty"`
+	At      *metav1.Time `json:"at,omitempty"`
+}
+
+// change says what the record's memory change is, in words.
+func (r resizeRecord) change() string {
+	s := fmt.Sprintf("item memory %d → %d MiB", r.FromMB, r.ToMB)
+	if r.FromLimit != "" && r.ToLimit != "" && r.FromLimit != r.ToLimit {
+		s += fmt.Sprintf(", container memory %s → %s", r.FromLimit, r.ToLimit)
+	}
+	return s
+}
+
+// resizeRecordOf reads the ResizeHold annotation of a StatefulSet; nil when it has none (or one
+// that does not parse: a hold the operator did not make is none of its business).
+func resizeRecordOf(s *appsv1.StatefulSet) *resizeRecord {
+	v, ok := s.Annotations[labels.ResizeHold]
+	if !ok {
+		return nil
+	}
+	r := &resizeRecord{}
+	if err := json.Unmarshal([]byte(v), r); err != nil {
+		return nil
+	}
+	return r
+}
+
+func (r resizeRecord) annotation() string {
+	b, _ := json.Marshal(r) // plain fields
+	return string(b)
+}
+
+// serverMemory is what a memory change changes: memcached's -m, in MiB, and its container's
+// resources.
+type serverMemory struct {
+	MB        int32
+	Resources corev1.ResourceRequirements
+}
+
+func (m serverMemory) limit() string {
+	if q, ok := m.Resources.Limits[corev1.ResourceMemory]; ok {
+		return q.String()
+	}
+	return ""
+}
+
+// memcachedContainer is the memcached container of a pod spec, or nil.
+func memcachedContainer(spec *corev1.PodSpec) *corev1.Container {
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == labels.ChartName {
+			return &spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// itemMemoryArg is the index in args of the value of memcached's -m, as the chart writes it (two
+// arguments), or -1.
+func itemMemoryArg(args []string) int {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "-m" {
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// memoryOf is the memory of the memcached container of a pod spec; false when the spec has none
+// the chart made.
+func memoryOf(spec *corev1.PodSpec) (serverMemory, bool) {
+	c := memcachedContainer(spec)
+	if c == nil {
+		return serverMemory{}, false
+	}
+	i := itemMemoryArg(c.Args)
+	if i < 0 {
+		return serverMemory{}, false
+	}
+	mb, err := strconv.ParseInt(c.Args[i], 10, 32)
+	if err != nil {
+		return serverMemory{}, false
+	}
+	return serverMemory{MB: int32(mb), Resources: c.Resources}, true
+}
+
+// memoryOnlyChange reports whether the pod template to differs from from only in the memory of
+// memcached (its -m and its container's resources) and so can be applied in place, and what
+// changes; why not, if not.
+func memoryOnlyChange(from, to *corev1.PodTemplateSpec) (before, after serverMemory, why string) {
+	strip := func(t *corev1.PodTemplateSpec) (*corev1.PodTemplateSpec, serverMemory, bool) {
+		t = t.DeepCopy()
+		m, ok := memoryOf(&t.Spec)
+		if !ok {
+			return nil, m, false
+		}
+		c := memcachedContainer(&t.Spec)
+		c.Args[itemMemoryArg(c.Args)] = ""
+		c.Resources = corev1.ResourceRequirements{}
+		return t, m, true
+	}
+	a, before, ok1 := strip(from)
+	b, after, ok2 := strip(to)
+	switch {
+	case !ok1 || !ok2:
+		return before, after, "the server template has no memcached container with -m"
+	case !equality.Semantic.DeepEqual(a, b):
+		return before, after, "the change is not to memory alone"
+	case before.MB == after.MB && equality.Semantic.DeepEqual(before.Resources, after.Resources):
+		return before, after, "memory does not change"
+	}
+	if was, will := qos.ComputePodQOS(&corev1.Pod{Spec: from.Spec}), qos.ComputePodQOS(&corev1.Pod{Spec: to.Spec}); was != will {
+		return before, after, fmt.Sprintf("the change moves the servers from QoS class %s to %s, which Kubernetes cannot change in place", was, will)
+	}
+	return before, after, ""
+}
+
+// statefulSetOf is the StatefulSet of a release manifest (the chart renders one), or nil.
+func statefulSetOf(manifest string) *appsv1.StatefulSet {
+	for _, doc := range releaseutil.SplitManifests(manifest) {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil || meta.Kind != "StatefulSet" || meta.APIVersion != "apps/v1" {
+			continue
+		}
+		s := &appsv1.StatefulSet{}
+		if err := yaml.Unmarshal([]byte(doc), s); err == nil {
+			return s
+		}
+	}
+	return nil
+}
+
+// resizeSupport says whether the cluster resizes pods in place: whether its API server serves the
+// pods/resize subresource (Kubernetes 1.33 and later with InPlacePodVerticalScaling, which is GA
+// and always on from 1.35), read from discovery, not from the version, and again after
+// resizeSupportTTL.
+type resizeSupport struct {
+	discovery discovery.DiscoveryInterface
+	mu        sync.Mutex
+	served    bool
+	checked   time.Time
+}
+
+const resizeSupportTTL = 10 * time.Minute
+
+func (s *resizeSupport) inPlace() (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.checked.IsZero() && time.Since(s.checked) < resizeSupportTTL {
+		return s.served, nil
+	}
+	list, err := s.discovery.ServerResourcesForGroupVersion("v1")
+	if err != nil {
+		return false, fmt.Errorf("discover the resources of API v1: %w", err)
+	}
+	s.served = false
+	for _, r := range list.APIResources {
+		if r.Name == "pods/resize" {
+			s.served = true
+		}
+	}
+	s.checked = time.Now()
+	return s.served, nil
+}
+
+// errNoResize says why a cluster gets the rollout.
+const errNoResize = "this cluster does not resize pods in place: its API server does not serve pods/resize (Kubernetes before 1.33, or InPlacePodVerticalScaling off)"
+
+// MemcachedResizeReconciler changes the memory of a Memcached's servers in place (see above): it
+// makes the hold before Helm's upgrade (BeforeUpgrade), resizes each server (Reconcile) and lets
+// go of the hold. It also keeps memcached's limit on a server resized in place whose memcached
+// restarted: the pod's arguments still say the old -m.
+type MemcachedResizeReconciler struct {
+	client.Client
+	// Live reads what Helm is about to change, and pods' specs, from the API server.
+	Live     client.Client
+	Recorder events.EventRecorder
+	// Records are the release records the Helm side decoded: the memory a release asks for is
+	// read from its sealed record, not from objects a tenant may edit.
+	Records *helm.Records
+	Support *resizeSupport
+	// Port is memcached's port in each pod (0: the chart's).
+	Port int32
+}
+
+// +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
+
+// BeforeUpgrade decides, before Helm applies an upgrade of a Memcached's release, whether the
+// upgrade's change of the servers is made in place: then it holds the StatefulSet's rollout; else
+// it records why not, and the StatefulSet rolls the servers.
+func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client.Object, last, target *release.Release) error {
+	if last == nil || last.Info == nil || last.Info.Status != release.StatusDeployed {
+		return nil // a failed or pending release: what the servers run is not the last manifest's
+	}
+	from, to := statefulSetOf(last.Manifest), statefulSetOf(target.Manifest)
+	if from == nil || to == nil || from.Name != to.Name {
+		return nil
+	}
+	before, after, why := memoryOnlyChange(&from.Spec.Template, &to.Spec.Template)
+	if before.MB == after.MB && equality.Semantic.DeepEqual(before.Resources, after.Resources) {
+		return nil // memory does not change: nothing to decide
+	}
+	live := &appsv1.StatefulSet{}
+	if err := r.Live.Get(ctx, client.ObjectKey{Namespace: cr.GetNamespace(), Name: to.Name}, live); err != nil {
+		return client.IgnoreNotFound(err) // none yet: Helm creates it
+	}
+	if !helm.OwnedByRelease(live, cr) {
+		return nil // Helm's own check refuses it
+	}
+	if rec := resizeRecordOf(live); rec != nil && rec.Outcome == outcomeResizing && partitionOf(live) > 0 {
+		return nil // a resize in flight: Reconcile takes the new target on, or lets go
+	}
+	record := resizeRecord{Release: int32(last.Version), Revision: live.Status.CurrentRevision, FromMB: before.MB, ToMB: after.MB,
+		FromLimit: before.limit(), ToLimit: after.limit(), Since: metav1.Now()}
+	if why == "" {
+		why = r.inPlaceRefusal(ctx, live, after, before)
+	}
+	patch := client.MergeFromWithOptions(live.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if why != "" {
+		record.Outcome, record.Why, record.At = outcomeRolledOut, why, ptrTo(metav1.Now())
+		metav1.SetMetaDataAnnotation(&live.ObjectMeta, labels.ResizeHold, record.annotation())
+		if err := r.Patch(ctx, live, patch); err != nil {
+			return fmt.Errorf("record why StatefulSet %s is rolled out: %w", live.Name, err)
+		}
+		r.Recorder.Eventf(cr, live, corev1.EventTypeNormal, "ResizeByRollout", "ResizeServers",
+			"%s is rolled out one server at a time, each starting empty: %s", record.change(), why)
+		resizeMetrics.WithLabelValues("rollout").Inc()
+		return nil
+	}
+	// Servers the upgrade adds (ordinals from the smaller of the two counts on) start with the
+	// new template; the others are held.
+	held := min(replicasOf(live), ptrOr(to.Spec.Replicas, 1))
+	if held == 0 {
+		return nil // no server to resize
+	}
+	if live.Spec.UpdateStrategy.RollingUpdate == nil {
+		live.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
+	}
+	live.Spec.UpdateStrategy.RollingUpdate.Partition = &held
+	metav1.SetMetaDataAnnotation(&live.ObjectMeta, labels.ResizeHold, record.annotation())
+	if err := r.Patch(ctx, live, patch); err != nil {
+		return fmt.Errorf("hold the rollout of StatefulSet %s to resize its servers in place: %w", live.Name, err)
+	}
+	r.Recorder.Eventf(cr, live, corev1.EventTypeNormal, ReasonResizingInPlace, "ResizeServers",
+		"%s: resizing %d servers in place, without a restart", record.change(), held)
+	return nil
+}
+
+// inPlaceRefusal says why the StatefulSet's servers cannot take the memory after in place, or
+// "" when they can: the cluster must resize pods, the last rollout must be complete (every
+// server runs the revision the hold names), and on a shrink each server must hold no more than
+// the new limit.
+func (r *MemcachedResizeReconciler) inPlaceRefusal(ctx context.Context, live *appsv1.StatefulSet, after, before serverMemory) string {
+	ok, err := r.Support.inPlace()
+	if err != nil {
+		return fmt.Sprintf("the operator could not tell whether the cluster resizes pods in place: %v", err)
+	}
+	if !ok {
+		return errNoResize
+	}
+	ro := rolloutOfServers(live)
+	if !ro.complete() || live.Status.CurrentRevision != live.Status.UpdateRevision {
+		return fmt.Sprintf("the servers were still rolling out (%d of %d updated)", ro.updated, ro.want)
+	}
+	if after.MB >= before.MB {
+		return ""
+	}
+	pods, err := r.serverPods(ctx, live)
+	if err != nil {
+		return err.Error()
+	}
+	for _, p := range pods {
+		if !podReady(p) || p.Status.PodIP == "" {
+			return fmt.Sprintf("server %s is not ready, so what it holds is unknown", p.Name)
+		}
+		held, err := operand.ReadAllocated(ctx, r.addr(p), statsTimeout)
+		if err != nil {
+			return fmt.Sprintf("server %s did not say how much memory it holds: %v", p.Name, err)
+		}
+		if held > uint64(after.MB)<<20 {
+			return fmt.Sprintf("server %s holds %d MiB, above the new %d MiB: memcached gives memory back only as its items expire or are deleted",
+				p.Name, held>>20, after.MB)
+		}
+	}
+	return ""
+}
+
+func (r *MemcachedResizeReconciler) addr(p *corev1.Pod) string {
+	port := r.Port
+	if port == 0 {
+		port = memcachedPort
+	}
+	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))
+}
+
+// serverPods are the StatefulSet's pods, by ordinal.
+func (r *MemcachedResizeReconciler) serverPods(ctx context.Context, s *appsv1.StatefulSet) (map[int32]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := r.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels(s.Spec.Selector.MatchLabels)); err != nil {
+		return nil, fmt.Errorf("list the servers of StatefulSet %s: %w", s.Name, err)
+	}
+	pods := map[int32]*corev1.Pod{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		ref := metav1.GetControllerOf(p)
+		if ref == nil || ref.UID != s.UID || p.DeletionTimestamp != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimPrefix(p.Name, s.Name+"-"), 10, 32)
+		if err != nil || !strings.HasPrefix(p.Name, s.Name+"-") {
+			continue
+		}
+		pods[int32(n)] = p
+	}
+	return pods, nil
+}
+
+// Reconcile carries a Memcached's in-place resize on by one step per server, and keeps memcached's
+// limit on servers resized in place.
+func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	mc := &cachev1.Memcached{}
+	if err := r.Get(ctx, req.NamespacedName, mc); err != nil || mc.DeletionTimestamp != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	servers, err := (&MemcachedOperandReconciler{Client: r.Client}).serversOf(ctx, mc)
+	if err != nil || servers == nil {
+		return ctrl.Result{}, err
+	}
+	rec := resizeRecordOf(servers)
+	if rec == nil || rec.Outcome != outcomeResizing {
+		return ctrl.Result{}, r.keepLimits(ctx, servers)
+	}
+	if partitionOf(servers) == 0 {
+		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, "the rollout was no longer held (someone set its partition to 0)")
+	}
+	deployed, err := helm.DeployedRevision(ctx, r.Client, r.Records, mc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if deployed <= rec.Release {
+		// The upgrade the hold is for has not been applied: Helm applies it right after.
+		if wait := holdWait - time.Since(rec.Since.Time); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, "the upgrade that the servers were held for was not applied")
+	}
+	fromRel, err := helm.Release(ctx, r.Client, r.Records, mc, rec.Release)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	toRel, err := helm.Release(ctx, r.Client, r.Records, mc, deployed)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if fromRel == nil || toRel == nil {
+		if time.Since(rec.Since.Time) > resizeTimeout {
+			return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("the release records of revisions %d and %d cannot be read", rec.Release, deployed))
+		}
+		return ctrl.Result{RequeueAfter: resizePoll}, nil // not decoded yet: the records' events bring us back
+	}
+	from, to := statefulSetOf(fromRel.Manifest), statefulSetOf(toRel.Manifest)
+	if from == nil || to == nil {
+		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, "a release has no StatefulSet")
+	}
+	_, after, why := memoryOnlyChange(&from.Spec.Template, &to.Spec.Template)
+	if why != "" {
+		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("a change came while the servers were resized in place, and %s", why))
+	}
+	// The StatefulSet must show the release's template, and its controller must have seen it:
+	// its update revision is then that template.
+	if live, ok := memoryOf(&servers.Spec.Template.Spec); !ok || live.MB != after.MB || !equality.Semantic.DeepEqual(live.Resources, after.Resources) ||
+		servers.Status.ObservedGeneration < servers.Generation || servers.Status.UpdateRevision == "" {
+		return ctrl.Result{RequeueAfter: resizePoll}, nil
+	}
+	if time.Since(rec.Since.Time) > resizeTimeout {
+		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("the servers were not all resized within %s", resizeTimeout))
+	}
+	pods, err := r.serverPods(ctx, servers)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	update := servers.Status.UpdateRevision
+	waiting := false
+	for n := range partitionOf(servers) {
+		p := pods[n]
+		if p == nil {
+			waiting = true // the StatefulSet controller recreates it (at the revision it held)
+			continue
+		}
+		switch p.Labels[appsv1.StatefulSetRevisionLabel] {
+		case update:
+			continue
+		case rec.Revision:
+		default:
+			return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("server %s runs template revision %s, not the one the hold was made for", p.Name, p.Labels[appsv1.StatefulSetRevisionLabel]))
+		}
+		done, refusal, err := r.resizeServer(ctx, p, after, update)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if refusal != "" {
+			return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, refusal)
+		}
+		waiting = waiting || !done
+	}
+	if waiting {
+		return ctrl.Result{RequeueAfter: resizePoll}, nil
+	}
+	rec.Outcome, rec.At = outcomeInPlace, ptrTo(metav1.Now())
+	if err := r.release(ctx, servers, *rec); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, ReasonResizedInPlace, "ResizeServers",
+		"%s: %d servers resized in place, none restarted", rec.change(), partitionOf(servers))
+	resizeMetrics.WithLabelValues("in_place").Inc()
+	return ctrl.Result{}, nil
+}
+
+// resizeServer takes one server one step towards the memory after: growing, the container first,
+// then memcached; shrinking, memcached first. When both hold it, the pod is labelled with the
+// StatefulSet's update revision and done is true. refusal says why the server cannot be resized
+// in place.
+func (r *MemcachedResizeReconciler) resizeServer(ctx context.Context, cached *corev1.Pod, after serverMemory, update string) (done bool, refusal string, err error) {
+	p := &corev1.Pod{}
+	if err := r.Live.Get(ctx, client.ObjectKeyFromObject(cached), p); err != nil {
+		return false, "", client.IgnoreNotFound(err)
+	}
+	if p.UID != cached.UID || p.DeletionTimestamp != nil {
+		return false, "", nil
+	}
+	now, ok := memoryOf(&p.Spec)
+	if !ok {
+		return false, fmt.Sprintf("server %s has no memcached container with -m", p.Name), nil
+	}
+	if !podReady(p) || p.Status.PodIP == "" {
+		return false, "", nil // its readiness brings us back
+	}
+	shrinking := after.MB < now.MB || quantityBelow(after.Resources.Limits, now.Resources.Limits)
+	containerDone := equality.Semantic.DeepEqual(now.Resources, after.Resources)
+	if shrinking || containerDone {
+		// memcached first when shrinking; last when growing, once the container has its memory.
+		if containerDone && !resized(p, after) {
+			log.FromContext(ctx).V(1).Info("waiting for the kubelet to resize", "pod", p.Name, "generation", p.Generation,
+				"observedGeneration", p.Status.ObservedGeneration, "status", resizeStatus(p), "want", after.Resources)
+			return false, resizeTrouble(p), nil
+		}
+		if err := r.setLimit(ctx, p, after.MB); err != nil {
+			return false, "", err
+		}
+	}
+	if !containerDone {
+		body, err := json.Marshal(map[string]any{"spec": map[string]any{"containers": []any{
+			map[string]any{"name": labels.ChartName, "resources": after.Resources}}}})
+		if err != nil {
+			return false, "", err
+		}
+		if err := r.Live.SubResource("resize").Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, body)); err != nil {
+			switch {
+			case apierrors.IsNotFound(err) && podGone(err, p.Name):
+				return false, "", nil
+			case apierrors.IsNotFound(err):
+				return false, errNoResize, nil
+			case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err):
+				return false, fmt.Sprintf("the API server refused to resize server %s: %v", p.Name, err), nil
+			case apierrors.IsConflict(err):
+				return false, "", nil
+			}
+			return false, "", fmt.Errorf("resize server %s: %w", p.Name, err)
+		}
+		return false, "", nil // the kubelet's status update brings us back
+	}
+	before := p.DeepCopy()
+	p.Labels[appsv1.StatefulSetRevisionLabel] = update
+	if err := r.Live.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return false, "", nil
+		}
+		return false, "", fmt.Errorf("label server %s with template revision %s: %w", p.Name, update, err)
+	}
+	return true, "", nil
+}
+
+// podGone reports whether a NotFound error is about the pod named name (rather than the resize
+// subresource, which an API server that does not serve it answers with a NotFound of its own).
+func podGone(err error, name string) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Name == name
+}
+
+// resized reports whether the kubelet runs the pod's memcached container with the resources
+// after: it reports them in the container's status, has seen the pod's latest spec, and has no
+// resize pending or in progress.
+func resized(p *corev1.Pod, after serverMemory) bool {
+	if p.Status.ObservedGeneration != 0 && p.Status.ObservedGeneration < p.Generation {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if (c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress) && c.Status == corev1.ConditionTrue {
+			return false
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == labels.ChartName {
+			return cs.Resources != nil && equality.Semantic.DeepEqual(*cs.Resources, after.Resources)
+		}
+	}
+	return false
+}
+
+// resizeTrouble says why a kubelet will not resize a pod: "" while it may yet (the pod waits,
+// and resizeTimeout bounds the wait).
+func resizeTrouble(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodResizePending && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonInfeasible {
+			return fmt.Sprintf("the kubelet cannot resize server %s: %s", p.Name, c.Message)
+		}
+	}
+	return ""
+}
+
+// quantityBelow reports whether a's memory is below b's.
+func quantityBelow(a, b corev1.ResourceList) bool {
+	x, okA := a[corev1.ResourceMemory]
+	y, okB := b[corev1.ResourceMemory]
+	return okA && okB && x.Cmp(y) < 0
+}
+
+// setLimit makes the memcached of pod p run with mb MiB of item memory, unless it does already.
+func (r *MemcachedResizeReconciler) setLimit(ctx context.Context, p *corev1.Pod, mb int32) error {
+	s, err := operand.ReadStats(ctx, r.addr(p), statsTimeout)
+	if err != nil {
+		return fmt.Errorf("read the stats of server %s: %w", p.Name, err)
+	}
+	if s.LimitMaxBytes == uint64(mb)<<20 {
+		return nil
+	}
+	if err := operand.SetMemoryLimit(ctx, r.addr(p), mb, statsTimeout); err != nil {
+		return fmt.Errorf("set the item memory of server %s to %d MiB: %w", p.Name, mb, err)
+	}
+	log.FromContext(ctx).Info("memcached's item memory set in place", "pod", p.Name, "MiB", mb)
+	return nil
+}
+
+// keepLimits sets memcached's limit on the servers that were resized in place and whose memcached
+// restarted since (a crash, a failed liveness probe): their arguments still say the -m they were
+// created with. Only where the container has the memory the StatefulSet's template gives.
+func (r *MemcachedResizeReconciler) keepLimits(ctx context.Context, servers *appsv1.StatefulSet) error {
+	want, ok := memoryOf(&servers.Spec.Template.Spec)
+	if !ok || servers.Status.UpdateRevision == "" {
+		return nil
+	}
+	pods, err := r.serverPods(ctx, servers)
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		if p.Labels[appsv1.StatefulSetRevisionLabel] != servers.Status.UpdateRevision || !podReady(p) || p.Status.PodIP == "" {
+			continue
+		}
+		has, ok := memoryOf(&p.Spec) // the cache keeps the memcached container's args and resources
+		if !ok || has.MB == want.MB || !equality.Semantic.DeepEqual(has.Resources, want.Resources) {
+			continue // created with the template's -m, or not resized to the template
+		}
+		if err := r.setLimit(ctx, p, want.MB); err != nil {
+			log.FromContext(ctx).Info("memcached's item memory could not be kept", "pod", p.Name, "error", err.Error())
+		}
+	}
+	return nil
+}
+
+// letGo ends a hold without resizing the rest in place: the StatefulSet then replaces the servers
+// not yet resized, one at a time.
+func (r *MemcachedResizeReconciler) letGo(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rec resizeRecord, why string) error {
+	rec.Outcome, rec.Why, rec.At = outcomeRolledOut, why, ptrTo(metav1.Now())
+	if err := r.release(ctx, servers, rec); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(mc, servers, corev1.EventTypeWarning, "ResizeByRollout", "ResizeServers",
+		"%s is rolled out one server at a time, each starting empty: %s", rec.change(), why)
+	resizeMetrics.WithLabelValues("rollout").Inc()
+	return nil
+}
+
+// release lets go of the StatefulSet's rollout and records the outcome.
+func (r *MemcachedResizeReconciler) release(ctx context.Context, servers *appsv1.StatefulSet, rec resizeRecord) error {
+	s := servers.DeepCopy()
+	patch := client.MergeFromWithOptions(servers, client.MergeFromWithOptimisticLock{})
+	if s.Spec.UpdateStrategy.RollingUpdate != nil {
+		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptrTo(int32(0))
+	}
+	metav1.SetMetaDataAnnotation(&s.ObjectMeta, labels.ResizeHold, rec.annotation())
+	if err := r.Patch(ctx, s, patch); err != nil {
+		return fmt.Errorf("let go of the rollout of StatefulSet %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// partitionOf is the StatefulSet's partition: the servers below it are not replaced.
+func partitionOf(s *appsv1.StatefulSet) int32 {
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		return *ru.Partition
+	}
+	return 0
+}
+
+func replicasOf(s *appsv1.StatefulSet) int32 { return ptrOr(s.Spec.Replicas, 1) }
+
+func ptrOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// observeResize is the Resizing condition from the StatefulSet's record of its last memory change
+// (none: no condition).
+func observeResize(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, pods []corev1.Pod) {
+	if servers == nil {
+		return
+	}
+	rec := resizeRecordOf(servers)
+	if rec == nil {
+		return
+	}
+	switch rec.Outcome {
+	case outcomeResizing:
+		done := 0
+		for _, p := range pods {
+			if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == servers.UID && p.Labels[appsv1.StatefulSetRevisionLabel] == servers.Status.UpdateRevision {
+				done++
+			}
+		}
+		setMemcachedCondition(st, ConditionResizing, metav1.ConditionTrue, ReasonResizingInPlace,
+			fmt.Sprintf("%s in place, without a restart: %d of %d servers resized", rec.change(), min(done, int(replicasOf(servers))), replicasOf(servers)))
+	case outcomeInPlace:
+		setMemcachedCondition(st, ConditionResizing, metav1.ConditionFalse, ReasonResizedInPlace,
+			fmt.Sprintf("%s: made in place at %s, no server restarted", rec.change(), timeOf(rec.At)))
+	case outcomeRolledOut:
+		if rolloutOfServers(servers).complete() {
+			setMemcachedCondition(st, ConditionResizing, metav1.ConditionFalse, ReasonRolledOut,
+				fmt.Sprintf("%s: rolled out one server at a time, each started empty, because %s", rec.change(), rec.Why))
+		} else {
+			setMemcachedCondition(st, ConditionResizing, metav1.ConditionTrue, ReasonRollingOut,
+				fmt.Sprintf("%s: rolling out one server at a time, each starts empty, because %s", rec.change(), rec.Why))
+		}
+	}
+}
+
+func timeOf(t *metav1.Time) string {
+	if t == nil {
+		return "an unknown time"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// SetupWithManager resizes when a Memcached's StatefulSet changes (its hold, its template, its
+// controller's revisions) or one of its servers does (readiness, the kubelet's resize status, its
+// revision label).
+func (r *MemcachedResizeReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[labels.Instance]}}}
+	})
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		l := o.GetLabels()
+		return l[labels.Name] == labels.ChartName && l[labels.Instance] != "" && l[labels.PartOf] == labels.Operator
+	})
+	serverChanged := predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			a, b := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+			return podReady(a) != podReady(b) || a.Generation != b.Generation ||
+				a.Labels[appsv1.StatefulSetRevisionLabel] != b.Labels[appsv1.StatefulSetRevisionLabel] ||
+				a.Status.ObservedGeneration != b.Status.ObservedGeneration ||
+				!equality.Semantic.DeepEqual(resizeStatus(a), resizeStatus(b))
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("memcached-resize").
+		For(MemcachedObject(), builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return true },
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		})).
+		Watches(&appsv1.StatefulSet{}, toMemcached, builder.WithPredicates(ours)).
+		Watches(&corev1.Pod{}, toMemcached, builder.WithPredicates(ours, serverChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		Complete(r)
+}
+
+// resizeStatus is what the kubelet reports of a pod's resize: its conditions and the memcached
+// container's resources.
+func resizeStatus(p *corev1.Pod) []any {
+	var out []any
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress {
+			out = append(out, c.Type, c.Status, c.Reason)
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == labels.ChartName && cs.Resources != nil {
+			out = append(out, *cs.Resources)
+		}
+	}
+	return out
+}
