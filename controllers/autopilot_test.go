@@ -112,6 +112,46 @@ var _ = Describe("The autopilot", func() {
 		_ = second
 	})
 
+	It("keeps its choice across an operator restart: the same render, no new release revision, nothing replaced", func() {
+		skipUnlessResizeServed(cfg)
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "restart"}
+		host := startMemcached(32)
+		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached: {maxMemoryMB: 32}\n"+
+			"  autoscaling: {enabled: true, maxMemoryMB: 64, scaleUpAfter: 10s, coolDown: 10s}\n")
+		servers := playServers(ctx, key, []string{host}, "rev-32")
+		stop := overfill(host)
+		Eventually(func(g Gomega) *cachev1.AutopilotStatus { return memcachedStatus(ctx, key)(g).Autopilot }, stepTimeout, interval).Should(
+			HaveValue(HaveField("MaxMemoryMB", BeEquivalentTo(64))))
+		stop()
+		awaitHold(ctx, servers, 64, 1)
+		setServerRevisions(ctx, servers, "rev-32", "rev-64", 0)
+		Eventually(podMemoryLimit(ctx, servers, 0), timeout, interval).Should(Equal("96Mi"))
+		kubeletResized(ctx, servers, 0)
+		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(ContainSubstring("InPlace"))
+		setServerRevisions(ctx, servers, "rev-64", "rev-64", 1)
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionProgressing), timeout, interval).Should(HaveField("Reason", "Complete"))
+		before := memcachedStatus(ctx, key)(Default)
+		generation := getStatefulSet(Default, ctx, servers).Generation
+		pod := serverPod(Default, ctx, servers, 0)
+
+		By("restarting the operator: a new process, with new caches")
+		restartOperator()
+		// The new process reconciles every CR as it starts; an annotation's change makes sure it
+		// has, for this one, before the checks.
+		Expect(k8sClient.Patch(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}},
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"test.memcached/restarted":"yes"}}}`)))).To(Succeed())
+		Consistently(func(g Gomega) {
+			now := memcachedStatus(ctx, key)(g)
+			g.Expect(now.Autopilot).To(HaveValue(And(HaveField("MaxMemoryMB", BeEquivalentTo(64)), HaveField("Replicas", BeEquivalentTo(1)),
+				HaveField("LastStepTime", Equal(before.Autopilot.LastStepTime)))), "the choice is kept")
+			g.Expect(now.DeployedRelease.Revision).To(Equal(before.DeployedRelease.Revision), "no upgrade")
+			s := getStatefulSet(g, ctx, servers)
+			g.Expect(s.Generation).To(Equal(generation), "the StatefulSet is as it was")
+			g.Expect(s.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", "64"))
+			g.Expect(serverPod(g, ctx, servers, 0).UID).To(Equal(pod.UID))
+		}, 10*time.Second, interval).Should(Succeed())
+	})
+
 	It("does not take a step the namespace's ResourceQuota would refuse, says why once, and takes it when the quota allows", func() {
 		skipUnlessResizeServed(cfg)
 		ns := newNamespace(ctx)

@@ -21,8 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -160,7 +162,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 			return fmt.Errorf("set up the Memcached stats controller: %w", err)
 		}
 	}
-	if err := crmetrics.Registry.Register(releaseStates{reader: mgr.GetClient()}); err != nil {
+	if err := registerReleaseStates(releaseStates{reader: mgr.GetClient()}); err != nil {
 		return fmt.Errorf("register the releases metric: %w", err)
 	}
 
@@ -174,6 +176,26 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return fmt.Errorf("set up MemcachedBackup controller: %w", err)
 	}
 	return setupUpgradeable(mgr, direct)
+}
+
+// releaseCollector is the releases metric's collector of the last Setup: a manager set up again in
+// the same process (the tests restart the operator) counts from its own cache.
+var releaseCollector struct {
+	sync.Mutex
+	current prometheus.Collector
+}
+
+func registerReleaseStates(c releaseStates) error {
+	releaseCollector.Lock()
+	defer releaseCollector.Unlock()
+	if releaseCollector.current != nil {
+		crmetrics.Registry.Unregister(releaseCollector.current)
+	}
+	if err := crmetrics.Registry.Register(c); err != nil {
+		return err
+	}
+	releaseCollector.current = c
+	return nil
 }
 
 // reportMissingNamespaces says which watched namespaces do not exist yet: the operator watches

@@ -38,9 +38,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -70,8 +72,10 @@ const (
 	statsPort = 21211
 	// capabilitiesTTL is short: the capabilities test waits for a refresh.
 	capabilitiesTTL = 5 * time.Second
-	// operatorNamespace is the operator's own namespace (POD_NAMESPACE), where it keeps its keys.
-	operatorNamespace = "memcached-operator-system"
+	// operatorNamespace is the operator's own namespace (POD_NAMESPACE), where it keeps its keys,
+	// and operatorServiceAccount its account there.
+	operatorNamespace      = "memcached-operator-system"
+	operatorServiceAccount = "memcached-operator-controller-manager"
 )
 
 var (
@@ -81,7 +85,7 @@ var (
 	mgrCache  cache.Cache   // the manager's cache (controllers.NewCache)
 	scheme    = runtime.NewScheme()
 	writes    = &writeCounter{}
-	cancel    context.CancelFunc
+	operator  *operatorProcess
 	// recovery stands in for the leader lease: while it holds an error, releases left pending
 	// are not recovered (internal/leader).
 	recovery recoveryGate
@@ -130,12 +134,27 @@ var _ = BeforeSuite(func() {
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme, FieldValidation: "Strict"})
 	Expect(err).NotTo(HaveOccurred())
 
+	Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
 	// The manager's own requests go through a counter, so tests can prove what it writes.
-	mgrCfg := rest.CopyConfig(cfg)
-	mgrCfg.WrapTransport = writes.wrap
-	// The manager has the operator's own role (config/rbac/role.yaml), not envtest's admin: a
-	// missing permission fails here as it would in a cluster.
-	mgrCfg.Impersonate = rest.ImpersonationConfig{UserName: grantOperatorRole(context.Background())}
+	operator = startOperatorProcess(cfg, grantOperatorRole(context.Background(), k8sClient), writes.wrap)
+	mgrCache = operator.cache
+})
+
+// operatorProcess is one run of the operator: a manager set up as main.go sets it up.
+type operatorProcess struct {
+	cache  cache.Cache
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startOperatorProcess starts the operator against the API server of c, as user (the operator's
+// service account, with its own role: a missing permission fails here as it would in a cluster),
+// its requests through wrap (nil: none).
+func startOperatorProcess(c *rest.Config, user string, wrap func(http.RoundTripper) http.RoundTripper) *operatorProcess {
+	GinkgoHelper()
+	mgrCfg := rest.CopyConfig(c)
+	mgrCfg.WrapTransport = wrap
+	mgrCfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	resync := 3 * time.Second // makes the Go controller reconcile periodically too
 	records := helm.NewRecords()
 	cacheOpts := controllers.CacheOptions(nil, records)
@@ -146,13 +165,12 @@ var _ = BeforeSuite(func() {
 		Cache:    cacheOpts,
 		NewCache: controllers.NewCache,
 		Client:   controllers.ClientOptions(),
+		// A process runs each controller once; the suite runs the operator again (a restart, a
+		// second API server) in the same process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	mgrCache = mgr.GetCache()
-
-	var ctx context.Context
-	ctx, cancel = context.WithCancel(context.Background())
-	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
 	Expect(controllers.Setup(ctx, mgr, controllers.Config{
 		WatchesFile:  "watches.yaml",
 		Namespace:    operatorNamespace,
@@ -165,15 +183,33 @@ var _ = BeforeSuite(func() {
 		MayRecoverPending: recovery.mayRecover,
 		Records:           records,
 	})).To(Succeed())
+	p := &operatorProcess{cache: mgr.GetCache(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer GinkgoRecover()
+		defer close(p.done)
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
-})
+	return p
+}
+
+// stop stops the operator and waits until it has.
+func (p *operatorProcess) stop() {
+	p.cancel()
+	Eventually(p.done, time.Minute).Should(BeClosed())
+}
+
+// restartOperator stops the suite's operator and starts it again, as a new process would: its
+// caches and memos are new.
+func restartOperator() {
+	GinkgoHelper()
+	operator.stop()
+	operator = startOperatorProcess(cfg, "system:serviceaccount:"+operatorNamespace+":"+operatorServiceAccount, writes.wrap)
+	mgrCache = operator.cache
+}
 
 var _ = AfterSuite(func() {
-	if cancel != nil {
-		cancel()
+	if operator != nil {
+		operator.stop()
 	}
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
@@ -182,14 +218,14 @@ var _ = AfterSuite(func() {
 
 // grantOperatorRole creates the operator's ClusterRole from config/rbac/role.yaml, binds it to the
 // operator's service account, and returns that account's user name.
-func grantOperatorRole(ctx context.Context) string {
+func grantOperatorRole(ctx context.Context, c client.Client) string {
 	raw, err := os.ReadFile(filepath.Join("config", "rbac", "role.yaml"))
 	Expect(err).NotTo(HaveOccurred())
 	role := &rbacv1.ClusterRole{}
 	Expect(yaml.Unmarshal(raw, role)).To(Succeed())
-	Expect(k8sClient.Create(ctx, role)).To(Succeed())
-	const ns, sa = operatorNamespace, "memcached-operator-controller-manager"
-	Expect(k8sClient.Create(ctx, &rbacv1.ClusterRoleBinding{
+	Expect(c.Create(ctx, role)).To(Succeed())
+	const ns, sa = operatorNamespace, operatorServiceAccount
+	Expect(c.Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
