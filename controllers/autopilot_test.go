@@ -112,6 +112,27 @@ var _ = Describe("The autopilot", func() {
 		_ = second
 	})
 
+	It("removes the highest server when the servers use little of their memory, and stops at minReplicas", func() {
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "idle"}
+		hosts := []string{startMemcached(64), startMemcached(64)}
+		createMemcached(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n"+
+			"  autoscaling: {enabled: true, minReplicas: 1, scaleInAfter: 10s, coolDown: 10s}\n")
+		servers := playServers(ctx, key, hosts, "rev-a")
+		Eventually(func(g Gomega) *cachev1.AutopilotStatus { return memcachedStatus(ctx, key)(g).Autopilot }, stepTimeout, interval).Should(HaveValue(And(
+			HaveField("Replicas", BeEquivalentTo(1)), HaveField("LastStep", ContainSubstring("servers 2 → 1, the highest removed")))))
+		Eventually(func(g Gomega) *int32 { return getStatefulSet(g, ctx, servers).Spec.Replicas }, timeout, interval).Should(HaveValue(BeEquivalentTo(1)))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("ServerRemoved"))
+		Expect(autopilotSeries(key)).To(HaveKeyWithValue("memcached_operator_autopilot_steps_total/remove_server", 1.0))
+
+		By("the StatefulSet removes the highest server; at minReplicas and the spec's memory, nothing more")
+		Expect(k8sClient.Delete(ctx, serverPod(Default, ctx, servers, 1))).To(Succeed())
+		setServerRevisions(ctx, servers, "rev-a", "rev-a", 1)
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionScalingActive), stepTimeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "AtMinimum")))
+		Expect(memcachedCondition(ctx, key, controllers.ConditionScalingLimited)(Default)).To(HaveField("Status", metav1.ConditionFalse))
+		Expect(memcachedStatus(ctx, key)(Default).Autopilot).To(HaveValue(HaveField("Replicas", BeEquivalentTo(1))))
+	})
+
 	It("keeps its choice across an operator restart: the same render, no new release revision, nothing replaced", func() {
 		skipUnlessResizeServed(cfg)
 		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "restart"}

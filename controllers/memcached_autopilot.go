@@ -364,6 +364,12 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	if err != nil {
 		return nil, 0, err
 	}
+	if step == nil && limited == nil {
+		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "AtMinimum",
+			fmt.Sprintf("%s: the cache is at its least size (minReplicas %d, memcached.maxMemoryMB %d)", figures, b.minReplicas, b.floorMB))
+		setMemcachedCondition(st, ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "no step is due")
+		return nil, 0, nil
+	}
 	if limited != nil {
 		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "Limited", figures)
 		setMemcachedCondition(st, ConditionScalingLimited, metav1.ConditionTrue, limited.reason, limited.message)
@@ -437,7 +443,7 @@ func (r *MemcachedAutopilotReconciler) nextStep(ctx context.Context, mc *cachev1
 			}
 			step = autopilotStep{stepShrinkMemory, fmt.Sprintf("item memory per server %d → %d MiB, in place: %s for %s", ap.MaxMemoryMB, next.MaxMemoryMB, figures, b.scaleInAfter)}
 		default:
-			return nil, next, &limit{"AtMinimum", fmt.Sprintf("%s: the cache is at its least size (minReplicas %d, memcached.maxMemoryMB %d)", figures, b.minReplicas, b.floorMB), "bounds"}, nil
+			return nil, next, nil, nil // at its least size: nothing to do, and nothing limits it
 		}
 	}
 	if refusal, err := r.quotaRefusal(ctx, mc, ap, next); err != nil || refusal != "" {

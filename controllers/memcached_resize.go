@@ -133,11 +133,17 @@ type resizeRecord struct {
 
 // change says what the record's memory change is, in words.
 func (r resizeRecord) change() string {
-	s := fmt.Sprintf("item memory %d → %d MiB", r.FromMB, r.ToMB)
-	if r.FromLimit != "" && r.ToLimit != "" && r.FromLimit != r.ToLimit {
-		s += fmt.Sprintf(", container memory %s → %s", r.FromLimit, r.ToLimit)
+	var parts []string
+	if r.FromMB != r.ToMB {
+		parts = append(parts, fmt.Sprintf("item memory %d → %d MiB", r.FromMB, r.ToMB))
 	}
-	return s
+	if r.FromLimit != "" && r.ToLimit != "" && r.FromLimit != r.ToLimit {
+		parts = append(parts, fmt.Sprintf("container memory %s → %s", r.FromLimit, r.ToLimit))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "container resources") // cpu, or a memory request: resized in place alike
+	}
+	return strings.Join(parts, ", ")
 }
 
 // resizeRecordOf reads the ResizeHold annotation of a StatefulSet; nil when it has none (or one
