@@ -372,6 +372,10 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 
 	It("serves as one cache through its server list: every key read back, no stale read, one server cold at a time while rolling, most keys kept when it grows", proveOneCache)
 
+	It("changes the servers' memory in place: 30000 keys kept, no restart, memcached's own limit doubled and halved", proveMemoryInPlace)
+
+	It("sizes a cache from its own evictions: memory grown in place, then a server added, removed again once the load stops", proveAutopilot)
+
 	It("leaves no operator objects after make undeploy, and with CRs present removes them and their releases first", func() {
 		ns := "memcached-left"
 		kubectl("create", "namespace", ns)
