@@ -461,7 +461,10 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, err
 	}
 	rec := resizeRecordOf(servers)
-	if rec == nil || rec.Outcome != outcomeResizing {
+	switch {
+	case rec == nil:
+		return ctrl.Result{}, nil // no memory change was ever made in place
+	case rec.Outcome != outcomeResizing:
 		return ctrl.Result{}, r.keepLimits(ctx, servers)
 	}
 	if partitionOf(servers) == 0 {
@@ -822,7 +825,11 @@ func (r *MemcachedResizeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			DeleteFunc:  func(event.DeleteEvent) bool { return false },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
-		Watches(&appsv1.StatefulSet{}, toMemcached, builder.WithPredicates(ours)).
+		// Only a StatefulSet whose memory changed since the operator made it has anything to do.
+		Watches(&appsv1.StatefulSet{}, toMemcached, builder.WithPredicates(ours, predicate.NewPredicateFuncs(func(o client.Object) bool {
+			_, ok := o.GetAnnotations()[labels.ResizeHold]
+			return ok
+		}))).
 		Watches(&corev1.Pod{}, toMemcached, builder.WithPredicates(ours, serverChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)

@@ -128,7 +128,7 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionUnknown, "NoReadyPods", msg)
 	} else {
 		reads = readStats(ctx, pods, cmp.Or(r.Port, memcachedPort))
-		r.observe(req.NamespacedName, st, reads)
+		r.observe(req.NamespacedName, st, reads, autopilotOn(&mc.Spec))
 	}
 	for _, rd := range reads {
 		if rd.err != nil {
@@ -211,7 +211,7 @@ func readStats(ctx context.Context, pods []*corev1.Pod, port int32) []podRead {
 
 // observe turns the reads into status.stats and the two conditions, with each pod's previous
 // read for the rates.
-func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1.MemcachedStatus, reads []podRead) {
+func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1.MemcachedStatus, reads []podRead, autopilot bool) {
 	r.mu.Lock()
 	prev := r.last[key]
 	r.mu.Unlock()
@@ -231,9 +231,13 @@ func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1
 	st.Stats = sum.stats
 	switch {
 	case sum.evictingPods > 0:
+		todo := "raise memcached.maxMemoryMB or replicaCount"
+		if autopilot {
+			todo = "the autopilot grows it within spec.autoscaling (see ScalingActive)"
+		}
 		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionTrue, "Evicting",
-			fmt.Sprintf("%s items/s evicted on %d of %d pods: the cache is smaller than what its clients store; raise memcached.maxMemoryMB or replicaCount",
-				sum.stats.EvictionsPerSecond, sum.evictingPods, sum.stats.Pods))
+			fmt.Sprintf("%s items/s evicted on %d of %d pods: the cache is smaller than what its clients store; %s",
+				sum.stats.EvictionsPerSecond, sum.evictingPods, sum.stats.Pods, todo))
 	case sum.measured:
 		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionFalse, "NoEvictions",
 			fmt.Sprintf("no evictions; the fullest pod uses %d%% of its item memory", sum.stats.MemoryUsedPercent))
