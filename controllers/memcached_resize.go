@@ -104,8 +104,6 @@ const (
 	// resizePoll is how soon a resize that waits for a kubelet looks again (pod events bring it
 	// back sooner).
 	resizePoll = 2 * time.Second
-	// memcachedOverheadMB is what the chart gives memcached beyond its item memory (-m).
-	memcachedOverheadMB = 32
 )
 
 // resizeRecord is the ResizeHold annotation: what the operator decided for the memory change that

@@ -149,6 +149,10 @@ func TestMetricsAreDocumented(t *testing.T) {
 	operandMetrics.set(key, &cachev1.MemcachedStats{HitRatioPercent: ptrTo(int32(50)),
 		EvictionsPerSecond: resource.NewQuantity(1, resource.DecimalSI)}, []podRead{{err: errors.New("refused")}})
 	defer operandMetrics.forget(key)
+	autopilotMetrics.set(key, &cachev1.AutopilotStatus{Replicas: 1, MaxMemoryMB: 64})
+	autopilotMetrics.steps.With(withLabel(labelsOf(key), "step", stepGrowMemory)).Inc()
+	autopilotMetrics.refused.With(withLabel(labelsOf(key), "reason", "quota")).Inc()
+	defer autopilotMetrics.forget(key)
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -165,6 +165,8 @@ var resizeMetrics = func() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "memcached_operator", Name: "memory_changes_total",
 		Help: "Memory changes of Memcacheds' servers, by how they were made: in_place (no restart) or rollout."}, []string{"how"})
 	crmetrics.Registry.MustRegister(c)
+	c.WithLabelValues("in_place") // both series from the start, at 0, so that their rates are defined
+	c.WithLabelValues("rollout")
 	return c
 }()
 
