@@ -181,6 +181,10 @@ func (d *demo) applySamples() error {
 			return err
 		}
 	}
+	// Available once every server has been ready for minReadySeconds: the summary then shows it so.
+	if err := d.kubectlShow("-n", demoNamespace, "wait", "memcached/memcached-sample", "--for=condition=Available", "--timeout=3m"); err != nil {
+		return err
+	}
 	return d.kubectlShow("-n", demoNamespace, "wait", "memcachedbackup/memcachedbackup-sample", "--for=condition=Available", "--timeout=3m")
 }
 
@@ -200,6 +204,7 @@ func (d *demo) summary(local bool) {
 	fmt.Println("  kubectl get memcached memcached-sample -o yaml           # conditions, version, servers")
 	fmt.Println("  kubectl get memcached memcached-sample -o jsonpath='{.status.servers}'   # what clients shard keys over")
 	fmt.Println("  kubectl patch memcached memcached-sample --type=merge -p '{\"spec\":{\"replicaCount\":5}}'")
+	fmt.Println("  kubectl patch memcached memcached-sample --type=merge -p '{\"spec\":{\"memcached\":{\"maxMemoryMB\":128}}}'   # in place: no restart")
 	fmt.Println("  kubectl get memcachedbackup memcachedbackup-sample -o jsonpath='{.status.nodes}'")
 	if local {
 		fmt.Printf("  kubectl run mc --rm -i --restart=Never --image=%s -- -srv %s -op check -keys 10000\n", clientImage, demoSRV())

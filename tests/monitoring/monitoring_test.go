@@ -350,7 +350,7 @@ func run(t *testing.T, dir, bin string, args ...string) {
 	}
 }
 
-// promtoolPath is $PROMTOOL (make test sets it), else the Makefile's bin/promtool.
+// promtoolPath is $PROMTOOL (make test-artifacts sets it), else the Makefile's bin/promtool.
 func promtoolPath(t *testing.T) string {
 	t.Helper()
 	p := os.Getenv("PROMTOOL")
@@ -358,7 +358,7 @@ func promtoolPath(t *testing.T) string {
 		p = filepath.Join(repoRoot(t), "bin", "promtool")
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("promtool is missing (%v): `make test` and `make tools` build it from hack/prometheus", err)
+		t.Fatalf("promtool is missing (%v): `make test-artifacts` and `make tools` build it from hack/prometheus", err)
 	}
 	return p
 }
