@@ -22,15 +22,19 @@ import (
 	"context"
 	"crypto/tls"
 	"flag"
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,6 +49,7 @@ import (
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/leader"
 	"github.com/example/memcached-operator/internal/operand"
+	"github.com/example/memcached-operator/internal/tlsprofile"
 )
 
 // watchNamespaceEnv holds the namespaces to watch, comma-separated; empty means all. OLM sets it
@@ -56,6 +61,7 @@ var setupLog = ctrl.Log.WithName("setup")
 // options are the manager's command-line settings.
 type options struct {
 	metricsAddr, probeAddr, pprofAddr, lockName string
+	tlsProfile                                  string
 	secureMetrics, enableHTTP2, leaderElect     bool
 	controllers                                 controllers.Config
 }
@@ -67,6 +73,7 @@ func main() {
 	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "Address of Go's pprof endpoints (/debug/pprof), for profiling. 0 disables them.")
 	flag.BoolVar(&o.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
 	flag.BoolVar(&o.enableHTTP2, "enable-http2", false, "Allow HTTP/2 for the metrics server (off: CVE-2023-44487, CVE-2023-39325).")
+	flag.StringVar(&o.tlsProfile, "tls-profile", "Intermediate", "TLS security profile of the metrics server (Old, Intermediate or Modern, as OpenShift defines them). On OpenShift the cluster's (APIServer cluster, spec.tlsSecurityProfile) is followed instead.")
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "Become the leader (operator-lib leader for life) before reconciling. Skipped outside a cluster.")
 	flag.StringVar(&o.lockName, "leader-election-id", "memcached-operator-lock", "Name of the leader lock ConfigMap in the operator's namespace.")
 	flag.StringVar(&o.controllers.WatchesFile, "watches-file", "watches.yaml", "Path of the Helm watches file.")
@@ -102,13 +109,20 @@ func run(ctx context.Context, o options) error {
 	if err := apiv2.AddToScheme(scheme); err != nil { // OLM's OperatorCondition
 		return err
 	}
+	if err := configv1.Install(scheme); err != nil { // OpenShift's APIServer config: its TLS profile
+		return err
+	}
 
 	restCfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
 	}
 
-	var tlsOpts []func(*tls.Config)
+	metricsTLS, onOpenShift, err := metricsTLSProfile(ctx, restCfg, scheme, o.tlsProfile)
+	if err != nil {
+		return err
+	}
+	tlsOpts := []func(*tls.Config){metricsTLS.TLSOpt()}
 	if !o.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
@@ -142,6 +156,12 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	o.controllers.Live = direct
+	if onOpenShift {
+		// Every replica serves metrics, leader or not: each follows the cluster's profile.
+		if err := (&tlsprofile.Watcher{Client: mgr.GetClient(), Server: metricsTLS}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
@@ -175,6 +195,44 @@ func run(ctx context.Context, o options) error {
 	}
 	setupLog.Info("reconciling", "watchNamespaces", o.controllers.WatchNamespaces)
 	return <-done
+}
+
+// metricsTLSProfile is the TLS profile of the metrics server: on OpenShift (it serves the APIServer
+// config) the cluster's, which the operator then follows; elsewhere the flag's. A cluster profile
+// the operator cannot use (a Custom one with ciphers it does not know) is refused, with an error in
+// the log, and the flag's applies until the cluster's changes.
+func metricsTLSProfile(ctx context.Context, restCfg *rest.Config, scheme *k8sruntime.Scheme, flagProfile string) (*tlsprofile.Server, bool, error) {
+	fallback, err := tlsprofile.Named(flagProfile)
+	if err != nil {
+		return nil, false, fmt.Errorf("--tls-profile: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(restCfg)
+	if err != nil {
+		return nil, false, err
+	}
+	onOpenShift, err := tlsprofile.OnOpenShift(dc)
+	if err != nil {
+		return nil, false, err
+	}
+	if !onOpenShift {
+		setupLog.Info("metrics TLS profile", "profile", fallback.Profile, "minVersion", tls.VersionName(fallback.MinVersion))
+		return tlsprofile.NewServer(fallback), false, nil
+	}
+	c, err := client.New(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, false, err
+	}
+	apiServer := &configv1.APIServer{}
+	if err := c.Get(ctx, client.ObjectKey{Name: tlsprofile.APIServerName}, apiServer); client.IgnoreNotFound(err) != nil {
+		return nil, false, fmt.Errorf("read the cluster's TLS security profile: %w", err)
+	}
+	settings, err := tlsprofile.OfAPIServer(apiServer)
+	if err != nil {
+		setupLog.Error(err, "the cluster's TLS security profile is refused: the metrics server takes --tls-profile until it changes", "profile", fallback.Profile)
+		settings = fallback
+	}
+	setupLog.Info("metrics TLS profile: the cluster's, followed", "profile", settings.Profile, "minVersion", tls.VersionName(settings.MinVersion))
+	return tlsprofile.NewServer(settings), true, nil
 }
 
 // A waiting pod reads the holder's node to take over from a pod on a NotReady node: the rule is

@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strings"
 
+	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -153,12 +154,13 @@ func skeletonOfOthers(obj any) (any, error) {
 }
 
 // operators reports whether the cache keeps an object whole: the operator's own kinds, and the
-// objects of the chart (every version labels them with its name) and of MemcachedBackups; and
-// the namespaces' ResourceQuotas, whose limits and use bound the autopilot's steps (a few small
-// objects a namespace).
+// objects of the chart (every version labels them with its name) and of MemcachedBackups; the
+// namespaces' ResourceQuotas, whose limits and use bound the autopilot's steps (a few small
+// objects a namespace); and OpenShift's APIServer config, whose TLS profile the metrics server
+// follows (one object).
 func operators(o client.Object) bool {
 	switch o.(type) {
-	case *cachev1.Memcached, *cachev1.MemcachedBackup, *corev1.ResourceQuota:
+	case *cachev1.Memcached, *cachev1.MemcachedBackup, *corev1.ResourceQuota, *configv1.APIServer:
 		return true
 	}
 	if u, ok := o.(*unstructured.Unstructured); ok && u.GroupVersionKind().Group == cachev1.GroupVersion.Group {

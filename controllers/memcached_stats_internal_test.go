@@ -31,6 +31,8 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	// The metrics server's TLS profile gauge is the operator's too (main registers it).
+	_ "github.com/example/memcached-operator/internal/tlsprofile"
 	"github.com/example/memcached-operator/internal/operand"
 )
 

@@ -27,8 +27,9 @@ import (
 // each with its reason. Everything else is namespaced and goes to `permissions`, which OLM grants
 // only in the namespaces the OperatorGroup targets.
 var clusterScoped = map[string]string{
-	"/nodes":                             "leader for life: a waiting pod reads the node of the lock holder, to take over from a NotReady node",
-	"authentication.k8s.io/tokenreviews": "the metrics endpoint authenticates its scrapers",
+	"/nodes":                                    "leader for life: a waiting pod reads the node of the lock holder, to take over from a NotReady node",
+	"config.openshift.io/apiservers":            "the metrics server follows the cluster's TLS security profile (OpenShift's APIServer config)",
+	"authentication.k8s.io/tokenreviews":        "the metrics endpoint authenticates its scrapers",
 	"authorization.k8s.io/subjectaccessreviews": "the metrics endpoint authorizes its scrapers",
 }
 
