@@ -32,8 +32,8 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	// The metrics server's TLS profile gauge is the operator's too (main registers it).
-	_ "github.com/example/memcached-operator/internal/tlsprofile"
 	"github.com/example/memcached-operator/internal/operand"
+	_ "github.com/example/memcached-operator/internal/tlsprofile"
 )
 
 func TestSummarize(t *testing.T) {
