@@ -18,10 +18,11 @@ CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
 SCORECARD_IMG ?= $(IMAGE_TAG_BASE)-scorecard-tests:v$(VERSION)
 # Images built without a Docker daemon are written here by the *-build targets.
 IMAGES_DIR ?= $(CURDIR)/bin/images
-# The operator image that the bundle pins by digest is image-build's: with no VCS stamp, no paths
-# and no settings of the environment in the manager binary, its digest depends only on the source,
-# the Go version (go.mod's toolchain) and the platform (linux/amd64 here).
+# The operator image that the bundle pins by digest is image-build's, an index of linux/amd64 and
+# linux/arm64: with no VCS stamp, no paths and no settings of the environment in the manager
+# binaries, its digest depends only on the source and the Go version (go.mod's toolchain).
 MANAGER_BUILD = CGO_ENABLED=0 GOFLAGS= GOWORK=off GOAMD64=v1 GOEXPERIMENT= GOTOOLCHAIN=$(GO_TOOLCHAIN) go build -trimpath -buildvcs=false
+MANAGER_BUILD_ARM64 = GOARCH=arm64 GOARM64=v8.0 $(MANAGER_BUILD)
 GO_TOOLCHAIN := $(shell sed -n 's/^toolchain //p' $(CURDIR)/go.mod)
 OPERATOR_DIGEST_FILE = $(IMAGES_DIR)/operator.digest
 # The bundle's CSV, below a tree.
@@ -62,6 +63,9 @@ FLOOR_KUBE_BIN ?= $(LOCALBIN)/k8s/$(FLOOR_KUBE_VERSION)
 OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk
 SCORECARD_TEST ?= $(LOCALBIN)/olm/scorecard-test
 OPM ?= $(LOCALBIN)/olm/opm
+OPM_ARM64 ?= $(LOCALBIN)/olm/arm64/opm
+# syft, the SBOM tool, pinned in hack/sbom/go.mod.
+SYFT ?= $(LOCALBIN)/syft
 OPERATOR_SDK_VERSION := $(shell cd hack/operator-sdk && go list -m -f '{{.Version}}' github.com/operator-framework/operator-sdk)
 OLM_VERSION := $(shell cd hack/olm && go list -m -f '{{.Version}}' github.com/operator-framework/operator-lifecycle-manager)
 SDK_VERSION_PKG := github.com/operator-framework/operator-sdk/internal/version
@@ -139,12 +143,20 @@ test: test-packages verify-generated vet lint lint-chart envtest ## Unit and env
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test $(TEST_PACKAGES) -coverprofile cover.out
 	cd hack/cluster && go test ./...
 
-# make test's packages: all but tests/monitoring, which make test-artifacts runs with promtool.
-TEST_PACKAGES = $(shell go list ./... | grep -v '/tests/monitoring$$')
+# make test's packages: all but those make test-artifacts runs (tests/monitoring with promtool,
+# tests/sbom and tests/arm64 with the images it builds).
+TEST_PACKAGES = $(shell go list ./... | grep -Ev '/tests/(monitoring|sbom|arm64)$$')
 
 .PHONY: test-artifacts
-test-artifacts: test-packages verify-bundle $(PROMTOOL) ## What a release ships beside the code: bundle and catalog regenerated and validated (operator-sdk, opm), alert rules and dashboard tested (promtool); CI runs it after make test.
+test-artifacts: test-packages artifacts-packages verify-bundle $(PROMTOOL) envtest image-build sbom-operator ## What a release ships beside the code: bundle and catalog regenerated and validated (operator-sdk, opm), the operator image's SBOMs (syft) and its arm64 manager run under QEMU, alert rules and dashboard tested (promtool); CI runs it after make test.
 	PROMTOOL="$(PROMTOOL)" go test ./tests/monitoring/
+	IMAGES_DIR="$(IMAGES_DIR)" go test ./tests/sbom/
+	KUBEBUILDER_ASSETS="$(KUBE_BIN)" MANAGER_ARM64="$(IMAGES_DIR)/manager-arm64" go test ./tests/arm64/ -timeout 20m
+
+# The Debian packages of make test-artifacts beside make test's (hack/packages.txt, scope artifacts).
+.PHONY: artifacts-packages
+artifacts-packages:
+	@hack/host-packages.sh artifacts
 
 # The Debian packages make test needs (hack/packages.txt, scope test): installed as root, else
 # named, before anything is built.
@@ -192,18 +204,40 @@ build: generate fmt vet ## Build the manager binary.
 run: manifests generate fmt vet ## Run the operator against the current kube context.
 	go run . --metrics-secure=false --metrics-bind-address=:8080
 
+# SBOMs (SPDX JSON, made by syft from the Go modules and Debian packages in each image) of the
+# images the *-build targets made, one per image and architecture:
+# bin/images/<image>.linux-<arch>.spdx.json. The push targets attach each to its image as an OCI
+# artifact that refers to it (the registry's referrers API lists it); publish them with a release
+# too. $(call sbom_of,SOURCE,PREFIX,ARCHES)
+sbom_of = for arch in $(3); do SYFT_CHECK_FOR_APP_UPDATE=false $(SYFT) scan -q $(1) --platform linux/$$arch \
+	  -o spdx-json=$(2).linux-$$arch.spdx.json || exit 1; done
+# Whether the push targets attach the SBOMs (the end-to-end tests push without).
+ATTACH_SBOM ?= true
+attach_sbom = $(if $(filter true,$(ATTACH_SBOM)),--sbom=$(IMAGES_DIR)/$(1))
+
+.PHONY: sbom
+sbom: sbom-operator ## SBOMs of the images that image-build, bundle-build, catalog-build and scorecard-image-build made (bin/images/*.spdx.json).
+	$(call sbom_of,docker-archive:$(IMAGES_DIR)/bundle.tar,$(IMAGES_DIR)/bundle,amd64)
+	$(call sbom_of,oci-dir:$(IMAGES_DIR)/catalog,$(IMAGES_DIR)/catalog,amd64 arm64)
+	$(call sbom_of,oci-dir:$(IMAGES_DIR)/scorecard-tests,$(IMAGES_DIR)/scorecard-tests,amd64 arm64)
+
+.PHONY: sbom-operator
+sbom-operator: $(SYFT) ## The operator image's SBOMs (after image-build).
+	$(call sbom_of,oci-dir:$(IMAGES_DIR)/operator,$(IMAGES_DIR)/operator,amd64 arm64)
+
 # The container tool of docker-build and docker-push: docker or podman.
 CONTAINER_TOOL ?= docker
 
 .PHONY: image-build
-image-build: manifests cluster-tool ## Build the operator image reproducibly without a container daemon (bin/images/operator.tar); the bundle pins its digest.
+image-build: manifests cluster-tool ## Build the operator image, an index of linux/amd64 and linux/arm64, reproducibly without a container daemon (bin/images/operator, an OCI layout); the bundle pins its digest.
 	$(MANAGER_BUILD) -o $(IMAGES_DIR)/manager .
-	$(CLUSTER_TOOL) image operator --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --ref=$(IMG) \
-	  --out=$(IMAGES_DIR)/operator.tar --digest-file=$(OPERATOR_DIGEST_FILE)
+	$(MANAGER_BUILD_ARM64) -o $(IMAGES_DIR)/manager-arm64 .
+	$(CLUSTER_TOOL) image operator --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --manager-arm64=$(IMAGES_DIR)/manager-arm64 --ref=$(IMG) \
+	  --out=$(IMAGES_DIR)/operator --digest-file=$(OPERATOR_DIGEST_FILE)
 
 .PHONY: image-push
 image-push: cluster-tool ## Push the image that image-build made to IMG (the Docker config's credentials): the image the bundle pins.
-	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --tarball=$(IMAGES_DIR)/operator.tar --ref=$(IMG) $(IMAGE_PUSH_FLAGS)
+	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --layout=$(IMAGES_DIR)/operator --ref=$(IMG) $(call attach_sbom,operator) $(IMAGE_PUSH_FLAGS)
 
 # docker-build builds from the Dockerfile (a distroless base): the same operator, another digest.
 .PHONY: docker-build
@@ -241,7 +275,7 @@ bundle-build: cluster-tool ## Build the bundle image from bundle.Dockerfile with
 
 .PHONY: bundle-push
 bundle-push: cluster-tool ## Push the bundle image that bundle-build made to BUNDLE_IMG.
-	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --tarball=$(IMAGES_DIR)/bundle.tar --ref=$(BUNDLE_IMG)
+	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --tarball=$(IMAGES_DIR)/bundle.tar --ref=$(BUNDLE_IMG) $(call attach_sbom,bundle)
 
 ##@ Scorecard
 
@@ -256,14 +290,16 @@ scorecard: $(OPERATOR_SDK) ## Run every scorecard test (basic, olm, the project'
 	$(OPERATOR_SDK) scorecard ./bundle -n $(SCORECARD_NAMESPACE) -s memcached-scorecard --pod-security=restricted $(SCORECARD_FLAGS)
 
 .PHONY: scorecard-image-build
-scorecard-image-build: cluster-tool ## Build the project's scorecard test image (tests/scorecard) without a container daemon (into bin/images/scorecard-tests.tar).
+scorecard-image-build: cluster-tool ## Build the project's scorecard test image (tests/scorecard), an index of linux/amd64 and linux/arm64, without a container daemon (into bin/images/scorecard-tests).
 	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcached-scorecard-tests ./tests/scorecard
-	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcached-scorecard-tests --ref=$(SCORECARD_IMG) --out=$(IMAGES_DIR)/scorecard-tests.tar
+	CGO_ENABLED=0 GOARCH=arm64 go build -trimpath -o $(IMAGES_DIR)/arm64/memcached-scorecard-tests ./tests/scorecard
+	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcached-scorecard-tests --bin-arm64=$(IMAGES_DIR)/arm64/memcached-scorecard-tests \
+	  --ref=$(SCORECARD_IMG) --out=$(IMAGES_DIR)/scorecard-tests
 
 # IMAGE_PUSH_FLAGS=--mirror pushes to the local cluster's registry instead.
 .PHONY: scorecard-image-push
 scorecard-image-push: cluster-tool ## Push the image scorecard-image-build made to SCORECARD_IMG (the Docker config's credentials), as the bundle's scorecard config names it.
-	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --tarball=$(IMAGES_DIR)/scorecard-tests.tar --ref=$(SCORECARD_IMG) $(IMAGE_PUSH_FLAGS)
+	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --layout=$(IMAGES_DIR)/scorecard-tests --ref=$(SCORECARD_IMG) $(call attach_sbom,scorecard-tests) $(IMAGE_PUSH_FLAGS)
 
 ##@ Catalog (file-based, OLM)
 
@@ -290,12 +326,13 @@ catalog-validate: $(OPM) ## Validate catalog/ (opm validate).
 	$(OPM) validate $(CATALOG_ROOT)
 
 .PHONY: catalog-build
-catalog-build: cluster-tool $(OPM) ## Build the catalog image (opm serving catalog/, cache built in) without a Docker daemon.
-	$(CLUSTER_TOOL) image catalog --state-dir=$(CLUSTER_STATE) --opm=$(OPM) --configs=$(CATALOG_ROOT) --ref=$(CATALOG_IMG) --out=$(IMAGES_DIR)/catalog.tar
+catalog-build: cluster-tool $(OPM) $(OPM_ARM64) ## Build the catalog image (opm serving catalog/, cache built in), an index of linux/amd64 and linux/arm64, without a Docker daemon.
+	$(CLUSTER_TOOL) image catalog --state-dir=$(CLUSTER_STATE) --opm=$(OPM) --opm-arm64=$(OPM_ARM64) --probe-arm64=$(dir $(CLUSTER_TOOL))arm64/grpc-health-probe \
+	  --configs=$(CATALOG_ROOT) --ref=$(CATALOG_IMG) --out=$(IMAGES_DIR)/catalog
 
 .PHONY: catalog-push
 catalog-push: cluster-tool ## Push the catalog image that catalog-build made to CATALOG_IMG.
-	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --tarball=$(IMAGES_DIR)/catalog.tar --ref=$(CATALOG_IMG)
+	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --layout=$(IMAGES_DIR)/catalog --ref=$(CATALOG_IMG) $(call attach_sbom,catalog)
 
 ##@ Benchmarks
 
@@ -424,11 +461,12 @@ E2E_CATALOG_IMG ?= $(E2E_IMAGE_TAG_BASE)-catalog:v$(VERSION)
 
 .PHONY: e2e-olm-images
 e2e-olm-images: cluster-tool $(OPERATOR_SDK) $(SCORECARD_TEST) $(OPM) e2e-images ## Images of the bundle, catalog and scorecard tests for the OLM end-to-end tests.
-	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager \
+	$(MANAGER_BUILD_ARM64) -o $(IMAGES_DIR)/manager-arm64 .
+	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --manager-arm64=$(IMAGES_DIR)/manager-arm64 \
 	  --ref=$(IMAGE_TAG_BASE) --by-digest --mirror --digest-file=$(IMAGES_DIR)/e2e-operator.digest
 	@$(call pins_operator,.,$(IMAGES_DIR)/e2e-operator.digest) || \
 	  { echo "the bundle pins another operator image than this tree builds: run 'make bundle catalog'" >&2; exit 1; }
-	$(MAKE) --no-print-directory scorecard-image-build scorecard-image-push IMAGE_PUSH_FLAGS=--mirror
+	$(MAKE) --no-print-directory scorecard-image-build scorecard-image-push IMAGE_PUSH_FLAGS=--mirror ATTACH_SBOM=false
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(SCORECARD_TEST) --ref=quay.io/operator-framework/scorecard-test:$(OPERATOR_SDK_VERSION) --mirror
 	$(CLUSTER_TOOL) image dockerfile --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --dockerfile=bundle.Dockerfile --ref=$(E2E_BUNDLE_IMG)
 	$(MAKE) --no-print-directory catalog CATALOG_ROOT=$(CLUSTER_STATE)/catalog IMAGE_TAG_BASE=$(E2E_IMAGE_TAG_BASE)
@@ -450,7 +488,9 @@ e2e-release-images: cluster-tool ## Rebuild the operator and bundle images of ea
 	  dir=$(CLUSTER_STATE)/releases/$$v; \
 	  go run ./hack/release checkout -version $$v -dir $$dir && \
 	  (cd $$dir && $(MANAGER_BUILD) -o $(IMAGES_DIR)/manager-$$v .) && \
-	  $(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$$dir --manager=$(IMAGES_DIR)/manager-$$v --ref=$(IMAGE_TAG_BASE):v$$v --mirror \
+	  arm64=; if grep -q 'operatorframework.io/arch.arm64: supported' $$dir/$(CSV); then \
+	    (cd $$dir && $(MANAGER_BUILD_ARM64) -o $(IMAGES_DIR)/manager-arm64-$$v .) && arm64=--manager-arm64=$(IMAGES_DIR)/manager-arm64-$$v; fi && \
+	  $(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$$dir --manager=$(IMAGES_DIR)/manager-$$v $$arm64 --ref=$(IMAGE_TAG_BASE):v$$v --mirror \
 	    --digest-file=$(IMAGES_DIR)/operator-$$v.digest && \
 	  { ! grep -q "image: $(IMAGE_TAG_BASE)@sha256:" $$dir/$(CSV) || $(call pins_operator,$$dir,$(IMAGES_DIR)/operator-$$v.digest) || \
 	    { echo "release $$v's operator image no longer builds to the digest its bundle pins (another Go version?)" >&2; exit 1; }; } && \
@@ -465,6 +505,7 @@ cluster-tool: $(CLUSTER_TOOL) ## Build the local cluster tool and the pause and 
 
 $(CLUSTER_TOOL): $(wildcard hack/cluster/*.go hack/cluster/*/*.go) hack/cluster/go.mod
 	cd hack/cluster && CGO_ENABLED=0 go build -o $(dir $@) . ./pause ./coredns ./grpc-health-probe
+	cd hack/cluster && CGO_ENABLED=0 GOARCH=arm64 go build -o $(dir $@)arm64/ ./grpc-health-probe
 
 .PHONY: cluster-binaries
 cluster-binaries: envtest $(addprefix $(KUBE_BIN)/,kube-controller-manager kube-scheduler kubelet kube-proxy kubectl) ## Build the Kubernetes binaries of the local cluster.
@@ -487,6 +528,11 @@ $(SCORECARD_TEST): hack/operator-sdk/go.mod
 opm: $(OPM) ## Build opm (needs cgo for sqlite).
 $(OPM): hack/olm/go.mod
 	cd hack/olm && CGO_ENABLED=1 go build -tags json1,containers_image_openpgp -o $@ github.com/operator-framework/operator-registry/cmd/opm
+
+# opm for the catalog image's linux/arm64 variant: static (serving a file-based catalog needs no
+# sqlite, which is opm's only cgo).
+$(OPM_ARM64): hack/olm/go.mod
+	cd hack/olm && CGO_ENABLED=0 GOARCH=arm64 go build -tags json1,containers_image_openpgp -o $@ github.com/operator-framework/operator-registry/cmd/opm
 
 OLM_DEPLOY_DIR = $(shell cd hack/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy
 
@@ -530,6 +576,8 @@ $(CONTROLLER_GEN): hack/tools/go.mod
 	cd hack/tools && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
 $(KUSTOMIZE): hack/tools/go.mod
 	cd hack/tools && go build -o $@ sigs.k8s.io/kustomize/kustomize/v5
+$(SYFT): hack/sbom/go.mod
+	cd hack/sbom && CGO_ENABLED=0 go build -o $@ github.com/anchore/syft/cmd/syft
 $(HELM): hack/tools/go.mod
 	cd hack/tools && go build -o $@ helm.sh/helm/v3/cmd/helm
 $(STATICCHECK): hack/tools/go.mod

@@ -173,11 +173,11 @@ func TestImagesAreReproducible(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/true\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	a, err := binaryImage(bin, "/tool", "65532")
+	a, err := binaryImage(bin, "/tool", "65532", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := binaryImage(bin, "/tool", "65532")
+	b, err := binaryImage(bin, "/tool", "65532", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ spec:
 }
 
 func (c *Cluster) deployDNS(self string) error {
-	img, err := binaryImage(helper(self, "coredns"), "/coredns", "65532")
+	img, err := binaryImage(helper(self, "coredns"), "/coredns", "65532", "")
 	if err != nil {
 		return fmt.Errorf("coredns image: %w", err)
 	}

@@ -79,24 +79,50 @@ func scratchDockerfileImage(dockerfile, contextDir string) (v1.Image, error) {
 // catalogImage serves a file-based catalog with opm, with the serve cache built in (opm checks its
 // integrity at start), owned by the UID the catalog pod runs as.
 func catalogImage(opmBin, probe, configsDir string) (v1.Image, error) {
-	cacheDir, err := os.MkdirTemp("", "opm-cache-")
+	configs, cache, err := catalogFiles(opmBin, configsDir)
 	if err != nil {
 		return nil, err
+	}
+	return opmImage(opmBin, probe, configs, cache, "")
+}
+
+// catalogIndex is catalogImage for linux/amd64 (opmBin, probe: this machine's) and linux/arm64
+// (static opmArm64 and probeArm64), with the same catalog and cache (the cache's digest is of its
+// content alone).
+func catalogIndex(opmBin, probe, opmArm64, probeArm64, configsDir string) (v1.ImageIndex, error) {
+	configs, cache, err := catalogFiles(opmBin, configsDir)
+	if err != nil {
+		return nil, err
+	}
+	amd64, err := opmImage(opmBin, probe, configs, cache, "amd64")
+	if err != nil {
+		return nil, err
+	}
+	arm64, err := opmImage(opmArm64, probeArm64, configs, cache, "arm64")
+	if err != nil {
+		return nil, err
+	}
+	return multiArch(platformImage{"amd64", amd64}, platformImage{"arm64", arm64}), nil
+}
+
+// catalogFiles are a catalog's files and its serve cache, which opmBin builds.
+func catalogFiles(opmBin, configsDir string) (configs, cache []layerFile, err error) {
+	cacheDir, err := os.MkdirTemp("", "opm-cache-")
+	if err != nil {
+		return nil, nil, err
 	}
 	defer os.RemoveAll(cacheDir)
 	if out, err := exec.Command(opmBin, "serve", configsDir, "--cache-dir", cacheDir, "--cache-only").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("opm serve --cache-only: %v: %s", err, out)
+		return nil, nil, fmt.Errorf("opm serve --cache-only: %v: %s", err, out)
 	}
-	configs, err := treeFrom(configsDir, "/configs")
-	if err != nil {
-		return nil, err
+	if configs, err = treeFrom(configsDir, "/configs"); err != nil {
+		return nil, nil, err
 	}
-	cache, err := treeFrom(cacheDir, "/tmp/cache")
-	if err != nil {
-		return nil, err
+	if cache, err = treeFrom(cacheDir, "/tmp/cache"); err != nil {
+		return nil, nil, err
 	}
 	for i := range cache {
 		cache[i].uid = 1001
 	}
-	return opmImage(opmBin, probe, configs, cache)
+	return configs, cache, nil
 }

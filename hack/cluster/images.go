@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -35,9 +36,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // layerFile is one file of an image layer.
@@ -54,7 +57,9 @@ type layerFile struct {
 var epoch = time.Unix(0, 0)
 
 func layer(files []layerFile) (v1.Layer, error) {
-	sort.Slice(files, func(i, j int) bool { return files[i].path < files[j].path })
+	sort.SliceStable(files, func(i, j int) bool { return files[i].path < files[j].path })
+	// A file two parts of an image add alike (a package's record, os-release) is written once.
+	files = slices.CompactFunc(files, func(a, b layerFile) bool { return a.path == b.path })
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dirs := map[string]bool{}
@@ -117,13 +122,14 @@ func layer(files []layerFile) (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
 }
 
-// imageSpec says what an image runs.
+// imageSpec says what an image runs, and on which architecture (empty: this machine's).
 type imageSpec struct {
 	entrypoint []string
 	cmd        []string
 	user       string
 	workdir    string
 	labels     map[string]string
+	arch       string
 }
 
 func image(files []layerFile, spec imageSpec) (v1.Image, error) {
@@ -140,7 +146,10 @@ func image(files []layerFile, spec imageSpec) (v1.Image, error) {
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.OS, cf.Architecture = "linux", spec.arch
+	if spec.arch == "" {
+		cf.Architecture = runtime.GOARCH
+	}
 	cf.Created = v1.Time{Time: epoch}
 	cf.Config.Entrypoint = spec.entrypoint
 	cf.Config.Cmd = spec.cmd
@@ -174,19 +183,20 @@ func treeFrom(srcDir, dstDir string) ([]layerFile, error) {
 	return files, err
 }
 
-// binaryImage is a static binary alone, run as a non-root UID.
-func binaryImage(bin, inImage string, uid string) (v1.Image, error) {
+// binaryImage is a static binary alone, built for arch (empty: this machine's), run as a non-root
+// UID.
+func binaryImage(bin, inImage, uid, arch string) (v1.Image, error) {
 	f, err := fileFrom(bin, inImage, 0o755)
 	if err != nil {
 		return nil, err
 	}
-	return image([]layerFile{f}, imageSpec{entrypoint: []string{inImage}, user: uid, workdir: "/"})
+	return image([]layerFile{f}, imageSpec{entrypoint: []string{inImage}, user: uid, workdir: "/", arch: arch})
 }
 
-// operatorImage has the content of the Dockerfile's image: /manager, /watches.yaml and
-// /helm-charts, run as 65532 from /. (The Dockerfile's distroless base adds CA certificates,
-// /etc/passwd and tzdata, which the manager does not use.)
-func operatorImage(manager, repo string) (v1.Image, error) {
+// operatorImage has the content of the Dockerfile's image: /manager (built for arch; empty: this
+// machine's), /watches.yaml and /helm-charts, run as 65532 from /. (The Dockerfile's distroless
+// base adds CA certificates, /etc/passwd and tzdata, which the manager does not use.)
+func operatorImage(manager, repo, arch string) (v1.Image, error) {
 	files := []layerFile{}
 	m, err := fileFrom(manager, "/manager", 0o755)
 	if err != nil {
@@ -201,7 +211,29 @@ func operatorImage(manager, repo string) (v1.Image, error) {
 		return nil, err
 	}
 	files = append(append(files, m, w), charts...)
-	return image(files, imageSpec{entrypoint: []string{"/manager"}, user: "65532:65532", workdir: "/"})
+	return image(files, imageSpec{entrypoint: []string{"/manager"}, user: "65532:65532", workdir: "/", arch: arch})
+}
+
+// platformImage is an image for one architecture of linux.
+type platformImage struct {
+	arch string
+	img  v1.Image
+}
+
+// multiArch is the index of images, one per architecture, in the order given: the same images
+// give the same index digest. Its manifests are Docker's (as the images'), so it is a Docker
+// manifest list, which every registry and runtime reads as an image index.
+func multiArch(images ...platformImage) v1.ImageIndex {
+	adds := make([]mutate.IndexAddendum, 0, len(images))
+	for _, p := range images {
+		adds = append(adds, mutate.IndexAddendum{Add: p.img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: p.arch}}})
+	}
+	return mutate.IndexMediaType(mutate.AppendManifests(empty.Index, adds...), types.DockerManifestList)
+}
+
+// artifact is what the image commands make: an image, or an index of images (v1.ImageIndex).
+type artifact interface {
+	Digest() (v1.Hash, error)
 }
 
 // memcachedImage packs Debian's memcached binary with the shared libraries it links, the way
@@ -249,7 +281,7 @@ type delivery struct {
 	out, digestFile  string
 }
 
-func (c *Cluster) deliver(img v1.Image, ref string, d delivery) error {
+func (c *Cluster) deliver(img artifact, ref string, d delivery) error {
 	digest, err := img.Digest()
 	if err != nil {
 		return err
@@ -276,8 +308,9 @@ func (c *Cluster) deliver(img v1.Image, ref string, d delivery) error {
 	return nil
 }
 
-// save writes an image as a tarball that names it ref.
-func save(img v1.Image, ref, out string) error {
+// save writes an image as a tarball that names it ref, and an index as an OCI image layout (a
+// folder) whose one entry names it ref.
+func save(a artifact, ref, out string) error {
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		return err
@@ -285,17 +318,48 @@ func save(img v1.Image, ref, out string) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	if err := tarball.WriteToFile(out, r, img); err != nil {
+	switch a := a.(type) {
+	case v1.Image:
+		err = tarball.WriteToFile(out, r, a)
+	case v1.ImageIndex:
+		if err := os.RemoveAll(out); err != nil {
+			return err
+		}
+		var p layout.Path
+		if p, err = layout.Write(out, empty.Index); err == nil {
+			err = p.AppendIndex(a, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": r.String()}))
+		}
+	}
+	if err != nil {
 		return err
 	}
-	d, _ := img.Digest()
+	d, _ := a.Digest()
 	logf("built %s (%s) into %s", ref, d, out)
 	return nil
 }
 
-// push writes an image to a registry: the local one (trusted through the cluster's CA) or any
-// other with the credentials of the Docker config.
-func (c *Cluster) push(img v1.Image, ref string) error {
+// fromLayout reads the one image or index an OCI image layout holds (save's).
+func fromLayout(dir string) (artifact, error) {
+	outer, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := outer.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	if len(m.Manifests) != 1 {
+		return nil, fmt.Errorf("%s holds %d images, not one", dir, len(m.Manifests))
+	}
+	if d := m.Manifests[0]; d.MediaType.IsIndex() {
+		return outer.ImageIndex(d.Digest)
+	}
+	return outer.Image(m.Manifests[0].Digest)
+}
+
+// push writes an image, or an index with its images, to a registry: the local one (trusted
+// through the cluster's CA) or any other with the credentials of the Docker config.
+func (c *Cluster) push(img artifact, ref string) error {
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		return err
@@ -307,7 +371,14 @@ func (c *Cluster) push(img v1.Image, ref string) error {
 	if err != nil { // another registry: the system's CAs
 		tr = http.DefaultTransport.(*http.Transport).Clone()
 	}
-	if err := remote.Write(r, img, remote.WithTransport(tr), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+	opts := []remote.Option{remote.WithTransport(tr), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+	switch a := img.(type) {
+	case v1.Image:
+		err = remote.Write(r, a, opts...)
+	case v1.ImageIndex:
+		err = remote.WriteIndex(r, a, opts...)
+	}
+	if err != nil {
 		return fmt.Errorf("push %s: %w", ref, err)
 	}
 	d, _ := img.Digest()
@@ -344,7 +415,11 @@ func busybox() ([]layerFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("busybox-static is not installed (apt-get install busybox-static): %w", err)
 	}
-	files := []layerFile{bb}
+	files, err := debianPackages("/bin/busybox")
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, bb)
 	for _, applet := range []string{"sh", "cp", "cat", "gzip", "gunzip", "tar", "sleep", "ls", "mkdir", "rm", "true"} {
 		files = append(files, layerFile{path: "/bin/" + applet, link: "busybox"})
 	}
@@ -362,6 +437,7 @@ func withLibraries(bin, dst string) ([]layerFile, error) {
 	if err != nil {
 		return files, nil // static
 	}
+	var libs []string
 	for _, line := range strings.Split(string(out), "\n") {
 		for _, field := range strings.Fields(line) {
 			if !strings.HasPrefix(field, "/") {
@@ -376,7 +452,47 @@ func withLibraries(bin, dst string) ([]layerFile, error) {
 				return nil, err
 			}
 			files = append(files, lib)
+			libs = append(libs, field)
 		}
 	}
-	return files, nil
+	pkgs, err := debianPackages(libs...)
+	return append(files, pkgs...), err
+}
+
+// debianPackages are the records of the Debian packages that own paths (of this machine, copied
+// into an image), as a distroless image keeps them (/var/lib/dpkg/status.d/<package>), and
+// Debian's os-release: an SBOM tool (make sbom) then lists those packages at their versions.
+// Paths no package owns (a binary built here) add nothing.
+func debianPackages(paths ...string) ([]layerFile, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	out, err := exec.Command("dpkg", append([]string{"-S"}, paths...)...).Output()
+	if err != nil && len(out) == 0 {
+		return nil, nil // owned by no package
+	}
+	seen := map[string]bool{}
+	var files []layerFile
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		owner, _, ok := strings.Cut(line, ": ")
+		if !ok {
+			continue
+		}
+		for _, pkg := range strings.Split(owner, ", ") {
+			if seen[pkg] {
+				continue
+			}
+			seen[pkg] = true
+			record, err := exec.Command("dpkg-query", "-s", pkg).Output()
+			if err != nil {
+				return nil, fmt.Errorf("dpkg-query -s %s: %w", pkg, err)
+			}
+			files = append(files, layerFile{path: "/var/lib/dpkg/status.d/" + strings.Split(pkg, ":")[0], mode: 0o644, data: record})
+		}
+	}
+	osRelease, err := os.ReadFile("/etc/os-release")
+	if err != nil {
+		return nil, err
+	}
+	return append(files, layerFile{path: "/etc/os-release", mode: 0o644, data: osRelease}), nil
 }

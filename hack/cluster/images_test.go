@@ -17,16 +17,20 @@ limitations under the License.
 package main
 
 import (
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // The bundle pins the operator image by the digest of a local build: building the same files
@@ -50,7 +54,7 @@ func TestOperatorImageIsReproducibleAndPushedByDigest(t *testing.T) {
 	if err := os.WriteFile(manager, []byte("\x7fELF not really"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	first, err := operatorImage(manager, repo)
+	first, err := operatorImage(manager, repo, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +66,7 @@ func TestOperatorImageIsReproducibleAndPushedByDigest(t *testing.T) {
 	if err := os.Chmod(filepath.Join(repo, "watches.yaml"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	second, err := operatorImage(manager, repo)
+	second, err := operatorImage(manager, repo, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,5 +97,164 @@ func TestOperatorImageIsReproducibleAndPushedByDigest(t *testing.T) {
 	}
 	if _, err := remote.Head(r.Digest(d1.String())); err != nil {
 		t.Errorf("the image is not in the registry by its digest: %v", err)
+	}
+}
+
+// The operator image is an index of linux/amd64 and linux/arm64 when both managers are given:
+// reproducible, each image saying its architecture, written as an OCI layout that pushes by the
+// index's digest, and pulled for a platform as a runtime pulls it.
+func TestOperatorIndexIsReproducibleForBothArchitectures(t *testing.T) {
+	repo := t.TempDir()
+	for path, content := range map[string]string{"watches.yaml": "- group: cache.my.domain\n", "helm-charts/memcached/Chart.yaml": "name: memcached\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, path), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	managers := map[string]string{}
+	for _, arch := range []string{"amd64", "arm64"} {
+		managers[arch] = filepath.Join(t.TempDir(), "manager-"+arch)
+		if err := os.WriteFile(managers[arch], []byte("\x7fELF for "+arch), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build := func() v1.ImageIndex {
+		t.Helper()
+		var images []platformImage
+		for _, arch := range []string{"amd64", "arm64"} {
+			img, err := operatorImage(managers[arch], repo, arch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			images = append(images, platformImage{arch, img})
+		}
+		return multiArch(images...)
+	}
+	first, second := build(), build()
+	d1, _ := first.Digest()
+	d2, _ := second.Digest()
+	if d1 != d2 {
+		t.Fatalf("two builds of the same files: %s and %s", d1, d2)
+	}
+	m, err := first.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Manifests) != 2 || m.MediaType != types.DockerManifestList {
+		t.Fatalf("index %+v", m)
+	}
+	for i, arch := range []string{"amd64", "arm64"} {
+		d := m.Manifests[i]
+		if d.Platform == nil || d.Platform.OS != "linux" || d.Platform.Architecture != arch {
+			t.Errorf("manifest %d: platform %+v, want linux/%s", i, d.Platform, arch)
+		}
+		img, err := first.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cf, _ := img.ConfigFile(); cf.Architecture != arch || cf.OS != "linux" {
+			t.Errorf("the %s image's config says %s/%s", arch, cf.OS, cf.Architecture)
+		}
+	}
+	// A single image, as releases before 1.3.0 were built, is this machine's image unchanged.
+	if runtime.GOARCH == "amd64" {
+		single, _ := operatorImage(managers["amd64"], repo, "")
+		amd64, _ := operatorImage(managers["amd64"], repo, "amd64")
+		ds, _ := single.Digest()
+		da, _ := amd64.Digest()
+		if ds != da {
+			t.Errorf("the single image %s differs from the index's amd64 image %s", ds, da)
+		}
+	}
+
+	out := filepath.Join(t.TempDir(), "operator")
+	if err := save(first, "quay.io/example/memcached-operator:v9.9.9", out); err != nil {
+		t.Fatal(err)
+	}
+	back, err := fromLayout(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := back.Digest(); d != d1 {
+		t.Fatalf("the layout holds %s, want %s", d, d1)
+	}
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	c := &Cluster{StateDir: t.TempDir()}
+	if err := c.deliver(back, host+"/example/memcached-operator:v9.9.9", delivery{byDigest: true}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := name.NewRepository(host + "/example/memcached-operator")
+	arm, err := remote.Image(r.Digest(d1.String()), remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "arm64"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf, _ := arm.ConfigFile(); cf.Architecture != "arm64" {
+		t.Errorf("pulled for linux/arm64, got %s", cf.Architecture)
+	}
+}
+
+// An SBOM is attached to each image of a pushed index as an OCI artifact that refers to it: the
+// registry's referrers API lists it with its artifact type, and its layer is the SBOM.
+func TestSBOMsAreAttachedAsReferrers(t *testing.T) {
+	dir := t.TempDir()
+	var images []platformImage
+	for _, arch := range []string{"amd64", "arm64"} {
+		bin := filepath.Join(dir, "tool-"+arch)
+		if err := os.WriteFile(bin, []byte("binary for "+arch), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		img, err := binaryImage(bin, "/tool", "65532", arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		images = append(images, platformImage{arch, img})
+		if err := os.WriteFile(sbomFile(filepath.Join(dir, "tool"), arch), []byte(`{"spdxVersion":"SPDX-2.3","name":"`+arch+`"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx := multiArch(images...)
+	srv := httptest.NewServer(registry.New(registry.WithReferrersSupport(true)))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	c := &Cluster{StateDir: t.TempDir()}
+	ref := host + "/example/tool:v1"
+	if err := c.deliver(idx, ref, delivery{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.attachSBOMs(idx, ref, filepath.Join(dir, "tool")); err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := name.NewRepository(host + "/example/tool")
+	for _, p := range images {
+		d, _ := p.img.Digest()
+		refs, err := remote.Referrers(repo.Digest(d.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := refs.IndexManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Manifests) != 1 || m.Manifests[0].ArtifactType != string(SPDXMediaType) {
+			t.Fatalf("referrers of the %s image: %+v", p.arch, m.Manifests)
+		}
+		art, err := remote.Image(repo.Digest(m.Manifests[0].Digest.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers, _ := art.Layers()
+		rc, _ := layers[0].Uncompressed()
+		got, _ := io.ReadAll(rc)
+		want, _ := os.ReadFile(sbomFile(filepath.Join(dir, "tool"), p.arch))
+		if string(got) != string(want) {
+			t.Errorf("the %s image's SBOM artifact holds %q, want %q", p.arch, got, want)
+		}
+	}
+	if err := c.attachSBOMs(idx, ref, filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "make sbom") {
+		t.Errorf("an image without its SBOM: %v", err)
 	}
 }

@@ -295,7 +295,7 @@ func dialUnix(path string) error {
 func helper(self, name string) string { return filepath.Join(filepath.Dir(self), name) }
 
 func (c *Cluster) loadPause(self string) error {
-	img, err := binaryImage(helper(self, "pause"), "/pause", "65535")
+	img, err := binaryImage(helper(self, "pause"), "/pause", "65535", "")
 	if err != nil {
 		return fmt.Errorf("pause image: %w", err)
 	}

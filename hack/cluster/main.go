@@ -27,8 +27,9 @@ limitations under the License.
 //	cluster olm-install --state-dir .cluster --bin-dir ... --olm-bin-dir bin/olm --olm-deploy-dir DIR ...
 //	cluster olm-uninstall --state-dir .cluster --bin-dir ...
 //	cluster image operator  --repo . --ref localhost:5000/memcached-operator:dev
-//	cluster image operator  --repo . --ref quay.io/example/memcached-operator --out bin/images/operator.tar --digest-file bin/images/operator.digest
-//	cluster image push --tarball bin/images/operator.tar --ref quay.io/example/memcached-operator --by-digest --mirror
+//	cluster image operator  --repo . --manager bin/images/manager --manager-arm64 bin/images/manager-arm64 \
+//	                        --ref quay.io/example/memcached-operator --out bin/images/operator --digest-file bin/images/operator.digest
+//	cluster image push --layout bin/images/operator --ref quay.io/example/memcached-operator --by-digest --mirror
 //	cluster image memcached                              (prints the pushed reference)
 //	cluster image binary --bin bin/probe --ref localhost:5000/probe:dev
 package main
@@ -154,14 +155,20 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 	which := args[0]
 	repo := fs.String("repo", ".", "the operator's repository (operator image)")
 	manager := fs.String("manager", "", "the manager binary, built with CGO_ENABLED=0 (operator image)")
+	managerArm64 := fs.String("manager-arm64", "", "the manager built for linux/arm64: the operator image is then an index of linux/amd64 (--manager) and linux/arm64")
 	bin := fs.String("bin", "", "a static binary to run as the image's entrypoint (binary image)")
+	binArm64 := fs.String("bin-arm64", "", "the same binary built for linux/arm64: the image is then an index of linux/amd64 and linux/arm64 (binary image)")
 	dockerfile := fs.String("dockerfile", "", "a FROM scratch Dockerfile of LABEL and COPY lines (dockerfile image)")
 	opm := fs.String("opm", "", "the opm binary (catalog image)")
+	opmArm64 := fs.String("opm-arm64", "", "opm built for linux/arm64, static (CGO_ENABLED=0: serving a file-based catalog needs no sqlite): the catalog image is then an index of linux/amd64 and linux/arm64")
+	probeArm64 := fs.String("probe-arm64", "", "grpc_health_probe built for linux/arm64 (catalog image with --opm-arm64)")
 	configs := fs.String("configs", "", "a file-based catalog folder (catalog image)")
-	out := fs.String("out", "", "write the image as a tarball here instead of pushing it (operator, binary, dockerfile, catalog)")
+	out := fs.String("out", "", "write the image as a tarball here instead of pushing it, an index of several architectures as an OCI image layout folder (operator, binary, dockerfile, catalog)")
 	digestFile := fs.String("digest-file", "", "also write the image's digest (sha256:...) to this file (operator, binary, dockerfile, push)")
 	byDigest := fs.Bool("by-digest", false, "push as --ref's repository @ the image's digest, with no tag (operator, push)")
 	tarballPath := fs.String("tarball", "", "an image tarball to push (push)")
+	layoutPath := fs.String("layout", "", "an OCI image layout folder, as --out writes an index, to push (push)")
+	sbomPrefix := fs.String("sbom", "", "attach to each pushed image the SBOM <sbom>.linux-<arch>.spdx.json (make sbom writes them), as an OCI artifact that refers to it (push)")
 	mirror := fs.Bool("mirror", false, "push to the local registry's mirror of --ref's registry, e.g. quay.io/x/y:t to localhost:5000/x/y:t (operator, binary, memcached, push)")
 	ref := fs.String("ref", "", "image reference to push (operator, binary, dockerfile, catalog; memcached: a name to stand in for)")
 	registry := fs.String("registry", RegistryHost, "registry to push to (memcached image)")
@@ -176,20 +183,46 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if *ref == "" || *manager == "" {
 			return fmt.Errorf("--ref and --manager are required")
 		}
-		img, err := operatorImage(*manager, *repo)
+		amd64, err := operatorImage(*manager, *repo, "amd64")
 		if err != nil {
 			return err
 		}
-		return c.deliver(img, *ref, delivery{mirror: *mirror, byDigest: *byDigest, out: *out, digestFile: *digestFile})
+		if *managerArm64 == "" {
+			// One image, as every release before 1.3.0 was built (their bundles pin it).
+			img, err := operatorImage(*manager, *repo, "")
+			if err != nil {
+				return err
+			}
+			return c.deliver(img, *ref, delivery{mirror: *mirror, byDigest: *byDigest, out: *out, digestFile: *digestFile})
+		}
+		arm64, err := operatorImage(*managerArm64, *repo, "arm64")
+		if err != nil {
+			return err
+		}
+		return c.deliver(multiArch(platformImage{"amd64", amd64}, platformImage{"arm64", arm64}), *ref,
+			delivery{mirror: *mirror, byDigest: *byDigest, out: *out, digestFile: *digestFile})
 	case "binary":
 		if *ref == "" || *bin == "" {
 			return fmt.Errorf("--ref and --bin are required")
 		}
-		img, err := binaryImage(*bin, "/usr/local/bin/"+filepath.Base(*bin), "65532")
+		inImage := "/usr/local/bin/" + filepath.Base(*bin)
+		if *binArm64 == "" {
+			img, err := binaryImage(*bin, inImage, "65532", "")
+			if err != nil {
+				return err
+			}
+			return c.deliver(img, *ref, delivery{mirror: *mirror, out: *out, digestFile: *digestFile})
+		}
+		amd64, err := binaryImage(*bin, inImage, "65532", "amd64")
 		if err != nil {
 			return err
 		}
-		return c.deliver(img, *ref, delivery{mirror: *mirror, out: *out, digestFile: *digestFile})
+		arm64, err := binaryImage(*binArm64, inImage, "65532", "arm64")
+		if err != nil {
+			return err
+		}
+		return c.deliver(multiArch(platformImage{"amd64", amd64}, platformImage{"arm64", arm64}), *ref,
+			delivery{mirror: *mirror, out: *out, digestFile: *digestFile})
 	case "dockerfile":
 		if *ref == "" || *dockerfile == "" {
 			return fmt.Errorf("--ref and --dockerfile are required")
@@ -207,20 +240,42 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if err != nil {
 			return err
 		}
-		img, err := catalogImage(*opm, helper(self, "grpc-health-probe"), *configs)
+		if *opmArm64 == "" {
+			img, err := catalogImage(*opm, helper(self, "grpc-health-probe"), *configs)
+			if err != nil {
+				return err
+			}
+			return c.deliver(img, *ref, delivery{out: *out})
+		}
+		if *probeArm64 == "" {
+			return fmt.Errorf("--opm-arm64 needs --probe-arm64")
+		}
+		idx, err := catalogIndex(*opm, helper(self, "grpc-health-probe"), *opmArm64, *probeArm64, *configs)
 		if err != nil {
 			return err
 		}
-		return c.deliver(img, *ref, delivery{out: *out})
+		return c.deliver(idx, *ref, delivery{out: *out})
 	case "push":
-		if *ref == "" || *tarballPath == "" {
-			return fmt.Errorf("--ref and --tarball are required")
+		if *ref == "" || (*tarballPath == "") == (*layoutPath == "") {
+			return fmt.Errorf("--ref and one of --tarball and --layout are required")
 		}
-		img, err := tarball.ImageFromPath(*tarballPath, nil)
+		var img artifact
+		var err error
+		if *layoutPath != "" {
+			img, err = fromLayout(*layoutPath)
+		} else {
+			img, err = tarball.ImageFromPath(*tarballPath, nil)
+		}
 		if err != nil {
 			return err
 		}
-		return c.deliver(img, *ref, delivery{mirror: *mirror, byDigest: *byDigest, digestFile: *digestFile})
+		if err := c.deliver(img, *ref, delivery{mirror: *mirror, byDigest: *byDigest, digestFile: *digestFile}); err != nil {
+			return err
+		}
+		if *sbomPrefix == "" {
+			return nil
+		}
+		return c.attachSBOMs(img, mirrored(*ref, *mirror), *sbomPrefix)
 	case "memcached":
 		img, version, err := memcachedImage()
 		if err != nil {

@@ -73,7 +73,7 @@ func (c *Cluster) buildOLMImages(s olmSettings) error {
 		return err
 	}
 
-	opm, err := opmImage(filepath.Join(s.binDir, "opm"), helper(mustExecutable(), "grpc-health-probe"), nil, nil)
+	opm, err := opmImage(filepath.Join(s.binDir, "opm"), helper(mustExecutable(), "grpc-health-probe"), nil, nil, "")
 	if err != nil {
 		return err
 	}
@@ -98,8 +98,10 @@ func (c *Cluster) buildOLMImages(s olmSettings) error {
 const runBundleDecompressionImage = "registry.access.redhat.com/ubi9/ubi:9.8"
 
 // opmImage is opm as an index image; with configs (a file-based catalog) and its pre-built serve
-// cache it is a catalog image that serves them (as catalog.Dockerfile builds it).
-func opmImage(opmBin, probe string, configs, cache []layerFile) (v1.Image, error) {
+// cache it is a catalog image that serves them (as catalog.Dockerfile builds it). For arm64
+// (arch), opm and the probe must be static builds for it, and the image has no busybox (Debian's
+// here is amd64's): a catalog image runs opm alone.
+func opmImage(opmBin, probe string, configs, cache []layerFile, arch string) (v1.Image, error) {
 	files, err := withLibraries(opmBin, "/bin/opm")
 	if err != nil {
 		return nil, fmt.Errorf("%w (make opm)", err)
@@ -108,11 +110,15 @@ func opmImage(opmBin, probe string, configs, cache []layerFile) (v1.Image, error
 	if err != nil {
 		return nil, err
 	}
-	bb, err := busybox()
-	if err != nil {
-		return nil, err
+	files = append(files, p)
+	if arch != "arm64" {
+		bb, err := busybox()
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, bb...)
 	}
-	files = append(append(append(append(files, p), bb...), configs...), cache...)
+	files = append(append(files, configs...), cache...)
 	files = append(files,
 		layerFile{path: "/configs", dir: true}, // an index image without a catalog has it empty
 		layerFile{path: "/tmp", dir: true, mode: 0o1777},
@@ -122,6 +128,7 @@ func opmImage(opmBin, probe string, configs, cache []layerFile) (v1.Image, error
 	if configs != nil {
 		spec.cmd = []string{"serve", "/configs", "--cache-dir=/tmp/cache"}
 	}
+	spec.arch = arch
 	return image(files, spec)
 }
 

@@ -49,7 +49,7 @@ func (c *Cluster) olmv1CRDManifests() string { return c.path("olmv1", "crds.yaml
 
 func (c *Cluster) olmv1Install(s olmv1Settings) error {
 	for name, inImage := range map[string]string{"catalogd": "/catalogd", "operator-controller": "/operator-controller"} {
-		img, err := binaryImage(filepath.Join(s.binDir, name), inImage, "65532")
+		img, err := binaryImage(filepath.Join(s.binDir, name), inImage, "65532", "")
 		if err != nil {
 			return fmt.Errorf("%w (make olmv1-binaries)", err)
 		}

@@ -30,13 +30,15 @@ import (
 )
 
 // serveRegistry runs the local image registry over TLS (the cluster's CA signs its certificate;
-// containerd and the host tools trust that CA). Blobs are kept on disk, manifests in memory.
+// containerd and the host tools trust that CA). Blobs are kept on disk, manifests in memory. It
+// serves OCI 1.1's referrers API, which lists the SBOMs attached to an image.
 func serveRegistry(addrs, certFile, keyFile, dir string) error {
 	if err := mkdirs(dir); err != nil {
 		return err
 	}
 	handler := registry.New(
 		registry.WithBlobHandler(registry.NewDiskBlobHandler(dir)),
+		registry.WithReferrersSupport(true),
 		registry.Logger(log.New(os.Stderr, "registry: ", log.LstdFlags)),
 	)
 	errs := make(chan error)
