@@ -517,27 +517,34 @@ var helmOutcomeChanged = predicate.Funcs{
 	},
 }
 
+// toMemcached maps an object of a Memcached's release (the chart labels each with its instance)
+// to the Memcached.
+func toMemcached() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[labels.Instance]}}}
+	})
+}
+
+// chartObjects passes the objects the memcached chart made for a Memcached, by their labels.
+var chartObjects = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	l := o.GetLabels()
+	return l[labels.Name] == labels.ChartName && l[labels.Instance] != "" && l[labels.PartOf] == labels.Operator
+})
+
 // SetupWithManager reconciles on spec changes of a Memcached and on any change of its
 // StatefulSet, its release records, or its pods' readiness and trouble.
 func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	recordToMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[library.RecordNameLabel]}}}
 	})
-	toMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
-		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[labels.Instance]}}}
-	})
-	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		l := o.GetLabels()
-		return l[labels.Name] == labels.ChartName && l[labels.Instance] != "" && l[labels.PartOf] == labels.Operator
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-operand").
 		// The spec, and the Helm side's outcome, which the first report waits for.
 		For(MemcachedObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, helmOutcomeChanged))).
-		Watches(&appsv1.StatefulSet{}, toMemcached, builder.WithPredicates(ours)).
+		Watches(&appsv1.StatefulSet{}, toMemcached(), builder.WithPredicates(chartObjects)).
 		// A pod that cannot start changes no StatefulSet status; a server that turns ready or
 		// not changes the ready servers.
-		Watches(&corev1.Pod{}, toMemcached, builder.WithPredicates(ours, predicate.Funcs{
+		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				before, after := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)

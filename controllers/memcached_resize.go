@@ -43,7 +43,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/yaml"
@@ -796,13 +795,6 @@ func timeOf(t *metav1.Time) string {
 // controller's revisions) or one of its servers does (readiness, the kubelet's resize status, its
 // revision label).
 func (r *MemcachedResizeReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	toMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
-		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[labels.Instance]}}}
-	})
-	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		l := o.GetLabels()
-		return l[labels.Name] == labels.ChartName && l[labels.Instance] != "" && l[labels.PartOf] == labels.Operator
-	})
 	serverChanged := predicate.Funcs{
 		CreateFunc: func(event.CreateEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -824,11 +816,11 @@ func (r *MemcachedResizeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
 		// Only a StatefulSet whose memory changed since the operator made it has anything to do.
-		Watches(&appsv1.StatefulSet{}, toMemcached, builder.WithPredicates(ours, predicate.NewPredicateFuncs(func(o client.Object) bool {
+		Watches(&appsv1.StatefulSet{}, toMemcached(), builder.WithPredicates(chartObjects, predicate.NewPredicateFuncs(func(o client.Object) bool {
 			_, ok := o.GetAnnotations()[labels.ResizeHold]
 			return ok
 		}))).
-		Watches(&corev1.Pod{}, toMemcached, builder.WithPredicates(ours, serverChanged)).
+		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, serverChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
 }

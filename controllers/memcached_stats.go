@@ -38,7 +38,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -397,13 +396,6 @@ func ptrTo[T any](v T) *T { return &v }
 // operator starts) and when one of its pods becomes ready or stops being ready; after that, every
 // Interval while it has a ready pod.
 func (r *MemcachedStatsReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	toMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
-		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[labels.Instance]}}}
-	})
-	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		l := o.GetLabels()
-		return l[labels.Name] == labels.ChartName && l[labels.Instance] != "" && l[labels.PartOf] == labels.Operator
-	})
 	readinessChanged := predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return podReady(e.Object.(*corev1.Pod)) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -421,7 +413,7 @@ func (r *MemcachedStatsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-stats").
 		For(MemcachedObject(), builder.WithPredicates(created)).
-		Watches(&corev1.Pod{}, toMemcached, builder.WithPredicates(ours, readinessChanged)).
+		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, readinessChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
 }
