@@ -577,7 +577,8 @@ $(CONTROLLER_GEN): hack/tools/go.mod
 $(KUSTOMIZE): hack/tools/go.mod
 	cd hack/tools && go build -o $@ sigs.k8s.io/kustomize/kustomize/v5
 $(SYFT): hack/sbom/go.mod
-	cd hack/sbom && CGO_ENABLED=0 go build -o $@ github.com/anchore/syft/cmd/syft
+	cd hack/sbom && CGO_ENABLED=0 go build -ldflags "-X main.version=$$(go list -m -f '{{.Version}}' github.com/anchore/syft)" \
+	  -o $@ github.com/anchore/syft/cmd/syft
 $(HELM): hack/tools/go.mod
 	cd hack/tools && go build -o $@ helm.sh/helm/v3/cmd/helm
 $(STATICCHECK): hack/tools/go.mod
