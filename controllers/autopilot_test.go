@@ -105,11 +105,10 @@ var _ = Describe("The autopilot", func() {
 			HaveKeyWithValue("memcached_operator_autopilot_item_memory_bytes", float64(64<<20))))
 
 		By("at its bounds, it says so and steps no more")
-		second := addServerPod2(ctx, servers)
+		addServerPod2(ctx, servers)
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionScalingLimited), stepTimeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "AtMaximum"),
 			HaveField("Message", ContainSubstring("at its bounds (maxReplicas 2, maxMemoryMB 64)"))))
-		_ = second
 	})
 
 	It("removes the highest server when the servers use little of their memory, and stops at minReplicas", func() {
@@ -131,6 +130,15 @@ var _ = Describe("The autopilot", func() {
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "AtMinimum")))
 		Expect(memcachedCondition(ctx, key, controllers.ConditionScalingLimited)(Default)).To(HaveField("Status", metav1.ConditionFalse))
 		Expect(memcachedStatus(ctx, key)(Default).Autopilot).To(HaveValue(HaveField("Replicas", BeEquivalentTo(1))))
+
+		By("bounds that allow no size keep the last choice: no server comes back")
+		updateSpec(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  autoscaling: {enabled: true, minReplicas: 1, maxMemoryMB: 32, scaleInAfter: 10s, coolDown: 10s}\n")
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionScalingLimited), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "InvalidBounds")))
+		Consistently(func(g Gomega) {
+			g.Expect(memcachedStatus(ctx, key)(g).Autopilot).To(HaveValue(HaveField("Replicas", BeEquivalentTo(1))))
+			g.Expect(getStatefulSet(g, ctx, servers).Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
+		}, 3*time.Second, interval).Should(Succeed())
 	})
 
 	It("keeps its choice across an operator restart: the same render, no new release revision, nothing replaced", func() {
@@ -180,20 +188,12 @@ var _ = Describe("The autopilot", func() {
 		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "memory"},
 			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceLimitsMemory: resource.MustParse("80Mi")}}}
 		Expect(k8sClient.Create(ctx, quota)).To(Succeed())
-		// The quota controller's part (envtest runs none): what the namespace may use and uses.
-		setQuotaStatus := func(used string) {
-			Eventually(func(g Gomega) {
-				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(quota), quota)).To(Succeed())
-				quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{corev1.ResourceLimitsMemory: resource.MustParse(used)}}
-				g.Expect(k8sClient.Status().Update(ctx, quota)).To(Succeed())
-			}, timeout, interval).Should(Succeed())
-		}
-		setQuotaStatus("0")
+		setQuotaStatus(ctx, quota, "0")
 		host := startMemcached(32)
 		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached: {maxMemoryMB: 32}\n"+
 			"  autoscaling: {enabled: true, maxMemoryMB: 64, scaleUpAfter: 10s, coolDown: 10s}\n")
 		playServers(ctx, key, []string{host}, "rev-32")
-		setQuotaStatus("64Mi") // the server's memory limit
+		setQuotaStatus(ctx, quota, "64Mi") // the server's memory limit
 		DeferCleanup(overfill(host))
 
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionScalingLimited), stepTimeout, interval).Should(And(
@@ -220,7 +220,7 @@ var _ = Describe("The autopilot", func() {
 			quota.Spec.Hard[corev1.ResourceLimitsMemory] = resource.MustParse("200Mi")
 			g.Expect(k8sClient.Update(ctx, quota)).To(Succeed())
 		}, timeout, interval).Should(Succeed())
-		setQuotaStatus("64Mi")
+		setQuotaStatus(ctx, quota, "64Mi")
 		Eventually(func(g Gomega) *cachev1.AutopilotStatus { return memcachedStatus(ctx, key)(g).Autopilot }, stepTimeout, interval).Should(
 			HaveValue(HaveField("MaxMemoryMB", BeEquivalentTo(64))))
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionScalingLimited), timeout, interval).Should(HaveField("Status", metav1.ConditionFalse))

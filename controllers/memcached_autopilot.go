@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -140,14 +141,18 @@ func boundsOf(spec *cachev1.MemcachedSpec) autopilotBounds {
 }
 
 // autopilotSize is the size the chart renders while the autopilot is on: its choice in status
-// within the spec's bounds, or the spec's own size clamped to them before it has chosen. ok is
-// false when the autopilot is off or its bounds allow no size: the spec's size applies.
+// within the spec's bounds, or the spec's own size clamped to them before it has chosen; while
+// the bounds allow no size, its choice as it is. ok is false when the autopilot is off, or its
+// bounds allow no size and it has chosen none: the spec's size applies.
 func autopilotSize(spec *cachev1.MemcachedSpec, st *cachev1.AutopilotStatus) (replicas, mb int32, ok bool) {
 	if !autopilotOn(spec) {
 		return 0, 0, false
 	}
 	b := boundsOf(spec)
 	if b.invalid != "" {
+		if st != nil {
+			return st.Replicas, st.MaxMemoryMB, true // kept until the bounds allow a size (decide)
+		}
 		return 0, 0, false
 	}
 	replicas, mb = ptrOr(spec.ReplicaCount, 1), b.floorMB
@@ -228,6 +233,9 @@ type MemcachedAutopilotReconciler struct {
 	// Port is memcached's port in each pod (0: the chart's): a shrink asks each server how much
 	// memory it holds.
 	Port int32
+	// StatsInterval is how often the stats controller reads the servers: figures must last two
+	// reads before a step.
+	StatsInterval time.Duration
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
 }
@@ -289,9 +297,15 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	}
 	b := boundsOf(&mc.Spec)
 	if b.invalid != "" {
-		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionFalse, "InvalidBounds", b.invalid+": the spec's size applies")
+		// The cache keeps the size the autopilot chose last (none: the spec's), rather than
+		// dropping to the spec's at once; it steps no more until the bounds allow a size.
+		kept := "the spec's size applies"
+		if st.Autopilot != nil {
+			kept = fmt.Sprintf("the cache keeps its size (%d servers of %d MiB) and steps no more", st.Autopilot.Replicas, st.Autopilot.MaxMemoryMB)
+			st.Autopilot.EvictingSince, st.Autopilot.LowUseSince = nil, nil
+		}
+		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionFalse, "InvalidBounds", b.invalid+": "+kept)
 		setMemcachedCondition(st, ConditionScalingLimited, metav1.ConditionTrue, "InvalidBounds", b.invalid)
-		st.Autopilot = nil
 		return nil, 0, nil
 	}
 	replicas, mb, _ := autopilotSize(&mc.Spec, st.Autopilot)
@@ -331,33 +345,45 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	figures := fmt.Sprintf("%d servers of %d MiB; %s evictions/s, the fullest server uses %d%%", ap.Replicas, ap.MaxMemoryMB,
 		strconv.FormatFloat(evictions, 'f', -1, 64), stats.MemoryUsedPercent)
 
-	// What is due, and when it will be.
+	busy, err := r.busyWith(ctx, mc, st, ap)
+	if err != nil {
+		return nil, 0, err
+	}
+	if busy != "" {
+		// Figures read while servers change are not the new size's: the evidence starts over
+		// once the work is done.
+		ap.EvictingSince, ap.LowUseSince = nil, nil
+		if evicting || lowUse {
+			setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "Waiting",
+				fmt.Sprintf("%s; no step while %s", figures, busy))
+			return nil, 0, nil // the work's end changes the conditions, which brings us back
+		}
+	}
+
+	// What is due, and when it will be. The figures must have lasted at least two reads of the
+	// stats, so that a step never rests on one read.
 	var due string
-	var wait time.Duration
+	var at time.Time
 	switch {
 	case evicting:
-		due, wait = "up", b.scaleUpAfter-now.Sub(ap.EvictingSince.Time)
+		due, at = "up", ap.EvictingSince.Add(max(b.scaleUpAfter, 2*r.StatsInterval))
 	case lowUse:
-		due, wait = "in", b.scaleInAfter-now.Sub(ap.LowUseSince.Time)
+		due, at = "in", ap.LowUseSince.Add(max(b.scaleInAfter, 2*r.StatsInterval))
 	}
-	if ap.LastStepTime != nil {
-		wait = max(wait, b.coolDown-now.Sub(ap.LastStepTime.Time))
+	if ap.LastStepTime != nil && ap.LastStepTime.Add(b.coolDown).After(at) {
+		at = ap.LastStepTime.Add(b.coolDown)
 	}
-	busy := busyWith(st)
 	switch {
 	case due == "":
 		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "WithinBounds",
 			fmt.Sprintf("%s: the cache fits what its clients store", figures))
 		setMemcachedCondition(st, ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "no step is due")
 		return nil, 0, nil
-	case busy != "":
+	case at.After(now):
+		// A time, not a countdown: the message stays the same until something changes.
 		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "Waiting",
-			fmt.Sprintf("%s; no step while %s", figures, busy))
-		return nil, 0, nil // the rollout's end changes the conditions, which brings us back
-	case wait > 0:
-		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "Waiting",
-			fmt.Sprintf("%s; a step %s is due in %s if this lasts", figures, due, wait.Round(time.Second)))
-		return nil, wait, nil
+			fmt.Sprintf("%s; a step %s is due at %s if this lasts", figures, due, at.UTC().Format(time.RFC3339)))
+		return nil, at.Sub(now), nil
 	}
 
 	step, next, limited, err := r.nextStep(ctx, mc, b, ap, due, figures)
@@ -385,18 +411,32 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	return step, b.coolDown, nil
 }
 
-// busyWith says what work in flight a step must wait for: a rollout, a resize, servers not ready.
-func busyWith(st *cachev1.MemcachedStatus) string {
+// busyWith says what work in flight a step must wait for: the size chosen last not deployed yet
+// (the StatefulSet has not its servers or their memory), a rollout, a resize, servers not ready.
+func (r *MemcachedAutopilotReconciler) busyWith(ctx context.Context, mc *cachev1.Memcached, st *cachev1.MemcachedStatus, ap *cachev1.AutopilotStatus) (string, error) {
+	servers, err := (&MemcachedOperandReconciler{Client: r.Client}).serversOf(ctx, mc)
+	if err != nil {
+		return "", err
+	}
+	if servers == nil {
+		return "the servers are not made yet", nil
+	}
+	if m, ok := memoryOf(&servers.Spec.Template.Spec); replicasOf(servers) != ap.Replicas || !ok || m.MB != ap.MaxMemoryMB {
+		return "the size chosen last is not deployed yet", nil
+	}
 	if c := memcachedCondition(*st, ConditionResizing); c.Status == metav1.ConditionTrue {
-		return "the servers are resized"
+		return "the servers are resized", nil
 	}
 	if c := memcachedCondition(*st, ConditionProgressing); c.Status == metav1.ConditionTrue {
-		return "the servers roll out"
+		return "the servers roll out", nil
 	}
 	if c := memcachedCondition(*st, ConditionAvailable); c.Status != metav1.ConditionTrue {
-		return "not every server is available"
+		return "not every server is available", nil
 	}
-	return ""
+	if st.Stats == nil || st.Stats.Pods != ap.Replicas {
+		return "not every server's stats are read", nil
+	}
+	return "", nil
 }
 
 // limit is why a due step is not taken.
@@ -662,26 +702,61 @@ func (r *MemcachedAutopilotReconciler) SetupWithManager(mgr ctrl.Manager) error 
 				_, chose, _ := unstructured.NestedMap(u.Object, "status", "autopilot")
 				return enabled || chose
 			}
-			return on(a) || on(b)
+			return (on(a) || on(b)) && !onlyAutopilotWrote(a, b)
 		},
 	}
-	quotaToMemcacheds := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(cachev1.GroupVersion.WithKind("MemcachedList"))
-		if err := r.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
-			return nil
-		}
-		var out []ctrl.Request
-		for _, m := range list.Items {
-			if enabled, _, _ := unstructured.NestedBool(m.Object, "spec", "autoscaling", "enabled"); enabled {
-				out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
-			}
-		}
-		return out
+	quotaToMemcacheds := namespaceMemcacheds(r.Client, func(m *unstructured.Unstructured) bool {
+		enabled, _, _ := unstructured.NestedBool(m.Object, "spec", "autoscaling", "enabled")
+		return enabled
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-autopilot").
 		For(MemcachedObject(), builder.WithPredicates(inputs)).
 		Watches(&corev1.ResourceQuota{}, quotaToMemcacheds).
 		Complete(r)
+}
+
+// onlyAutopilotWrote tells an update that changed nothing but what the autopilot itself writes
+// (status.autopilot, its two conditions): deciding again on its own write would only repeat it.
+func onlyAutopilotWrote(before, after *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		c := u.DeepCopy().Object
+		unstructured.RemoveNestedField(c, "metadata", "resourceVersion")
+		unstructured.RemoveNestedField(c, "metadata", "managedFields")
+		unstructured.RemoveNestedField(c, "status", "autopilot")
+		conds, _, _ := unstructured.NestedSlice(c, "status", "conditions")
+		var others []any
+		for _, x := range conds {
+			if m, ok := x.(map[string]any); ok && (m["type"] == ConditionScalingActive || m["type"] == ConditionScalingLimited) {
+				continue
+			}
+			others = append(others, x)
+		}
+		if others != nil {
+			_ = unstructured.SetNestedSlice(c, others, "status", "conditions")
+		} else {
+			unstructured.RemoveNestedField(c, "status", "conditions")
+		}
+		return c
+	}
+	return reflect.DeepEqual(strip(before), strip(after))
+}
+
+// namespaceMemcacheds maps an object (a ResourceQuota) to the Memcacheds of its namespace that
+// keep says may care.
+func namespaceMemcacheds(c client.Reader, keep func(*unstructured.Unstructured) bool) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(cachev1.GroupVersion.WithKind("MemcachedList"))
+		if err := c.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		var out []ctrl.Request
+		for i := range list.Items {
+			if keep(&list.Items[i]) {
+				out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+		}
+		return out
+	})
 }

@@ -50,8 +50,10 @@ func TestValuesTakeTheAutopilotsSize(t *testing.T) {
 			map[string]any{"memcached.maxMemoryMB": int64(64), "memcached.memoryLimitMB": nil}},
 		{"bounds lowered below the choice: the bounds win", `{replicaCount: 1, memcached: {maxMemoryMB: 64}, autoscaling: {enabled: true, maxReplicas: 2, maxMemoryMB: 96}}`,
 			`{autopilot: {replicas: 5, maxMemoryMB: 256}}`, map[string]any{"replicaCount": int64(2), "memcached.maxMemoryMB": int64(96)}},
-		{"bounds that allow no size: the spec's size", `{replicaCount: 3, autoscaling: {enabled: true, minReplicas: 4}}`, `{autopilot: {replicas: 4, maxMemoryMB: 64}}`,
+		{"bounds that allow no size, nothing chosen: the spec's size", `{replicaCount: 3, autoscaling: {enabled: true, minReplicas: 4}}`, `{}`,
 			map[string]any{"replicaCount": int64(3)}},
+		{"bounds that allow no size: its choice kept, no step back to the spec's size", `{replicaCount: 3, autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 4}}`,
+			`{autopilot: {replicas: 4, maxMemoryMB: 96}}`, map[string]any{"replicaCount": int64(4), "memcached.maxMemoryMB": int64(96)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := &unstructured.Unstructured{Object: map[string]any{}}

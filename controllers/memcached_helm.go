@@ -68,7 +68,7 @@ func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, 
 		RetiredKinds:      RetiredChartKinds,
 		BeforeUpgrade:     beforeUpgrade,
 		// The autopilot's choice is rendered in place of the spec's size (ValuesTranslator).
-		StatusInputs: []string{"autopilot"},
+		StatusInputs: []string{"autopilot.replicas", "autopilot.maxMemoryMB"},
 	})
 }
 

@@ -224,10 +224,14 @@ func operandStatus(mc *cachev1.Memcached, servers *appsv1.StatefulSet, revision 
 	observeOperand(st, servers, retiring, podTrouble(pods))
 	observeServers(st, servers, pods)
 	observeResize(st, servers, pods)
-	if c := memcachedCondition(*st, ConditionResizing); c.Reason == ReasonResizingInPlace && c.Status == metav1.ConditionTrue {
+	switch c := memcachedCondition(*st, ConditionResizing); {
+	case c.Status != metav1.ConditionTrue:
+	case c.Reason == ReasonResizingInPlace:
 		// The StatefulSet counts the servers held for the resize as not updated: they are
 		// resized, not replaced.
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, ReasonResizingInPlace, c.Message)
+	case c.Reason == ReasonResizeBlocked:
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, ReasonResizeBlocked, c.Message)
 	}
 	if revision > 0 {
 		st.DeployedRelease = &cachev1.HelmRelease{Name: mc.Name, Revision: revision}

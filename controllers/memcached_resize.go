@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
@@ -84,6 +85,9 @@ const (
 	// one was rolled out (False). The message says why not in place.
 	ReasonRollingOut = "RollingOut"
 	ReasonRolledOut  = "RolledOut"
+	// ReasonResizeBlocked: the API server refuses to resize a server for a policy of the
+	// namespace; the servers stay as they are, held (True).
+	ReasonResizeBlocked = "ResizeBlocked"
 )
 
 // Outcomes of a memory change in the ResizeHold annotation.
@@ -103,6 +107,9 @@ const (
 	// resizePoll is how soon a resize that waits for a kubelet looks again (pod events bring it
 	// back sooner).
 	resizePoll = 2 * time.Second
+	// blockedRetry is how often a resize the namespace's policy refuses is tried again (a change
+	// of the spec brings it back sooner).
+	blockedRetry = time.Minute
 )
 
 // resizeRecord is the ResizeHold annotation: what the operator decided for the memory change that
@@ -126,6 +133,9 @@ type resizeRecord struct {
 	Outcome string       `json:"outcome,omitempty"`
 	Why     string       `json:"why,omitempty"`
 	At      *metav1.Time `json:"at,omitempty"`
+	// Blocked says why the resize waits while the servers stay held: the API server refused a
+	// resize for a policy of the namespace (a ResourceQuota, a LimitRange).
+	Blocked string `json:"blocked,omitempty"`
 }
 
 // change says what the record's memory change is, in words.
@@ -212,7 +222,33 @@ func memoryOf(spec *corev1.PodSpec) (serverMemory, bool) {
 	if err != nil {
 		return serverMemory{}, false
 	}
-	return serverMemory{MB: int32(mb), Resources: c.Resources}, true
+	return serverMemory{MB: int32(mb), Resources: withDefaultRequests(c.Resources)}, true
+}
+
+// withDefaultRequests are resources as the API server keeps them for a pod: a limit without a
+// request is its request too. (A pod template keeps them as written; its pods do not.)
+func withDefaultRequests(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+	r = *r.DeepCopy()
+	for name, q := range r.Limits {
+		if _, ok := r.Requests[name]; !ok {
+			if r.Requests == nil {
+				r.Requests = corev1.ResourceList{}
+			}
+			r.Requests[name] = q.DeepCopy()
+		}
+	}
+	return r
+}
+
+// whyNoMemoryChange is memoryOnlyChange's answer for templates whose memory is the same.
+const whyNoMemoryChange = "memory does not change"
+
+// releaseManifest is a release's manifest, or "" for none.
+func releaseManifest(rel *release.Release) string {
+	if rel == nil {
+		return ""
+	}
+	return rel.Manifest
 }
 
 // memoryOnlyChange reports whether the pod template to differs from from only in the memory of
@@ -238,7 +274,7 @@ func memoryOnlyChange(from, to *corev1.PodTemplateSpec) (before, after serverMem
 	case !equality.Semantic.DeepEqual(a, b):
 		return before, after, "the change is not to memory alone"
 	case before.MB == after.MB && equality.Semantic.DeepEqual(before.Resources, after.Resources):
-		return before, after, "memory does not change"
+		return before, after, whyNoMemoryChange
 	}
 	if was, will := qos.ComputePodQOS(&corev1.Pod{Spec: from.Spec}), qos.ComputePodQOS(&corev1.Pod{Spec: to.Spec}); was != will {
 		return before, after, fmt.Sprintf("the change moves the servers from QoS class %s to %s, which Kubernetes cannot change in place", was, will)
@@ -327,10 +363,6 @@ func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client
 	if from == nil || to == nil || from.Name != to.Name {
 		return nil
 	}
-	before, after, why := memoryOnlyChange(&from.Spec.Template, &to.Spec.Template)
-	if before.MB == after.MB && equality.Semantic.DeepEqual(before.Resources, after.Resources) {
-		return nil // memory does not change: nothing to decide
-	}
 	live := &appsv1.StatefulSet{}
 	if err := r.Live.Get(ctx, client.ObjectKey{Namespace: cr.GetNamespace(), Name: to.Name}, live); err != nil {
 		return client.IgnoreNotFound(err) // none yet: Helm creates it
@@ -339,13 +371,32 @@ func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client
 		return nil // Helm's own check refuses it
 	}
 	if rec := resizeRecordOf(live); rec != nil && rec.Outcome == outcomeResizing && partitionOf(live) > 0 {
-		return nil // a resize in flight: Reconcile takes the new target on, or lets go
+		// A resize in flight: the held servers run the template of release rec.Release. A new
+		// memory change is Reconcile's to take on; any other change lets go of the servers
+		// before Helm applies it, so that none is ever marked as running a template it does not.
+		held, err := helm.Release(ctx, r.Client, r.Records, cr, rec.Release)
+		if err != nil {
+			return err
+		}
+		why := fmt.Sprintf("the record of release revision %d the servers run cannot be read", rec.Release)
+		if ran := statefulSetOf(releaseManifest(held)); ran != nil {
+			_, _, why = memoryOnlyChange(&ran.Spec.Template, &to.Spec.Template)
+		}
+		if why == "" || why == whyNoMemoryChange {
+			return nil
+		}
+		return r.letGo(ctx, cr, live, *rec, "a change beyond memory came while the servers were resized in place ("+why+")")
 	}
-	record := resizeRecord{Release: int32(last.Version), Revision: live.Status.CurrentRevision, FromMB: before.MB, ToMB: after.MB,
-		FromLimit: before.limit(), ToLimit: after.limit(), Since: metav1.Now()}
+	before, after, why := memoryOnlyChange(&from.Spec.Template, &to.Spec.Template)
+	if why == whyNoMemoryChange {
+		return nil // memory does not change: nothing to decide
+	}
 	if why == "" {
 		why = r.inPlaceRefusal(ctx, live, after, before)
 	}
+	// Since: when the servers are held, after the checks above (which read every server).
+	record := resizeRecord{Release: int32(last.Version), Revision: live.Status.CurrentRevision, FromMB: before.MB, ToMB: after.MB,
+		FromLimit: before.limit(), ToLimit: after.limit(), Since: metav1.Now()}
 	patch := client.MergeFromWithOptions(live.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if why != "" {
 		record.Outcome, record.Why, record.At = outcomeRolledOut, why, ptrTo(metav1.Now())
@@ -434,8 +485,8 @@ func (r *MemcachedResizeReconciler) serverPods(ctx context.Context, s *appsv1.St
 	for i := range list.Items {
 		p := &list.Items[i]
 		ref := metav1.GetControllerOf(p)
-		if ref == nil || ref.UID != s.UID || p.DeletionTimestamp != nil {
-			continue
+		if ref == nil || ref.UID != s.UID || p.DeletionTimestamp != nil || p.Spec.HostNetwork {
+			continue // a pod on the host network has its node's address: never the chart's
 		}
 		n, err := strconv.ParseInt(strings.TrimPrefix(p.Name, s.Name+"-"), 10, 32)
 		if err != nil || !strings.HasPrefix(p.Name, s.Name+"-") {
@@ -467,16 +518,22 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if partitionOf(servers) == 0 {
 		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, "the rollout was no longer held (someone set its partition to 0)")
 	}
+	// The annotation is the tenant's to edit: a time to come counts as now.
+	elapsed := max(time.Since(rec.Since.Time), 0)
+	if elapsed > resizeTimeout && rec.Blocked == "" {
+		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("the servers were not all resized within %s", resizeTimeout))
+	}
 	deployed, err := helm.DeployedRevision(ctx, r.Client, r.Records, mc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if deployed <= rec.Release {
-		// The upgrade the hold is for has not been applied: Helm applies it right after.
-		if wait := holdWait - time.Since(rec.Since.Time); wait > 0 {
+		// The upgrade the hold is for has not been applied: Helm applies it right after the
+		// hold, so one not applied by now failed, and nothing changed.
+		if wait := holdWait - elapsed; wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
-		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, "the upgrade that the servers were held for was not applied")
+		return ctrl.Result{}, r.abandon(ctx, servers, "the upgrade the servers were held for was not applied")
 	}
 	fromRel, err := helm.Release(ctx, r.Client, r.Records, mc, rec.Release)
 	if err != nil {
@@ -486,18 +543,12 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if fromRel == nil || toRel == nil {
-		if time.Since(rec.Since.Time) > resizeTimeout {
-			return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("the release records of revisions %d and %d cannot be read", rec.Release, deployed))
-		}
-		return ctrl.Result{RequeueAfter: resizePoll}, nil // not decoded yet: the records' events bring us back
-	}
-	from, to := statefulSetOf(fromRel.Manifest), statefulSetOf(toRel.Manifest)
+	from, to := statefulSetOf(releaseManifest(fromRel)), statefulSetOf(releaseManifest(toRel))
 	if from == nil || to == nil {
-		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, "a release has no StatefulSet")
+		return ctrl.Result{RequeueAfter: resizePoll}, nil // a record not decoded yet (its event brings us back), or none: the timeout bounds it
 	}
 	_, after, why := memoryOnlyChange(&from.Spec.Template, &to.Spec.Template)
-	if why != "" {
+	if why != "" && why != whyNoMemoryChange {
 		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("a change came while the servers were resized in place, and %s", why))
 	}
 	// The StatefulSet must show the release's template, and its controller must have seen it:
@@ -506,16 +557,14 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		servers.Status.ObservedGeneration < servers.Generation || servers.Status.UpdateRevision == "" {
 		return ctrl.Result{RequeueAfter: resizePoll}, nil
 	}
-	if time.Since(rec.Since.Time) > resizeTimeout {
-		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("the servers were not all resized within %s", resizeTimeout))
-	}
 	pods, err := r.serverPods(ctx, servers)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	update := servers.Status.UpdateRevision
-	waiting := false
-	for n := range partitionOf(servers) {
+	waiting, blocked := false, ""
+	// The held servers that still are: a smaller replicaCount removes the highest.
+	for n := range min(partitionOf(servers), replicasOf(servers)) {
 		p := pods[n]
 		if p == nil {
 			waiting = true // the StatefulSet controller recreates it (at the revision it held)
@@ -528,46 +577,73 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		default:
 			return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("server %s runs template revision %s, not the one the hold was made for", p.Name, p.Labels[appsv1.StatefulSetRevisionLabel]))
 		}
-		done, refusal, err := r.resizeServer(ctx, p, after, update)
+		step, err := r.resizeServer(ctx, p, after, update)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if refusal != "" {
-			return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, refusal)
+		switch {
+		case step.refusal != "":
+			return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, step.refusal)
+		case step.blocked != "":
+			blocked = step.blocked
 		}
-		waiting = waiting || !done
+		waiting = waiting || !step.done
+	}
+	if blocked != rec.Blocked {
+		// Refused by a policy of the namespace (a ResourceQuota, a LimitRange): a rollout would
+		// be refused its new pods alike, and leave servers missing. The servers stay as they are,
+		// held, until the policy or the spec changes; the resize is tried again meanwhile.
+		rec.Blocked = blocked
+		if err := r.record(ctx, servers, *rec); err != nil {
+			return ctrl.Result{}, err
+		}
+		if blocked != "" {
+			r.Recorder.Eventf(mc, servers, corev1.EventTypeWarning, ReasonResizeBlocked, "ResizeServers",
+				"%s waits, the servers kept as they are: %s", rec.change(), blocked)
+		}
+		return ctrl.Result{RequeueAfter: blockedRetry}, nil
+	}
+	if blocked != "" {
+		return ctrl.Result{RequeueAfter: blockedRetry}, nil
 	}
 	if waiting {
 		return ctrl.Result{RequeueAfter: resizePoll}, nil
 	}
-	rec.Outcome, rec.At = outcomeInPlace, ptrTo(metav1.Now())
+	rec.Outcome, rec.At, rec.ToMB, rec.ToLimit = outcomeInPlace, ptrTo(metav1.Now()), after.MB, after.limit()
 	if err := r.release(ctx, servers, *rec); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, ReasonResizedInPlace, "ResizeServers",
-		"%s: %d servers resized in place, none restarted", rec.change(), partitionOf(servers))
+		"%s: %d servers resized in place, none restarted", rec.change(), min(partitionOf(servers), replicasOf(servers)))
 	resizeMetrics.WithLabelValues("in_place").Inc()
 	return ctrl.Result{}, nil
+}
+
+// serverStep is where resizeServer took a server: done, or why it cannot be resized in place
+// (refusal: the servers are rolled out instead), or why it cannot be resized now (blocked).
+type serverStep struct {
+	done             bool
+	refusal, blocked string
 }
 
 // resizeServer takes one server one step towards the memory after: growing, the container first,
 // then memcached; shrinking, memcached first. When both hold it, the pod is labelled with the
 // StatefulSet's update revision and done is true. refusal says why the server cannot be resized
 // in place.
-func (r *MemcachedResizeReconciler) resizeServer(ctx context.Context, cached *corev1.Pod, after serverMemory, update string) (done bool, refusal string, err error) {
+func (r *MemcachedResizeReconciler) resizeServer(ctx context.Context, cached *corev1.Pod, after serverMemory, update string) (serverStep, error) {
 	p := &corev1.Pod{}
 	if err := r.Live.Get(ctx, client.ObjectKeyFromObject(cached), p); err != nil {
-		return false, "", client.IgnoreNotFound(err)
+		return serverStep{}, client.IgnoreNotFound(err)
 	}
 	if p.UID != cached.UID || p.DeletionTimestamp != nil {
-		return false, "", nil
+		return serverStep{}, nil
 	}
 	now, ok := memoryOf(&p.Spec)
 	if !ok {
-		return false, fmt.Sprintf("server %s has no memcached container with -m", p.Name), nil
+		return serverStep{refusal: fmt.Sprintf("server %s has no memcached container with -m", p.Name)}, nil
 	}
 	if !podReady(p) || p.Status.PodIP == "" {
-		return false, "", nil // its readiness brings us back
+		return serverStep{}, nil // its readiness brings us back
 	}
 	shrinking := after.MB < now.MB || quantityBelow(after.Resources.Limits, now.Resources.Limits)
 	containerDone := equality.Semantic.DeepEqual(now.Resources, after.Resources)
@@ -576,42 +652,42 @@ func (r *MemcachedResizeReconciler) resizeServer(ctx context.Context, cached *co
 		if containerDone && !resized(p, after) {
 			log.FromContext(ctx).V(1).Info("waiting for the kubelet to resize", "pod", p.Name, "generation", p.Generation,
 				"observedGeneration", p.Status.ObservedGeneration, "status", resizeStatus(p), "want", after.Resources)
-			return false, resizeTrouble(p), nil
+			return serverStep{refusal: resizeTrouble(p)}, nil
 		}
 		if err := r.setLimit(ctx, p, after.MB); err != nil {
-			return false, "", err
+			return serverStep{}, err
 		}
 	}
 	if !containerDone {
 		body, err := json.Marshal(map[string]any{"spec": map[string]any{"containers": []any{
 			map[string]any{"name": labels.ChartName, "resources": after.Resources}}}})
 		if err != nil {
-			return false, "", err
+			return serverStep{}, err
 		}
 		if err := r.Live.SubResource("resize").Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, body)); err != nil {
 			switch {
-			case apierrors.IsNotFound(err) && podGone(err, p.Name):
-				return false, "", nil
+			case apierrors.IsNotFound(err) && podGone(err, p.Name), apierrors.IsConflict(err):
+				return serverStep{}, nil
 			case apierrors.IsNotFound(err):
-				return false, errNoResize, nil
-			case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err):
-				return false, fmt.Sprintf("the API server refused to resize server %s: %v", p.Name, err), nil
-			case apierrors.IsConflict(err):
-				return false, "", nil
+				return serverStep{refusal: errNoResize}, nil
+			case apierrors.IsForbidden(err):
+				return serverStep{blocked: fmt.Sprintf("the API server refused to resize server %s: %v", p.Name, err)}, nil
+			case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err):
+				return serverStep{refusal: fmt.Sprintf("the API server refused to resize server %s: %v", p.Name, err)}, nil
 			}
-			return false, "", fmt.Errorf("resize server %s: %w", p.Name, err)
+			return serverStep{}, fmt.Errorf("resize server %s: %w", p.Name, err)
 		}
-		return false, "", nil // the kubelet's status update brings us back
+		return serverStep{}, nil // the kubelet's status update brings us back
 	}
 	before := p.DeepCopy()
 	p.Labels[appsv1.StatefulSetRevisionLabel] = update
 	if err := r.Live.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return false, "", nil
+			return serverStep{}, nil
 		}
-		return false, "", fmt.Errorf("label server %s with template revision %s: %w", p.Name, update, err)
+		return serverStep{}, fmt.Errorf("label server %s with template revision %s: %w", p.Name, update, err)
 	}
-	return true, "", nil
+	return serverStep{done: true}, nil
 }
 
 // podGone reports whether a NotFound error is about the pod named name (rather than the resize
@@ -691,6 +767,7 @@ func (r *MemcachedResizeReconciler) keepLimits(ctx context.Context, servers *app
 	if err != nil {
 		return err
 	}
+	var failed error
 	for _, p := range pods {
 		if p.Labels[appsv1.StatefulSetRevisionLabel] != servers.Status.UpdateRevision || !podReady(p) || p.Status.PodIP == "" {
 			continue
@@ -700,22 +777,49 @@ func (r *MemcachedResizeReconciler) keepLimits(ctx context.Context, servers *app
 			continue // created with the template's -m, or not resized to the template
 		}
 		if err := r.setLimit(ctx, p, want.MB); err != nil {
-			log.FromContext(ctx).Info("memcached's item memory could not be kept", "pod", p.Name, "error", err.Error())
+			failed = errors.Join(failed, err) // tried again with the error's back-off
 		}
 	}
-	return nil
+	return failed
 }
 
 // letGo ends a hold without resizing the rest in place: the StatefulSet then replaces the servers
 // not yet resized, one at a time.
-func (r *MemcachedResizeReconciler) letGo(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rec resizeRecord, why string) error {
-	rec.Outcome, rec.Why, rec.At = outcomeRolledOut, why, ptrTo(metav1.Now())
+func (r *MemcachedResizeReconciler) letGo(ctx context.Context, mc client.Object, servers *appsv1.StatefulSet, rec resizeRecord, why string) error {
+	rec.Outcome, rec.Why, rec.At, rec.Blocked = outcomeRolledOut, why, ptrTo(metav1.Now()), ""
 	if err := r.release(ctx, servers, rec); err != nil {
 		return err
 	}
 	r.Recorder.Eventf(mc, servers, corev1.EventTypeWarning, "ResizeByRollout", "ResizeServers",
 		"%s is rolled out one server at a time, each starting empty: %s", rec.change(), why)
 	resizeMetrics.WithLabelValues("rollout").Inc()
+	return nil
+}
+
+// abandon ends a hold that nothing came of (the upgrade it was made for was not applied, and the
+// servers run what they ran): the partition and the record go, as if it had never been.
+func (r *MemcachedResizeReconciler) abandon(ctx context.Context, servers *appsv1.StatefulSet, why string) error {
+	s := servers.DeepCopy()
+	patch := client.MergeFromWithOptions(servers, client.MergeFromWithOptimisticLock{})
+	if s.Spec.UpdateStrategy.RollingUpdate != nil {
+		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptrTo(int32(0))
+	}
+	delete(s.Annotations, labels.ResizeHold)
+	if err := r.Patch(ctx, s, patch); err != nil {
+		return fmt.Errorf("let go of the rollout of StatefulSet %s: %w", s.Name, err)
+	}
+	log.FromContext(ctx).Info("the hold for an in-place resize ended without a change", "statefulSet", s.Name, "why", why)
+	return nil
+}
+
+// record writes the resize's record, the hold staying as it is.
+func (r *MemcachedResizeReconciler) record(ctx context.Context, servers *appsv1.StatefulSet, rec resizeRecord) error {
+	s := servers.DeepCopy()
+	patch := client.MergeFromWithOptions(servers, client.MergeFromWithOptimisticLock{})
+	metav1.SetMetaDataAnnotation(&s.ObjectMeta, labels.ResizeHold, rec.annotation())
+	if err := r.Patch(ctx, s, patch); err != nil {
+		return fmt.Errorf("record the resize of StatefulSet %s: %w", s.Name, err)
+	}
 	return nil
 }
 
@@ -762,6 +866,11 @@ func observeResize(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, pod
 	}
 	switch rec.Outcome {
 	case outcomeResizing:
+		if rec.Blocked != "" {
+			setMemcachedCondition(st, ConditionResizing, metav1.ConditionTrue, ReasonResizeBlocked,
+				fmt.Sprintf("%s waits, the servers kept as they are (a rollout would be refused its new pods alike): %s", rec.change(), rec.Blocked))
+			return
+		}
 		done := 0
 		for _, p := range pods {
 			if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == servers.UID && p.Labels[appsv1.StatefulSetRevisionLabel] == servers.Status.UpdateRevision {
@@ -821,6 +930,8 @@ func (r *MemcachedResizeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return ok
 		}))).
 		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, serverChanged)).
+		// A resize a ResourceQuota blocked is tried again when a quota changes.
+		Watches(&corev1.ResourceQuota{}, namespaceMemcacheds(r.Client, func(*unstructured.Unstructured) bool { return true })).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
 }

@@ -30,6 +30,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -177,6 +178,70 @@ var _ = Describe("Memory changes in place", func() {
 			HaveField("Reason", controllers.ReasonRollingOut), HaveField("Message", ContainSubstring("the kubelet cannot resize server"))))
 	})
 
+	It("keeps the servers as they are, held, while a ResourceQuota refuses the resize, and resizes them once it allows", func() {
+		ns := newNamespace(ctx)
+		key := types.NamespacedName{Namespace: ns, Name: "quota"}
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "memory"},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceLimitsMemory: resource.MustParse("100Mi")}}}
+		Expect(k8sClient.Create(ctx, quota)).To(Succeed())
+		setQuotaStatus(ctx, quota, "0")
+		host := startMemcached(64)
+		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n")
+		servers := playServers(ctx, key, []string{host}, "rev-64") // 96Mi of the quota's 100Mi
+		storeKeys(host, "before", 500)
+
+		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 128\n")
+		awaitHold(ctx, servers, 128, 1)
+		setServerRevisions(ctx, servers, "rev-64", "rev-128", 0)
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionResizing), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.ReasonResizeBlocked),
+			HaveField("Message", And(ContainSubstring("the servers kept as they are"), ContainSubstring("exceeded quota")))))
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionProgressing), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", controllers.ReasonResizeBlocked)))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.ReasonResizeBlocked))
+		Consistently(func(g Gomega) {
+			g.Expect(heldServers(ctx, servers)(g)).To(BeEquivalentTo(1), "no rollout: its new pod would be refused alike, leaving no server")
+			g.Expect(podMemoryLimit(ctx, servers, 0)(g)).To(Equal("96Mi"))
+			g.Expect(serverPod(g, ctx, servers, 0).Labels).To(HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-64"))
+		}, 3*time.Second, interval).Should(Succeed())
+		Expect(memoryLimitMB(host)).To(Equal(64))
+
+		By("the quota raised, the resize goes on at once")
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(quota), quota)).To(Succeed())
+			quota.Spec.Hard[corev1.ResourceLimitsMemory] = resource.MustParse("200Mi")
+			g.Expect(k8sClient.Update(ctx, quota)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+		setQuotaStatus(ctx, quota, "96Mi")
+		Eventually(podMemoryLimit(ctx, servers, 0), timeout, interval).Should(Equal("160Mi"))
+		kubeletResized(ctx, servers, 0)
+		Eventually(func() int { return memoryLimitMB(host) }, timeout, interval).Should(Equal(128))
+		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(
+			And(ContainSubstring(`"outcome":"InPlace"`), Not(ContainSubstring("blocked"))))
+		Expect(countKeys(host, "before", 500)).To(Equal(500), "no key lost")
+	})
+
+	It("lets go of the servers when a change beyond memory comes during a resize in place", func() {
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "beyond"}
+		host := startMemcached(64)
+		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n")
+		servers := playServers(ctx, key, []string{host}, "rev-a")
+		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 96\n")
+		awaitHold(ctx, servers, 96, 1)
+		setServerRevisions(ctx, servers, "rev-a", "rev-b", 0)
+		Eventually(podMemoryLimit(ctx, servers, 0), timeout, interval).Should(Equal("128Mi"))
+
+		By("a pod annotation changes before the kubelet has resized the server")
+		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 96\n  podAnnotations: {team: web}\n")
+		Eventually(func(g Gomega) {
+			s := getStatefulSet(g, ctx, servers)
+			g.Expect(s.Spec.Template.Annotations).To(HaveKeyWithValue("team", "web"))
+			g.Expect(heldServers(ctx, servers)(g)).To(BeZero(), "the StatefulSet replaces the server with the new template")
+			g.Expect(s.Annotations[labels.ResizeHold]).To(And(ContainSubstring(`"outcome":"RolledOut"`), ContainSubstring("a change beyond memory came")))
+		}, timeout, interval).Should(Succeed())
+		Expect(serverPod(Default, ctx, servers, 0).Labels).To(HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-a"), "never marked as running the new template")
+	})
+
 	It("keeps memcached's limit on a server resized in place whose memcached restarted", func() {
 		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "restarted"}
 		host := startMemcached(64)
@@ -276,6 +341,17 @@ func setServerRevisions(ctx context.Context, s *appsv1.StatefulSet, current, upd
 			live.Status.CurrentReplicas = n
 		}
 		g.Expect(k8sClient.Status().Update(ctx, live)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+}
+
+// setQuotaStatus plays the quota controller (envtest runs none): what the namespace may use, and
+// uses.
+func setQuotaStatus(ctx context.Context, quota *corev1.ResourceQuota, used string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(quota), quota)).To(Succeed())
+		quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{corev1.ResourceLimitsMemory: resource.MustParse(used)}}
+		g.Expect(k8sClient.Status().Update(ctx, quota)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 }
 

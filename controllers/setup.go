@@ -150,7 +150,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err := resizes.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached resize controller: %w", err)
 	}
-	autopilot := &MemcachedAutopilotReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-autopilot-controller"), Port: cfg.StatsPort}
+	autopilot := &MemcachedAutopilotReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-autopilot-controller"), Port: cfg.StatsPort,
+		StatsInterval: cfg.StatsInterval}
 	if err := autopilot.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached autopilot: %w", err)
 	}

@@ -109,8 +109,9 @@ type Options struct {
 	SealNamespace string
 	// BeforeUpgrade prepares the release's objects before each upgrade (actionclient.Config).
 	BeforeUpgrade actionclient.BeforeUpgrade
-	// StatusInputs are the top-level fields of a CR's status that its Translator reads: a change
-	// of one reconciles the release, as a change of the spec does.
+	// StatusInputs are the fields of a CR's status that its Translator reads, as dotted paths under
+	// status ("autopilot.replicas"): a change of one reconciles the release, as a change of the
+	// spec does.
 	StatusInputs []string
 }
 

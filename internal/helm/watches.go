@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -125,8 +126,9 @@ func statusInputChanged(fields []string) predicate.Funcs {
 				return false
 			}
 			for _, f := range fields {
-				was, _, _ := unstructured.NestedFieldNoCopy(before.Object, "status", f)
-				now, _, _ := unstructured.NestedFieldNoCopy(after.Object, "status", f)
+				path := append([]string{"status"}, strings.Split(f, ".")...)
+				was, _, _ := unstructured.NestedFieldNoCopy(before.Object, path...)
+				now, _, _ := unstructured.NestedFieldNoCopy(after.Object, path...)
 				if !reflect.DeepEqual(was, now) {
 					return true
 				}
