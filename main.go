@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -198,9 +199,8 @@ func run(ctx context.Context, o options) error {
 }
 
 // metricsTLSProfile is the TLS profile of the metrics server: on OpenShift (it serves the APIServer
-// config) the cluster's, which the operator then follows; elsewhere the flag's. A cluster profile
-// the operator cannot use (a Custom one with ciphers it does not know) is refused, with an error in
-// the log, and the flag's applies until the cluster's changes.
+// config) the cluster's, which the operator then follows (tlsprofile.Initial); elsewhere the
+// flag's.
 func metricsTLSProfile(ctx context.Context, restCfg *rest.Config, scheme *k8sruntime.Scheme, flagProfile string) (*tlsprofile.Server, bool, error) {
 	fallback, err := tlsprofile.Named(flagProfile)
 	if err != nil {
@@ -222,17 +222,12 @@ func metricsTLSProfile(ctx context.Context, restCfg *rest.Config, scheme *k8srun
 	if err != nil {
 		return nil, false, err
 	}
-	apiServer := &configv1.APIServer{}
-	if err := c.Get(ctx, client.ObjectKey{Name: tlsprofile.APIServerName}, apiServer); client.IgnoreNotFound(err) != nil {
-		return nil, false, fmt.Errorf("read the cluster's TLS security profile: %w", err)
-	}
-	settings, err := tlsprofile.OfAPIServer(apiServer)
+	settings, follow, err := tlsprofile.Initial(log.IntoContext(ctx, setupLog), c, fallback)
 	if err != nil {
-		setupLog.Error(err, "the cluster's TLS security profile is refused: the metrics server takes --tls-profile until it changes", "profile", fallback.Profile)
-		settings = fallback
+		return nil, false, err
 	}
-	setupLog.Info("metrics TLS profile: the cluster's, followed", "profile", settings.Profile, "minVersion", tls.VersionName(settings.MinVersion))
-	return tlsprofile.NewServer(settings), true, nil
+	setupLog.Info("metrics TLS profile", "profile", settings.Profile, "minVersion", tls.VersionName(settings.MinVersion), "followed", follow)
+	return tlsprofile.NewServer(settings), follow, nil
 }
 
 // A waiting pod reads the holder's node to take over from a pod on a NotReady node: the rule is

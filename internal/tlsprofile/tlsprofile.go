@@ -56,24 +56,56 @@ type Settings struct {
 }
 
 // FromSpec turns a profile's spec into settings. A Custom profile (custom) must name only
-// ciphers Go's TLS can use and, below TLS 1.3, at least one; an OpenShift profile may name some
-// that Go cannot use (Old does), which are left out, as OpenShift's own components do.
+// ciphers Go's TLS can use and, below TLS 1.3, at least one for TLS 1.2; an OpenShift profile may
+// name some that Go cannot use (Old does), which are left out, as OpenShift's own components do.
 func FromSpec(name string, spec configv1.TLSProfileSpec, custom bool) (Settings, error) {
 	minVersion, err := libgocrypto.TLSVersion(string(spec.MinTLSVersion))
 	if err != nil {
 		return Settings{}, fmt.Errorf("TLS profile %s: minTLSVersion %q: %w", name, spec.MinTLSVersion, err)
 	}
-	apply, unsupported := ocptls.NewTLSConfigFromProfile(spec)
+	ciphers, unsupported := goCiphers(spec)
 	if custom && len(unsupported) > 0 {
 		return Settings{}, fmt.Errorf("TLS profile %s names ciphers this operator cannot use (they are not OpenSSL or IANA names of a cipher Go's TLS supports): %s",
 			name, strings.Join(unsupported, ", "))
 	}
-	var c tls.Config
-	apply(&c)
-	if minVersion < tls.VersionTLS13 && len(c.CipherSuites) == 0 {
+	if minVersion < tls.VersionTLS13 && len(ciphers) == 0 {
 		return Settings{}, fmt.Errorf("TLS profile %s allows %s but names no cipher for it that this operator can use", name, spec.MinTLSVersion)
 	}
-	return Settings{Profile: name, MinVersion: minVersion, Ciphers: c.CipherSuites}, nil
+	return Settings{Profile: name, MinVersion: minVersion, Ciphers: ciphers}, nil
+}
+
+// goCiphers are the ciphers of a profile that Go's TLS can use below TLS 1.3 (whose own Go does
+// not let be chosen), and the names it does not know.
+func goCiphers(spec configv1.TLSProfileSpec) (ciphers []uint16, unsupported []string) {
+	profile := spec
+	profile.MinTLSVersion = configv1.VersionTLS12 // the ciphers whatever the version (it must parse)
+	apply, unsupported := ocptls.NewTLSConfigFromProfile(profile)
+	var c tls.Config
+	apply(&c)
+	for _, id := range c.CipherSuites {
+		if !tls13Suites[id] {
+			ciphers = append(ciphers, id)
+		}
+	}
+	return ciphers, unsupported
+}
+
+// tls13Suites are TLS 1.3's cipher suites, which a profile may name.
+var tls13Suites = map[uint16]bool{tls.TLS_AES_128_GCM_SHA256: true, tls.TLS_AES_256_GCM_SHA384: true, tls.TLS_CHACHA20_POLY1305_SHA256: true}
+
+// NoWeakerThan is what the operator can do of a profile it refuses: the profile's least version
+// with the ciphers of it that Go knows, or TLS 1.3 alone when it knows none (or not the version).
+// A server that starts with a profile it cannot take fully starts no weaker than it.
+func NoWeakerThan(name string, spec configv1.TLSProfileSpec) Settings {
+	minVersion, err := libgocrypto.TLSVersion(string(spec.MinTLSVersion))
+	if err != nil {
+		minVersion = tls.VersionTLS13
+	}
+	ciphers, _ := goCiphers(spec)
+	if minVersion >= tls.VersionTLS13 || len(ciphers) == 0 {
+		return Settings{Profile: name + ", TLS 1.3 alone", MinVersion: tls.VersionTLS13}
+	}
+	return Settings{Profile: name + ", the ciphers the operator knows", MinVersion: minVersion, Ciphers: ciphers}
 }
 
 // Named is one of OpenShift's predefined profiles: Old, Intermediate or Modern.
@@ -86,17 +118,47 @@ func Named(name string) (Settings, error) {
 }
 
 // OfAPIServer is the profile the cluster's APIServer config sets: Intermediate when it sets none.
+// A profile it refuses comes back as NoWeakerThan's settings with the error.
 func OfAPIServer(apiServer *configv1.APIServer) (Settings, error) {
 	profile := apiServer.Spec.TLSSecurityProfile
 	spec, err := ocptls.GetTLSProfileSpec(profile)
 	if err != nil {
-		return Settings{}, fmt.Errorf("the TLS profile of APIServer %s: %w", APIServerName, err)
+		return NoWeakerThan("APIServer "+APIServerName, spec), fmt.Errorf("the TLS profile of APIServer %s: %w", APIServerName, err)
 	}
 	name, custom := string(configv1.TLSProfileIntermediateType), false
 	if profile != nil && profile.Type != "" {
 		name, custom = string(profile.Type), profile.Type == configv1.TLSProfileCustomType
 	}
-	return FromSpec(name+" (APIServer "+APIServerName+")", spec, custom)
+	name += " (APIServer " + APIServerName + ")"
+	s, err := FromSpec(name, spec, custom)
+	if err != nil {
+		return NoWeakerThan(name, spec), err
+	}
+	return s, nil
+}
+
+// Initial is the metrics server's first settings on OpenShift: the cluster's profile, which the
+// Watcher then follows (follow). One the operator cannot use fully is refused, as the Watcher
+// refuses it, and the server starts with NoWeakerThan's settings of it. An operator that may not
+// read the APIServer config (its rights are its install mode's) takes fallback and follows
+// nothing.
+func Initial(ctx context.Context, c client.Reader, fallback Settings) (s Settings, follow bool, err error) {
+	apiServer := &configv1.APIServer{}
+	err = c.Get(ctx, client.ObjectKey{Name: APIServerName}, apiServer)
+	switch {
+	case apierrors.IsForbidden(err):
+		log.FromContext(ctx).Info("the operator may not read the cluster's TLS security profile: the metrics server takes --tls-profile",
+			"profile", fallback.Profile, "error", err.Error())
+		return fallback, false, nil
+	case client.IgnoreNotFound(err) != nil:
+		return Settings{}, false, fmt.Errorf("read the cluster's TLS security profile: %w", err)
+	}
+	s, err = OfAPIServer(apiServer)
+	if err != nil {
+		refused.Set(1)
+		log.FromContext(ctx).Error(err, "the cluster's TLS security profile is refused: the metrics server starts no weaker than it", "profile", s.Profile)
+	}
+	return s, true, nil
 }
 
 // OnOpenShift reports whether the cluster serves OpenShift's APIServer config (config.openshift.io
@@ -184,6 +246,8 @@ func (w *Watcher) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, e
 	}
 	next, err := OfAPIServer(apiServer)
 	was := w.Server.Current()
+	// A profile changed to one refused keeps what the server had: it was the cluster's choice, or
+	// no weaker than it.
 	if err != nil {
 		refused.Set(1)
 		log.FromContext(ctx).Error(err, "the cluster's TLS security profile is refused: the metrics server keeps its settings", "keeps", was.Profile)

@@ -206,11 +206,50 @@ func TestFollowsTheClustersProfile(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("names ciphers this operator cannot use")))
 	g.Expect(err).To(MatchError(ContainSubstring("ECDHE-RSA-AES512-GCM-SHA999")))
 
+	// An operator that starts while the cluster's profile is refused starts no weaker than it:
+	// its version, the ciphers of it the operator knows.
+	fallback, err := Named("Old")
+	g.Expect(err).NotTo(HaveOccurred())
+	started, follow, err := Initial(ctx, c, fallback)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(follow).To(BeTrue())
+	g.Expect(started.MinVersion).To(BeEquivalentTo(tls.VersionTLS12))
+	g.Expect(started.Ciphers).To(Equal([]uint16{tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384}))
+	restarted := serve(t, NewServer(started))
+	g.Expect(offerTo(t, restarted, "TLS 1.2 AES256")).To(Equal("TLS 1.2"))
+	g.Expect(offerTo(t, restarted, "TLS 1.2 GCM")).To(Equal("refused"))
+	g.Expect(offerTo(t, restarted, "TLS 1.0")).To(Equal("refused"), "not --tls-profile's Old")
+
+	// An operator that may not read the APIServer config (its install mode's rights) takes the
+	// flag's profile, and follows nothing.
+	nobody := rest.CopyConfig(cfg)
+	nobody.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:operators:memcached-operator"}
+	nc, err := client.New(nobody, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	started, follow, err = Initial(ctx, nc, fallback)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(follow).To(BeFalse())
+	g.Expect(started).To(Equal(fallback))
+
 	// Fixed: followed again.
 	setProfile(nil)
 	g.Eventually(func() float64 { return refusedValue(t) }, 10*time.Second, 100*time.Millisecond).Should(BeZero())
 	g.Eventually(func() string { return offerTo(t, addr, "TLS 1.2 GCM") }, 10*time.Second, 100*time.Millisecond).Should(Equal("TLS 1.2"),
 		"no profile: Intermediate, OpenShift's default")
+}
+
+// A profile that allows TLS 1.2 must name a cipher for it: TLS 1.3's, which Go does not let be
+// chosen, are not one. What the operator then does is TLS 1.3 alone.
+func TestTLS13CiphersAreNotTLS12s(t *testing.T) {
+	g := NewWithT(t)
+	spec := configv1.TLSProfileSpec{MinTLSVersion: configv1.VersionTLS12, Ciphers: []string{"TLS_AES_128_GCM_SHA256", "TLS_CHACHA20_POLY1305_SHA256"}}
+	_, err := FromSpec("Custom", spec, true)
+	g.Expect(err).To(MatchError(ContainSubstring("allows VersionTLS12 but names no cipher for it")))
+	g.Expect(NoWeakerThan("Custom", spec)).To(Equal(Settings{Profile: "Custom, TLS 1.3 alone", MinVersion: tls.VersionTLS13}))
+	spec.Ciphers = append(spec.Ciphers, "ECDHE-RSA-AES128-GCM-SHA256")
+	s, err := FromSpec("Custom", spec, true)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.Ciphers).To(Equal([]uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}))
 }
 
 // Off OpenShift the APIServer config is not served, and discovery says so.
