@@ -21,8 +21,10 @@ IMAGES_DIR ?= $(CURDIR)/bin/images
 # The operator image that the bundle pins by digest is image-build's, an index of linux/amd64 and
 # linux/arm64: with no VCS stamp, no paths and no settings of the environment in the manager
 # binaries, its digest depends only on the source and the Go version (go.mod's toolchain).
-MANAGER_BUILD = CGO_ENABLED=0 GOFLAGS= GOWORK=off GOAMD64=v1 GOEXPERIMENT= GOTOOLCHAIN=$(GO_TOOLCHAIN) go build -trimpath -buildvcs=false
-MANAGER_BUILD_ARM64 = GOARCH=arm64 GOARM64=v8.0 $(MANAGER_BUILD)
+# Every setting is explicit, so that none of the environment's (GOARCH included) reaches them.
+MANAGER_GO = CGO_ENABLED=0 GOFLAGS= GOWORK=off GOEXPERIMENT= GOTOOLCHAIN=$(GO_TOOLCHAIN) GOOS=linux
+MANAGER_BUILD = $(MANAGER_GO) GOARCH=amd64 GOAMD64=v1 go build -trimpath -buildvcs=false
+MANAGER_BUILD_ARM64 = $(MANAGER_GO) GOARCH=arm64 GOARM64=v8.0 go build -trimpath -buildvcs=false
 GO_TOOLCHAIN := $(shell sed -n 's/^toolchain //p' $(CURDIR)/go.mod)
 OPERATOR_DIGEST_FILE = $(IMAGES_DIR)/operator.digest
 # The bundle's CSV, below a tree.
@@ -64,6 +66,8 @@ OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk
 SCORECARD_TEST ?= $(LOCALBIN)/olm/scorecard-test
 OPM ?= $(LOCALBIN)/olm/opm
 OPM_ARM64 ?= $(LOCALBIN)/olm/arm64/opm
+# The catalog image's linux/arm64 health probe.
+PROBE_ARM64 ?= $(LOCALBIN)/cluster/arm64/grpc-health-probe
 # syft, the SBOM tool, pinned in hack/sbom/go.mod.
 SYFT ?= $(LOCALBIN)/syft
 OPERATOR_SDK_VERSION := $(shell cd hack/operator-sdk && go list -m -f '{{.Version}}' github.com/operator-framework/operator-sdk)
@@ -206,24 +210,38 @@ run: manifests generate fmt vet ## Run the operator against the current kube con
 
 # SBOMs (SPDX JSON, made by syft from the Go modules and Debian packages in each image) of the
 # images the *-build targets made, one per image and architecture:
-# bin/images/<image>.linux-<arch>.spdx.json. The push targets attach each to its image as an OCI
-# artifact that refers to it (the registry's referrers API lists it); publish them with a release
-# too. $(call sbom_of,SOURCE,PREFIX,ARCHES)
+# bin/images/<image>.linux-<arch>.spdx.json, made again whenever its image is newer. The push
+# targets attach each to its image as an OCI artifact that refers to it (the registry's referrers
+# API lists it); publish them with a release too. $(call sbom_of,SOURCE,PREFIX,ARCHES)
 sbom_of = for arch in $(3); do SYFT_CHECK_FOR_APP_UPDATE=false $(SYFT) scan -q $(1) --platform linux/$$arch \
 	  -o spdx-json=$(2).linux-$$arch.spdx.json || exit 1; done
+sbom_files = $(foreach arch,$(2),$(IMAGES_DIR)/$(1).linux-$(arch).spdx.json)
+SBOM_OPERATOR = $(call sbom_files,operator,amd64 arm64)
+SBOM_BUNDLE = $(call sbom_files,bundle,amd64)
+SBOM_CATALOG = $(call sbom_files,catalog,amd64 arm64)
+SBOM_SCORECARD = $(call sbom_files,scorecard-tests,amd64 arm64)
 # Whether the push targets attach the SBOMs (the end-to-end tests push without).
 ATTACH_SBOM ?= true
 attach_sbom = $(if $(filter true,$(ATTACH_SBOM)),--sbom=$(IMAGES_DIR)/$(1))
+sboms_of = $(if $(filter true,$(ATTACH_SBOM)),$(1))
 
 .PHONY: sbom
-sbom: sbom-operator ## SBOMs of the images that image-build, bundle-build, catalog-build and scorecard-image-build made (bin/images/*.spdx.json).
-	$(call sbom_of,docker-archive:$(IMAGES_DIR)/bundle.tar,$(IMAGES_DIR)/bundle,amd64)
-	$(call sbom_of,oci-dir:$(IMAGES_DIR)/catalog,$(IMAGES_DIR)/catalog,amd64 arm64)
-	$(call sbom_of,oci-dir:$(IMAGES_DIR)/scorecard-tests,$(IMAGES_DIR)/scorecard-tests,amd64 arm64)
+sbom: $(SBOM_OPERATOR) $(SBOM_BUNDLE) $(SBOM_CATALOG) $(SBOM_SCORECARD) ## SBOMs of the images that image-build, bundle-build, catalog-build and scorecard-image-build made (bin/images/*.spdx.json).
 
 .PHONY: sbom-operator
-sbom-operator: $(SYFT) ## The operator image's SBOMs (after image-build).
+sbom-operator: $(SBOM_OPERATOR) ## The operator image's SBOMs (after image-build).
+
+$(SBOM_OPERATOR) &: $(IMAGES_DIR)/operator/index.json $(SYFT)
 	$(call sbom_of,oci-dir:$(IMAGES_DIR)/operator,$(IMAGES_DIR)/operator,amd64 arm64)
+$(SBOM_BUNDLE) &: $(IMAGES_DIR)/bundle.tar $(SYFT)
+	$(call sbom_of,docker-archive:$(IMAGES_DIR)/bundle.tar,$(IMAGES_DIR)/bundle,amd64)
+$(SBOM_CATALOG) &: $(IMAGES_DIR)/catalog/index.json $(SYFT)
+	$(call sbom_of,oci-dir:$(IMAGES_DIR)/catalog,$(IMAGES_DIR)/catalog,amd64 arm64)
+$(SBOM_SCORECARD) &: $(IMAGES_DIR)/scorecard-tests/index.json $(SYFT)
+	$(call sbom_of,oci-dir:$(IMAGES_DIR)/scorecard-tests,$(IMAGES_DIR)/scorecard-tests,amd64 arm64)
+# The images are made by their *-build targets, which always build: an SBOM only waits for one.
+$(IMAGES_DIR)/operator/index.json $(IMAGES_DIR)/bundle.tar $(IMAGES_DIR)/catalog/index.json $(IMAGES_DIR)/scorecard-tests/index.json:
+	@echo "$@ does not exist: build the image first (make image-build, bundle-build, catalog-build or scorecard-image-build)" >&2; exit 1
 
 # The container tool of docker-build and docker-push: docker or podman.
 CONTAINER_TOOL ?= docker
@@ -236,7 +254,7 @@ image-build: manifests cluster-tool ## Build the operator image, an index of lin
 	  --out=$(IMAGES_DIR)/operator --digest-file=$(OPERATOR_DIGEST_FILE)
 
 .PHONY: image-push
-image-push: cluster-tool ## Push the image that image-build made to IMG (the Docker config's credentials): the image the bundle pins.
+image-push: cluster-tool $(call sboms_of,$(SBOM_OPERATOR)) ## Push the image that image-build made to IMG (the Docker config's credentials): the image the bundle pins.
 	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --layout=$(IMAGES_DIR)/operator --ref=$(IMG) $(call attach_sbom,operator) $(IMAGE_PUSH_FLAGS)
 
 # docker-build builds from the Dockerfile (a distroless base): the same operator, another digest.
@@ -274,7 +292,7 @@ bundle-build: cluster-tool ## Build the bundle image from bundle.Dockerfile with
 	$(CLUSTER_TOOL) image dockerfile --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --dockerfile=bundle.Dockerfile --ref=$(BUNDLE_IMG) --out=$(IMAGES_DIR)/bundle.tar
 
 .PHONY: bundle-push
-bundle-push: cluster-tool ## Push the bundle image that bundle-build made to BUNDLE_IMG.
+bundle-push: cluster-tool $(call sboms_of,$(SBOM_BUNDLE)) ## Push the bundle image that bundle-build made to BUNDLE_IMG.
 	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --tarball=$(IMAGES_DIR)/bundle.tar --ref=$(BUNDLE_IMG) $(call attach_sbom,bundle)
 
 ##@ Scorecard
@@ -291,14 +309,14 @@ scorecard: $(OPERATOR_SDK) ## Run every scorecard test (basic, olm, the project'
 
 .PHONY: scorecard-image-build
 scorecard-image-build: cluster-tool ## Build the project's scorecard test image (tests/scorecard), an index of linux/amd64 and linux/arm64, without a container daemon (into bin/images/scorecard-tests).
-	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcached-scorecard-tests ./tests/scorecard
-	CGO_ENABLED=0 GOARCH=arm64 go build -trimpath -o $(IMAGES_DIR)/arm64/memcached-scorecard-tests ./tests/scorecard
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o $(IMAGES_DIR)/memcached-scorecard-tests ./tests/scorecard
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -trimpath -o $(IMAGES_DIR)/arm64/memcached-scorecard-tests ./tests/scorecard
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcached-scorecard-tests --bin-arm64=$(IMAGES_DIR)/arm64/memcached-scorecard-tests \
 	  --ref=$(SCORECARD_IMG) --out=$(IMAGES_DIR)/scorecard-tests
 
 # IMAGE_PUSH_FLAGS=--mirror pushes to the local cluster's registry instead.
 .PHONY: scorecard-image-push
-scorecard-image-push: cluster-tool ## Push the image scorecard-image-build made to SCORECARD_IMG (the Docker config's credentials), as the bundle's scorecard config names it.
+scorecard-image-push: cluster-tool $(call sboms_of,$(SBOM_SCORECARD)) ## Push the image scorecard-image-build made to SCORECARD_IMG (the Docker config's credentials), as the bundle's scorecard config names it.
 	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --layout=$(IMAGES_DIR)/scorecard-tests --ref=$(SCORECARD_IMG) $(call attach_sbom,scorecard-tests) $(IMAGE_PUSH_FLAGS)
 
 ##@ Catalog (file-based, OLM)
@@ -326,12 +344,12 @@ catalog-validate: $(OPM) ## Validate catalog/ (opm validate).
 	$(OPM) validate $(CATALOG_ROOT)
 
 .PHONY: catalog-build
-catalog-build: cluster-tool $(OPM) $(OPM_ARM64) ## Build the catalog image (opm serving catalog/, cache built in), an index of linux/amd64 and linux/arm64, without a Docker daemon.
-	$(CLUSTER_TOOL) image catalog --state-dir=$(CLUSTER_STATE) --opm=$(OPM) --opm-arm64=$(OPM_ARM64) --probe-arm64=$(dir $(CLUSTER_TOOL))arm64/grpc-health-probe \
+catalog-build: cluster-tool $(OPM) $(OPM_ARM64) $(PROBE_ARM64) ## Build the catalog image (opm serving catalog/, cache built in), an index of linux/amd64 and linux/arm64, without a Docker daemon.
+	$(CLUSTER_TOOL) image catalog --state-dir=$(CLUSTER_STATE) --opm=$(OPM) --opm-arm64=$(OPM_ARM64) --probe-arm64=$(PROBE_ARM64) \
 	  --configs=$(CATALOG_ROOT) --ref=$(CATALOG_IMG) --out=$(IMAGES_DIR)/catalog
 
 .PHONY: catalog-push
-catalog-push: cluster-tool ## Push the catalog image that catalog-build made to CATALOG_IMG.
+catalog-push: cluster-tool $(call sboms_of,$(SBOM_CATALOG)) ## Push the catalog image that catalog-build made to CATALOG_IMG.
 	$(CLUSTER_TOOL) image push --state-dir=$(CLUSTER_STATE) --layout=$(IMAGES_DIR)/catalog --ref=$(CATALOG_IMG) $(call attach_sbom,catalog)
 
 ##@ Benchmarks
@@ -505,7 +523,9 @@ cluster-tool: $(CLUSTER_TOOL) ## Build the local cluster tool and the pause and 
 
 $(CLUSTER_TOOL): $(wildcard hack/cluster/*.go hack/cluster/*/*.go) hack/cluster/go.mod
 	cd hack/cluster && CGO_ENABLED=0 go build -o $(dir $@) . ./pause ./coredns ./grpc-health-probe
-	cd hack/cluster && CGO_ENABLED=0 GOARCH=arm64 go build -o $(dir $@)arm64/ ./grpc-health-probe
+
+$(PROBE_ARM64): $(wildcard hack/cluster/grpc-health-probe/*.go) hack/cluster/go.mod
+	cd hack/cluster && CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -o $@ ./grpc-health-probe
 
 .PHONY: cluster-binaries
 cluster-binaries: envtest $(addprefix $(KUBE_BIN)/,kube-controller-manager kube-scheduler kubelet kube-proxy kubectl) ## Build the Kubernetes binaries of the local cluster.
@@ -532,7 +552,7 @@ $(OPM): hack/olm/go.mod
 # opm for the catalog image's linux/arm64 variant: static (serving a file-based catalog needs no
 # sqlite, which is opm's only cgo).
 $(OPM_ARM64): hack/olm/go.mod
-	cd hack/olm && CGO_ENABLED=0 GOARCH=arm64 go build -tags json1,containers_image_openpgp -o $@ github.com/operator-framework/operator-registry/cmd/opm
+	cd hack/olm && CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags json1,containers_image_openpgp -o $@ github.com/operator-framework/operator-registry/cmd/opm
 
 OLM_DEPLOY_DIR = $(shell cd hack/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy
 

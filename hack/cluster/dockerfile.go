@@ -102,7 +102,7 @@ func catalogIndex(opmBin, probe, opmArm64, probeArm64, configsDir string) (v1.Im
 	if err != nil {
 		return nil, err
 	}
-	return multiArch(platformImage{"amd64", amd64}, platformImage{"arm64", arm64}), nil
+	return multiArch(platformImage{"amd64", amd64}, platformImage{"arm64", arm64})
 }
 
 // catalogFiles are a catalog's files and its serve cache, which opmBin builds.

@@ -19,6 +19,9 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
+	"debug/elf"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -38,6 +41,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -133,6 +137,10 @@ type imageSpec struct {
 }
 
 func image(files []layerFile, spec imageSpec) (v1.Image, error) {
+	arch := cmp.Or(spec.arch, runtime.GOARCH)
+	if err := builtFor(files, arch); err != nil {
+		return nil, err
+	}
 	l, err := layer(files)
 	if err != nil {
 		return nil, err
@@ -146,10 +154,7 @@ func image(files []layerFile, spec imageSpec) (v1.Image, error) {
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", spec.arch
-	if spec.arch == "" {
-		cf.Architecture = runtime.GOARCH
-	}
+	cf.OS, cf.Architecture = "linux", arch
 	cf.Created = v1.Time{Time: epoch}
 	cf.Config.Entrypoint = spec.entrypoint
 	cf.Config.Cmd = spec.cmd
@@ -158,6 +163,31 @@ func image(files []layerFile, spec imageSpec) (v1.Image, error) {
 	cf.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	cf.Config.Labels = spec.labels
 	return mutate.ConfigFile(img, cf)
+}
+
+// elfMachines are the ELF machines of the architectures the images are built for.
+var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+// builtFor refuses an image whose executables are not built for arch: a binary of the wrong
+// architecture would make a variant that fails only where it runs.
+func builtFor(files []layerFile, arch string) error {
+	want, ok := elfMachines[arch]
+	if !ok {
+		return fmt.Errorf("no images for architecture %q", arch)
+	}
+	for _, f := range files {
+		if f.link != "" || f.dir || !bytes.HasPrefix(f.data, []byte(elf.ELFMAG)) {
+			continue
+		}
+		e, err := elf.NewFile(bytes.NewReader(f.data))
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.path, err)
+		}
+		if e.Machine != want {
+			return fmt.Errorf("%s is built for %s, not for the image's linux/%s", f.path, e.Machine, arch)
+		}
+	}
+	return nil
 }
 
 func fileFrom(src, dst string, mode int64) (layerFile, error) {
@@ -222,13 +252,46 @@ type platformImage struct {
 
 // multiArch is the index of images, one per architecture, in the order given: the same images
 // give the same index digest. Its manifests are Docker's (as the images'), so it is a Docker
-// manifest list, which every registry and runtime reads as an image index.
-func multiArch(images ...platformImage) v1.ImageIndex {
-	adds := make([]mutate.IndexAddendum, 0, len(images))
+// manifest list, which every registry and runtime reads as an image index. Its descriptors have
+// the manifest list's fields only (go-containerregistry's index would add an OCI artifactType).
+func multiArch(images ...platformImage) (v1.ImageIndex, error) {
+	idx := &manifestList{images: map[v1.Hash]v1.Image{}}
+	m := v1.IndexManifest{SchemaVersion: 2, MediaType: types.DockerManifestList}
 	for _, p := range images {
-		adds = append(adds, mutate.IndexAddendum{Add: p.img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: p.arch}}})
+		d, err := partial.Descriptor(p.img)
+		if err != nil {
+			return nil, err
+		}
+		m.Manifests = append(m.Manifests, v1.Descriptor{MediaType: d.MediaType, Size: d.Size, Digest: d.Digest,
+			Platform: &v1.Platform{OS: "linux", Architecture: p.arch}})
+		idx.images[d.Digest] = p.img
 	}
-	return mutate.IndexMediaType(mutate.AppendManifests(empty.Index, adds...), types.DockerManifestList)
+	raw, err := json.Marshal(m)
+	idx.raw = raw
+	return idx, err
+}
+
+// manifestList is multiArch's index: its manifest as serialized, and its images.
+type manifestList struct {
+	raw    []byte
+	images map[v1.Hash]v1.Image
+}
+
+func (l *manifestList) MediaType() (types.MediaType, error) { return types.DockerManifestList, nil }
+func (l *manifestList) Digest() (v1.Hash, error)            { return partial.Digest(l) }
+func (l *manifestList) Size() (int64, error)                { return partial.Size(l) }
+func (l *manifestList) RawManifest() ([]byte, error)        { return l.raw, nil }
+func (l *manifestList) IndexManifest() (*v1.IndexManifest, error) {
+	return v1.ParseIndexManifest(bytes.NewReader(l.raw))
+}
+func (l *manifestList) Image(h v1.Hash) (v1.Image, error) {
+	if img, ok := l.images[h]; ok {
+		return img, nil
+	}
+	return nil, fmt.Errorf("image %s is not in the index", h)
+}
+func (l *manifestList) ImageIndex(h v1.Hash) (v1.ImageIndex, error) {
+	return nil, fmt.Errorf("index %s is not in the index: a manifest list holds images", h)
 }
 
 // artifact is what the image commands make: an image, or an index of images (v1.ImageIndex).
@@ -461,24 +524,20 @@ func withLibraries(bin, dst string) ([]layerFile, error) {
 
 // debianPackages are the records of the Debian packages that own paths (of this machine, copied
 // into an image), as a distroless image keeps them (/var/lib/dpkg/status.d/<package>), and
-// Debian's os-release: an SBOM tool (make sbom) then lists those packages at their versions.
-// Paths no package owns (a binary built here) add nothing.
+// Debian's os-release: an SBOM tool (make sbom) then lists those packages at their versions. A
+// path no package owns is an error: the SBOM would miss what the image carries.
 func debianPackages(paths ...string) ([]layerFile, error) {
 	if len(paths) == 0 {
 		return nil, nil
 	}
-	out, err := exec.Command("dpkg", append([]string{"-S"}, paths...)...).Output()
-	if err != nil && len(out) == 0 {
-		return nil, nil // owned by no package
-	}
 	seen := map[string]bool{}
 	var files []layerFile
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		owner, _, ok := strings.Cut(line, ": ")
-		if !ok {
-			continue
+	for _, path := range paths {
+		owners, err := debianOwners(path)
+		if err != nil {
+			return nil, err
 		}
-		for _, pkg := range strings.Split(owner, ", ") {
+		for _, pkg := range owners {
 			if seen[pkg] {
 				continue
 			}
@@ -495,4 +554,30 @@ func debianPackages(paths ...string) ([]layerFile, error) {
 		return nil, err
 	}
 	return append(files, layerFile{path: "/etc/os-release", mode: 0o644, data: osRelease}), nil
+}
+
+// debianOwners are the packages that own path. With /usr merged, a file a package installed
+// under /usr/lib may be found as /lib (and the other way): dpkg knows it by the path the package
+// has, so both are asked.
+func debianOwners(path string) ([]string, error) {
+	alt := "/usr" + path
+	if rest, ok := strings.CutPrefix(path, "/usr"); ok {
+		alt = rest
+	}
+	for _, p := range []string{path, alt} {
+		out, err := exec.Command("dpkg", "-S", p).Output()
+		if err != nil {
+			continue // not this path's owner: exit status 1
+		}
+		var owners []string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if owner, _, ok := strings.Cut(line, ": "); ok && !strings.HasPrefix(owner, "diversion by") {
+				owners = append(owners, strings.Split(owner, ", ")...)
+			}
+		}
+		if len(owners) > 0 {
+			return owners, nil
+		}
+	}
+	return nil, fmt.Errorf("no Debian package owns %s (nor %s): an image's SBOM lists the packages of what it carries", path, alt)
 }

@@ -17,6 +17,9 @@ limitations under the License.
 package main
 
 import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -51,7 +54,7 @@ func TestOperatorImageIsReproducibleAndPushedByDigest(t *testing.T) {
 		}
 	}
 	manager := filepath.Join(t.TempDir(), "manager")
-	if err := os.WriteFile(manager, []byte("\x7fELF not really"), 0o700); err != nil {
+	if err := os.WriteFile(manager, elfHeader(elfMachines[runtime.GOARCH]), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	first, err := operatorImage(manager, repo, "")
@@ -116,7 +119,7 @@ func TestOperatorIndexIsReproducibleForBothArchitectures(t *testing.T) {
 	managers := map[string]string{}
 	for _, arch := range []string{"amd64", "arm64"} {
 		managers[arch] = filepath.Join(t.TempDir(), "manager-"+arch)
-		if err := os.WriteFile(managers[arch], []byte("\x7fELF for "+arch), 0o700); err != nil {
+		if err := os.WriteFile(managers[arch], elfHeader(elfMachines[arch]), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,7 +133,11 @@ func TestOperatorIndexIsReproducibleForBothArchitectures(t *testing.T) {
 			}
 			images = append(images, platformImage{arch, img})
 		}
-		return multiArch(images...)
+		idx, err := multiArch(images...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return idx
 	}
 	first, second := build(), build()
 	d1, _ := first.Digest()
@@ -144,6 +151,23 @@ func TestOperatorIndexIsReproducibleForBothArchitectures(t *testing.T) {
 	}
 	if len(m.Manifests) != 2 || m.MediaType != types.DockerManifestList {
 		t.Fatalf("index %+v", m)
+	}
+	if raw, _ := first.RawManifest(); strings.Contains(string(raw), "artifactType") {
+		t.Errorf("a Docker manifest list has no artifactType: %s", raw)
+	}
+	// The bytes of the image a release's bundle pins: a change of go-containerregistry or of Go's
+	// gzip that changes them changes the digest of every image built since (make bundle pins the
+	// new one); look at the manifests' difference before updating these.
+	if d1.String() != goldenIndex {
+		t.Errorf("the index of these files is %s, was %s", d1, goldenIndex)
+	}
+	if single, err := operatorImage(managers["amd64"], repo, "amd64"); err != nil {
+		t.Fatal(err)
+	} else if d, _ := single.Digest(); d.String() != goldenAmd64 {
+		t.Errorf("the linux/amd64 image of these files is %s, was %s", d, goldenAmd64)
+	}
+	if _, err := operatorImage(managers["amd64"], repo, "arm64"); err == nil || !strings.Contains(err.Error(), "/manager is built for EM_X86_64, not for the image's linux/arm64") {
+		t.Errorf("an amd64 manager in the arm64 image: %v", err)
 	}
 	for i, arch := range []string{"amd64", "arm64"} {
 		d := m.Manifests[i]
@@ -197,6 +221,21 @@ func TestOperatorIndexIsReproducibleForBothArchitectures(t *testing.T) {
 	}
 }
 
+// The digests of the operator images of TestOperatorIndexIsReproducibleForBothArchitectures' files.
+const (
+	goldenIndex = "sha256:852e77c5a848190678a9b9b24404654e7ebbdd62b7456ad343746599273b35ab"
+	goldenAmd64 = "sha256:49e34c9b791184deacd5cf04113be7a9f7fccfa6687bc0282b43d01dacc21575"
+)
+
+// elfHeader is the header of an ELF executable for machine: all a test's binary needs to be one.
+func elfHeader(machine elf.Machine) []byte {
+	h := elf.Header64{Ident: [elf.EI_NIDENT]byte{0x7f, 'E', 'L', 'F', byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)},
+		Type: uint16(elf.ET_EXEC), Machine: uint16(machine), Version: uint32(elf.EV_CURRENT), Ehsize: 64}
+	var b bytes.Buffer
+	_ = binary.Write(&b, binary.LittleEndian, h)
+	return b.Bytes()
+}
+
 // An SBOM is attached to each image of a pushed index as an OCI artifact that refers to it: the
 // registry's referrers API lists it with its artifact type, and its layer is the SBOM.
 func TestSBOMsAreAttachedAsReferrers(t *testing.T) {
@@ -216,7 +255,10 @@ func TestSBOMsAreAttachedAsReferrers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	idx := multiArch(images...)
+	idx, err := multiArch(images...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(registry.New(registry.WithReferrersSupport(true)))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
@@ -239,12 +281,26 @@ func TestSBOMsAreAttachedAsReferrers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(m.Manifests) != 1 || m.Manifests[0].ArtifactType != string(SPDXMediaType) {
+		if len(m.Manifests) != 1 {
 			t.Fatalf("referrers of the %s image: %+v", p.arch, m.Manifests)
 		}
 		art, err := remote.Image(repo.Digest(m.Manifests[0].Digest.String()))
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The OCI 1.1 shape (image-spec's guidelines for artifacts without a config). The
+		// in-memory registry lists referrers by their config's media type, so the manifest
+		// itself is read here.
+		am, err := art.Manifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if am.ArtifactType != string(SPDXMediaType) || am.Config.MediaType != types.OCIEmptyJSON || string(am.Config.Data) != "{}" ||
+			am.Subject == nil || am.Subject.Digest != d || len(am.Layers) != 1 || am.Layers[0].MediaType != SPDXMediaType {
+			t.Errorf("the %s image's SBOM artifact: %+v", p.arch, am)
+		}
+		if cfg, _ := art.RawConfigFile(); string(cfg) != "{}" {
+			t.Errorf("its config blob: %q", cfg)
 		}
 		layers, _ := art.Layers()
 		rc, _ := layers[0].Uncompressed()

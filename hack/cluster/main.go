@@ -199,8 +199,11 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if err != nil {
 			return err
 		}
-		return c.deliver(multiArch(platformImage{"amd64", amd64}, platformImage{"arm64", arm64}), *ref,
-			delivery{mirror: *mirror, byDigest: *byDigest, out: *out, digestFile: *digestFile})
+		idx, err := multiArch(platformImage{"amd64", amd64}, platformImage{"arm64", arm64})
+		if err != nil {
+			return err
+		}
+		return c.deliver(idx, *ref, delivery{mirror: *mirror, byDigest: *byDigest, out: *out, digestFile: *digestFile})
 	case "binary":
 		if *ref == "" || *bin == "" {
 			return fmt.Errorf("--ref and --bin are required")
@@ -221,8 +224,11 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if err != nil {
 			return err
 		}
-		return c.deliver(multiArch(platformImage{"amd64", amd64}, platformImage{"arm64", arm64}), *ref,
-			delivery{mirror: *mirror, out: *out, digestFile: *digestFile})
+		idx, err := multiArch(platformImage{"amd64", amd64}, platformImage{"arm64", arm64})
+		if err != nil {
+			return err
+		}
+		return c.deliver(idx, *ref, delivery{mirror: *mirror, out: *out, digestFile: *digestFile})
 	case "dockerfile":
 		if *ref == "" || *dockerfile == "" {
 			return fmt.Errorf("--ref and --dockerfile are required")

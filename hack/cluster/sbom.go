@@ -17,13 +17,13 @@ limitations under the License.
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -37,26 +37,57 @@ const SPDXMediaType types.MediaType = "application/spdx+json"
 // <prefix>.linux-<arch>.spdx.json.
 func sbomFile(prefix, arch string) string { return fmt.Sprintf("%s.linux-%s.spdx.json", prefix, arch) }
 
-// sbomArtifact is an OCI artifact that carries an SBOM and refers to the image it describes (OCI
-// 1.1 subject): registries list it among the image's referrers (GET /v2/<repo>/referrers/<digest>),
-// or under the tag sha256-<digest> where they do not serve that API. Its config's media type is
-// its artifact type, as registries that list referrers read it.
+// sbomArtifact is an OCI 1.1 artifact that carries an SBOM and refers to the image it describes
+// (its subject): its artifactType is the SBOM's media type, its config the empty descriptor, its
+// one layer the SBOM. Registries list it among the image's referrers
+// (GET /v2/<repo>/referrers/<digest>), or under the tag sha256-<digest> where they do not serve
+// that API.
 func sbomArtifact(subject v1.Image, sbom []byte) (v1.Image, error) {
 	desc, err := partial.Descriptor(subject)
 	if err != nil {
 		return nil, err
 	}
-	a := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), SPDXMediaType)
-	a, err = mutate.Append(a, mutate.Addendum{Layer: static.NewLayer(sbom, SPDXMediaType),
-		Annotations: map[string]string{"org.opencontainers.image.title": "sbom.spdx.json"}})
+	a := &artifactManifest{blobs: map[v1.Hash][]byte{}}
+	blob := func(mt types.MediaType, b []byte) v1.Descriptor {
+		h, n, _ := v1.SHA256(bytes.NewReader(b))
+		a.blobs[h] = b
+		return v1.Descriptor{MediaType: mt, Size: n, Digest: h}
+	}
+	empty := blob(types.OCIEmptyJSON, []byte("{}"))
+	empty.Data = []byte("{}")
+	layer := blob(SPDXMediaType, sbom)
+	layer.Annotations = map[string]string{"org.opencontainers.image.title": "sbom.spdx.json"}
+	subjectDesc := v1.Descriptor{MediaType: desc.MediaType, Size: desc.Size, Digest: desc.Digest}
+	m := v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, ArtifactType: string(SPDXMediaType),
+		Config: empty, Layers: []v1.Descriptor{layer}, Subject: &subjectDesc}
+	if a.raw, err = json.Marshal(m); err != nil {
+		return nil, err
+	}
+	return partial.CompressedToImage(a)
+}
+
+// artifactManifest is sbomArtifact's manifest as serialized, and its blobs (the config, the
+// SBOM), which go-containerregistry's image types cannot make: they have no artifactType and no
+// empty config.
+type artifactManifest struct {
+	raw   []byte
+	blobs map[v1.Hash][]byte
+}
+
+func (a *artifactManifest) RawManifest() ([]byte, error)        { return a.raw, nil }
+func (a *artifactManifest) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
+func (a *artifactManifest) RawConfigFile() ([]byte, error)      { return []byte("{}"), nil }
+func (a *artifactManifest) LayerByDigest(h v1.Hash) (partial.CompressedLayer, error) {
+	m, err := v1.ParseManifest(bytes.NewReader(a.raw))
 	if err != nil {
 		return nil, err
 	}
-	img, ok := mutate.Subject(a, *desc).(v1.Image)
-	if !ok {
-		return nil, fmt.Errorf("attaching a subject gave no image")
+	for _, d := range append([]v1.Descriptor{m.Config}, m.Layers...) {
+		if d.Digest == h {
+			return static.NewLayer(a.blobs[h], d.MediaType), nil
+		}
 	}
-	return img, nil
+	return nil, fmt.Errorf("blob %s is not in the artifact", h)
 }
 
 // platformImages are the images of an artifact by architecture: an image alone is this
