@@ -278,14 +278,29 @@ func releaseCommit(version string) string {
 
 // chartAsVersion is this tree's memcached chart under another version number.
 func chartAsVersion(version string) *chart.Chart {
+	chrt := operatorChart()
+	chrt.Metadata.Version = version
+	return chrt
+}
+
+// operatorChart is the operator's chart, as its image holds it.
+func operatorChart() *chart.Chart {
 	chrt, err := loader.Load(filepath.Join("helm-charts", "memcached"))
 	Expect(err).NotTo(HaveOccurred())
-	chrt.Metadata.Version = version
 	return chrt
 }
 
 // installRelease installs a chart with Helm itself, as an earlier operator version did.
 func installRelease(ctx context.Context, ns, name string, chrt *chart.Chart, vals map[string]any) {
+	install := action.NewInstall(helmItself(ctx, ns, name))
+	install.ReleaseName, install.Namespace = name, ns
+	_, err := install.Run(chrt, vals)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+// helmItself is Helm's action configuration for release name in ns, as the helm CLI has it: its
+// own Secrets driver and kube client.
+func helmItself(ctx context.Context, ns, name string) *action.Configuration {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	Expect(err).NotTo(HaveOccurred())
 	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
@@ -297,10 +312,7 @@ func installRelease(ctx context.Context, ns, name string, chrt *chart.Chart, val
 	owner := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	conf, err := configs.ActionConfigFor(ctx, owner)
 	Expect(err).NotTo(HaveOccurred())
-	install := action.NewInstall(conf)
-	install.ReleaseName, install.Namespace = name, ns
-	_, err = install.Run(chrt, vals)
-	Expect(err).NotTo(HaveOccurred())
+	return conf
 }
 
 // ownRecords makes a CR the controller of its release's records and objects, as the earlier

@@ -17,7 +17,11 @@ limitations under the License.
 package controllers_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -26,7 +30,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -87,7 +94,58 @@ var _ = Describe("Installing a Memcached", Serial, func() {
 		Expect(requests).To(HaveLen(1), "one status write:\n%s", requestTable(requests))
 		Expect(statusWrites(requests)).To(Equal(1), "one status write:\n%s", requestTable(requests))
 	})
+
+	// Measured: 3.1 kB against 31.9 kB with the whole chart (its templates and values schema).
+	It("writes release records that Helm reads as its own, at most a quarter of the size of a record with the whole chart", func(ctx SpecContext) {
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "memcached-recorded"}
+		createMemcached(ctx, key, "  replicaCount: 2\n")
+		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("reading the release as the helm CLI does: list, history, status, get values --all, get manifest")
+		helm := helmItself(ctx, key.Namespace, key.Name)
+		list := action.NewList(helm)
+		list.All = true
+		releases, err := list.Run()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(releases).To(ConsistOf(And(HaveField("Name", key.Name), HaveField("Chart.Metadata.Version", operatorChart().Metadata.Version))))
+		history, err := action.NewHistory(helm).Run(key.Name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(history).To(ConsistOf(HaveField("Info.Status", release.StatusDeployed)))
+		status, err := action.NewStatus(helm).Run(key.Name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status.Info.Notes).NotTo(BeEmpty())
+		all := action.NewGetValues(helm)
+		all.AllValues = true
+		values, err := all.Run(key.Name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(values).To(And(HaveKeyWithValue("replicaCount", BeNumerically("==", 2)), HaveKey("memcached")), "the spec's values over the chart's defaults")
+		got, err := action.NewGet(helm).Run(key.Name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Manifest).To(ContainSubstring("kind: StatefulSet"))
+
+		By("comparing its size with Helm's encoding of the same release with the whole chart")
+		secret := &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: "sh.helm.release.v1." + key.Name + ".v1"}, secret)).To(Succeed())
+		whole := *got
+		whole.Chart = operatorChart()
+		wholeBytes := helmEncodedSize(&whole)
+		fmt.Fprintf(GinkgoWriter, "release record: %d bytes; with the whole chart: %d\n", len(secret.Data["release"]), wholeBytes)
+		Expect(len(secret.Data["release"])).To(BeNumerically("<=", wholeBytes/4))
+	})
 })
+
+// helmEncodedSize is the size of rel as Helm's Secrets driver stores it: base64 of gzipped JSON.
+func helmEncodedSize(rel *release.Release) int {
+	raw, err := json.Marshal(rel)
+	Expect(err).NotTo(HaveOccurred())
+	var zipped bytes.Buffer
+	w := gzip.NewWriter(&zipped)
+	_, err = w.Write(raw)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(w.Close()).To(Succeed())
+	return base64.StdEncoding.EncodedLen(zipped.Len())
+}
 
 // quietRequests waits until the manager stops sending requests for ns and returns those it sent
 // since mark.

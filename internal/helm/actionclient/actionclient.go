@@ -35,6 +35,10 @@ limitations under the License.
 //     records of earlier versions are judged once by their manifests (takeover.go);
 //   - whatever a record says, every create, patch and delete Helm sends stays inside the
 //     release's namespace, kinds and ownership (fence.go);
+//   - the values are checked against the chart's values.schema.json, compiled once, in place of
+//     Helm's check, which compiles it for every install, upgrade and render (schema.go);
+//   - a release record holds its chart's metadata and default values, not its templates and
+//     schema, which the operator's image holds (releases.go);
 //   - each case records an Event on the CR.
 //
 // The library reconciles a release by patching each of its objects with a strategic merge patch
@@ -51,5 +55,5 @@ limitations under the License.
 // shares the cluster's capabilities; releases.go serves the operator's release records from the
 // cache, and takeover.go labels those of earlier versions; existence.go answers Helm's existence
 // checks of absent objects from the cache; seal.go seals and checks the records; fence.go keeps
-// Helm's writes inside the release.
+// Helm's writes inside the release; schema.go checks the values.
 package actionclient

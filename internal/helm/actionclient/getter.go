@@ -66,7 +66,7 @@ type BeforeUpgrade func(ctx context.Context, cr client.Object, last, target *rel
 // makes gets the shared capabilities (sharedCaps).
 func NewGetter(configs helmclient.ActionConfigGetter, cfg Config, opts ...helmclient.ActionClientGetterOption) (helmclient.ActionClientGetter, error) {
 	caps := newCapabilities(cfg.CapabilitiesTTL)
-	library, err := helmclient.NewActionClientGetter(sharedCaps{configs: configs, caps: caps}, append(slices.Clip(opts), skipOpenAPIValidation...)...)
+	library, err := helmclient.NewActionClientGetter(sharedCaps{configs: configs, caps: caps}, slices.Concat(opts, skipOpenAPIValidation, skipSchemaValidation)...)
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,9 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 			sameInputs(cur, chrt, vals) && c.caps.renderedAt(key) == c.generation {
 			return cur, nil
 		}
+		if err := validValues(chrt, vals); err != nil {
+			return nil, err
+		}
 		rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
 		if err == nil && cur != nil && rel.Manifest == cur.Manifest {
 			// Up to date under these capabilities; a different render is upgraded next, and
@@ -83,7 +86,10 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 	if err := c.backOff(last, chrt, vals); err != nil {
 		return nil, err
 	}
-	target, err := c.render(name, namespace, chrt, vals, opts)
+	var target *release.Release
+	if err = validValues(chrt, vals); err == nil {
+		target, err = c.render(name, namespace, chrt, vals, opts)
+	}
 	if err != nil {
 		countOperation("upgrade", err) // the chart refused the values or the cluster, as an install's render does
 		return nil, fmt.Errorf("render chart %s for release %s: %w", to, name, err)
@@ -125,6 +131,10 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 
 // Install installs a release.
 func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals map[string]any, opts ...helmclient.InstallOption) (*release.Release, error) {
+	if err := validValues(chrt, vals); err != nil {
+		countOperation("install", err)
+		return nil, err
+	}
 	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
 	if errors.Is(err, driver.ErrReleaseExists) {
 		return rel, c.takeOver(name) // no install: a release of this name exists
