@@ -148,6 +148,9 @@ type result struct {
 	kcmCPU          time.Duration // of it, kube-controller-manager's
 	idleCPUPerRecon time.Duration
 	rss, peakRSS    int64 // bytes, at idle
+	// recordBytes is the size of the Memcacheds' release records (every revision) per CR, once
+	// converged: what each install wrote to etcd beside the objects (raw: its model of one).
+	recordBytes float64
 }
 
 // numbers parses a comma-separated list of positive numbers ("": none).

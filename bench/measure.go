@@ -89,7 +89,11 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 			return r, err
 		}
 		cp1, kcm1, err := cp.cpu(o)
+		if err != nil {
+			return r, err
+		}
 		r.controlPlaneCPU, r.kcmCPU = cp1-cp0, kcm1-kcm0
+		r.recordBytes, err = recordBytesPerCR(ctx, kc, n)
 		return r, err
 	}
 
@@ -154,6 +158,9 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 	}
 	r.controlPlaneCPU, r.kcmCPU = cp1-cp0, kcm1-kcm0
 	r.p50, r.p99 = quantile(0.5, before, after), quantile(0.99, before, after)
+	if r.recordBytes, err = recordBytesPerCR(ctx, kc, n); err != nil {
+		return r, err
+	}
 	time.Sleep(2 * time.Second) // requests in flight reach the audit log
 	var convergeEndpoints map[string]int
 	if r.convergeRequests, convergeEndpoints, err = cp.requests(mark0, cp.mark()); err != nil {
@@ -217,6 +224,26 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 	}
 	r.rss, r.peakRSS, err = op.memory()
 	return r, err
+}
+
+// recordBytesPerCR is the size of the n Memcacheds' Helm release records (their Secrets' data,
+// every revision), per CR; others' releases in the namespace are not counted.
+func recordBytesPerCR(ctx context.Context, kc kubernetes.Interface, n int) (float64, error) {
+	ours := map[string]bool{}
+	for i := range n {
+		ours[crName(i)] = true
+	}
+	secrets, err := kc.CoreV1().Secrets(benchNamespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
+	if err != nil {
+		return 0, fmt.Errorf("list release records: %w", err)
+	}
+	total := 0
+	for _, s := range secrets.Items {
+		if ours[s.Labels["name"]] {
+			total += len(s.Data["release"])
+		}
+	}
+	return float64(total) / float64(n), nil
 }
 
 // profilePath is where a profile of a measurement goes: profiles are kept of the plain variants
