@@ -43,7 +43,12 @@ func serveRegistry(addrs, certFile, keyFile, dir string) error {
 	)
 	errs := make(chan error)
 	for _, addr := range strings.Split(addrs, ",") {
-		srv := &http.Server{Addr: addr, Handler: handler, ReadHeaderTimeout: 30 * time.Second}
+		// HTTP/1.1 only: the registry's upload handler reads a body while it holds the registry's
+		// lock, so over one HTTP/2 connection the other uploads' unread streams filled its
+		// flow-control window and a push of several large layers at once hung. Over HTTP/1.1
+		// each upload has its own connection.
+		srv := &http.Server{Addr: addr, Handler: handler, ReadHeaderTimeout: 30 * time.Second,
+			TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){}}
 		go func() { errs <- srv.ListenAndServeTLS(certFile, keyFile) }()
 	}
 	return <-errs
