@@ -47,8 +47,8 @@ func serveRegistry(addrs, certFile, keyFile, dir string) error {
 		// lock, so over one HTTP/2 connection the other uploads' unread streams filled its
 		// flow-control window and a push of several large layers at once hung. Over HTTP/1.1
 		// each upload has its own connection.
-		srv := &http.Server{Addr: addr, Handler: handler, ReadHeaderTimeout: 30 * time.Second,
-			TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){}}
+		srv := &http.Server{Addr: addr, Handler: handler, ReadHeaderTimeout: 30 * time.Second, Protocols: new(http.Protocols)}
+		srv.Protocols.SetHTTP1(true)
 		go func() { errs <- srv.ListenAndServeTLS(certFile, keyFile) }()
 	}
 	return <-errs

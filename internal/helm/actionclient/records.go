@@ -34,8 +34,8 @@ import (
 // Records holds the decoded release of every record in the manager's cache, so the cache keeps
 // only the records' metadata: the cache's Transform (CacheTransform) decodes a record as it
 // arrives and drops its data, the store (ReleaseStore) reads the decoded form. A record's
-// encoded data (base64 of gzipped JSON, the chart included) is about as large as its decoded
-// form; holding both doubled what release records cost.
+// encoded data (base64 of gzipped JSON, its chart's metadata and values included) is about as
+// large as its decoded form; holding both doubled what release records cost.
 //
 // It keeps two versions of each record: the cache's transform runs when a watch event is queued,
 // a moment before the cache's store shows the new version. A version it no longer holds is read
@@ -43,8 +43,9 @@ import (
 type Records struct {
 	mu   sync.Mutex
 	byID map[types.UID][2]decodedRelease // the newest version, then the one before
-	// charts holds one copy of each chart the decoded records carry: every record holds a whole
-	// copy of its chart (templates, values, schema), the same for all releases of a chart version.
+	// charts holds one copy of each chart the decoded records carry: every record holds a copy of
+	// its chart, the same for all releases of a chart version (this operator's records its
+	// metadata and values, slim; those of earlier versions the whole chart).
 	charts map[[sha256.Size]byte]*chart.Chart
 	// seal checks each record's seal when its data is decoded (UseSeal); nil: no record holds.
 	seal *Seal

@@ -94,6 +94,8 @@ func (s *schemaCache) of(schemaJSON []byte) (*jsonschema.Schema, error) {
 
 // validValues checks vals, coalesced with the chart's defaults, against the schemas of chrt and
 // its subcharts, as Helm's chartutil.ToRenderValuesWithSchemaValidation does, with its message.
+// Helm checks after it has processed the chart's dependencies (conditions, aliases): the
+// operator's chart has none.
 func validValues(chrt *chart.Chart, vals map[string]any) error {
 	if !hasSchema(chrt) {
 		return nil // most subcharts, and charts without a schema: nothing to coalesce for
