@@ -144,13 +144,43 @@ func expectPinnedOperator(ns string) {
 	ExpectWithOffset(1, byDigest).To(BeTrue(), "the CSV names the operator image %q by digest", pinned)
 	ExpectWithOffset(1, kubectl("-n", ns, "get", "deployment", "memcached-operator-controller-manager", "-o",
 		"jsonpath={.spec.template.spec.containers[0].image}")).To(Equal(pinned))
+	// The pinned image is an index of linux/amd64 and linux/arm64. The node names what it runs by
+	// the index's digest, or by the digest of its platform's image when it already held that image
+	// under another name (the end-to-end tests' own operator image is the same amd64 image).
+	pinnedImages := imageDigests(repository, digest)
 	EventuallyWithOffset(1, func() string {
-		return kubectl("-n", ns, "get", "pods", "-l", "control-plane=controller-manager", "-o",
+		id := kubectl("-n", ns, "get", "pods", "-l", "control-plane=controller-manager", "-o",
 			"jsonpath={.items[*].status.containerStatuses[0].imageID}")
-	}, timeout, poll).Should(HaveSuffix("@"+digest), "the operator pod runs the pinned image")
+		_, running, _ := strings.Cut(id, "@")
+		return running
+	}, timeout, poll).Should(BeElementOf(pinnedImages), "the operator pod runs the pinned image")
 	for _, tag := range registryTags(repository) {
 		ExpectWithOffset(1, registryDigest(repository, tag)).NotTo(Equal(digest), "tag %s of %s names the pinned image", tag, repository)
 	}
+}
+
+// imageDigests is digest, a manifest of repository in the local registry, and, when it is an index,
+// the digests of its images.
+func imageDigests(repository, digest string) []string {
+	path := strings.TrimPrefix(repository, "quay.io/")
+	req, err := http.NewRequestWithContext(ctx(), http.MethodGet, "https://localhost:5000/v2/"+path+"/manifests/"+digest, nil)
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Accept", "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json")
+	resp, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	Expect(resp.StatusCode).To(Equal(http.StatusOK), "%s@%s in the local registry", repository, digest)
+	var index struct {
+		Manifests []struct {
+			Digest string `json:"digest"`
+		} `json:"manifests"`
+	}
+	Expect(json.NewDecoder(resp.Body).Decode(&index)).To(Succeed())
+	digests := []string{digest}
+	for _, m := range index.Manifests {
+		digests = append(digests, m.Digest)
+	}
+	return digests
 }
 
 // registryTags lists the tags of a repository of the local registry (quay.io/x is localhost:5000/x).
