@@ -50,6 +50,20 @@ import (
 // resources it runs a container with), which envtest does not run.
 var _ = Describe("Memory changes in place", func() {
 	ctx := context.Background()
+	// resizingOneServer makes key a Memcached of one server whose change to 96 MiB of item memory
+	// the operator has begun in place: the server held, its pod's limit raised to 128Mi, the
+	// kubelet not done yet.
+	resizingOneServer := func(key types.NamespacedName) (string, *appsv1.StatefulSet) {
+		GinkgoHelper()
+		host := startMemcached(64)
+		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n")
+		servers := playServers(ctx, key, []string{host}, "rev-a")
+		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 96\n")
+		awaitHold(ctx, servers, 96, 1)
+		setServerRevisions(ctx, servers, "rev-a", "rev-b", 0)
+		Eventually(podMemoryLimit(ctx, servers, 0), timeout, interval).Should(Equal("128Mi"))
+		return host, servers
+	}
 
 	BeforeEach(func() { skipUnlessResizeServed(cfg) })
 
@@ -223,13 +237,7 @@ var _ = Describe("Memory changes in place", func() {
 
 	It("lets go of the servers when a change beyond memory comes during a resize in place", func() {
 		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "beyond"}
-		host := startMemcached(64)
-		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n")
-		servers := playServers(ctx, key, []string{host}, "rev-a")
-		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 96\n")
-		awaitHold(ctx, servers, 96, 1)
-		setServerRevisions(ctx, servers, "rev-a", "rev-b", 0)
-		Eventually(podMemoryLimit(ctx, servers, 0), timeout, interval).Should(Equal("128Mi"))
+		_, servers := resizingOneServer(key)
 
 		By("a pod annotation changes before the kubelet has resized the server")
 		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 96\n  podAnnotations: {team: web}\n")
@@ -244,13 +252,7 @@ var _ = Describe("Memory changes in place", func() {
 
 	It("keeps memcached's limit on a server resized in place whose memcached restarted", func() {
 		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "restarted"}
-		host := startMemcached(64)
-		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n")
-		servers := playServers(ctx, key, []string{host}, "rev-a")
-		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 96\n")
-		awaitHold(ctx, servers, 96, 1)
-		setServerRevisions(ctx, servers, "rev-a", "rev-b", 0)
-		Eventually(podMemoryLimit(ctx, servers, 0), timeout, interval).Should(Equal("128Mi"))
+		host, servers := resizingOneServer(key)
 		kubeletResized(ctx, servers, 0)
 		Eventually(func() int { return memoryLimitMB(host) }, timeout, interval).Should(Equal(96))
 		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(ContainSubstring("InPlace"))
