@@ -414,7 +414,7 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 // busyWith says what work in flight a step must wait for: the size chosen last not deployed yet
 // (the StatefulSet has not its servers or their memory), a rollout, a resize, servers not ready.
 func (r *MemcachedAutopilotReconciler) busyWith(ctx context.Context, mc *cachev1.Memcached, st *cachev1.MemcachedStatus, ap *cachev1.AutopilotStatus) (string, error) {
-	servers, err := (&MemcachedOperandReconciler{Client: r.Client}).serversOf(ctx, mc)
+	servers, err := serversOf(ctx, r.Client, mc)
 	if err != nil {
 		return "", err
 	}
@@ -527,7 +527,7 @@ func (r *MemcachedAutopilotReconciler) quotaRefusal(ctx context.Context, mc *cac
 	if len(quotas.Items) == 0 {
 		return "", nil
 	}
-	servers, err := (&MemcachedOperandReconciler{Client: r.Client}).serversOf(ctx, mc)
+	servers, err := serversOf(ctx, r.Client, mc)
 	if err != nil || servers == nil {
 		return "", err
 	}

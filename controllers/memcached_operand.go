@@ -121,7 +121,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, err
 	}
 
-	servers, err := r.serversOf(ctx, mc)
+	servers, err := serversOf(ctx, r.Client, mc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -193,7 +193,7 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 	var revision int32
 	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, firstReportWait, true, func(ctx context.Context) (bool, error) {
 		var err error
-		if servers, err = r.serversOf(ctx, mc); err != nil || servers == nil {
+		if servers, err = serversOf(ctx, r.Client, mc); err != nil || servers == nil {
 			return false, err
 		}
 		revision, err = helm.DeployedRevision(ctx, r.Client, r.Records, mc)
@@ -362,9 +362,9 @@ func (r *MemcachedOperandReconciler) moveFinalizer(ctx context.Context, mc *cach
 // serversOf finds the memcached StatefulSet of a release by its labels (its name depends on the
 // release name), among the StatefulSets Helm made for the release: one that only looks alike is
 // not the Memcached's.
-func (r *MemcachedOperandReconciler) serversOf(ctx context.Context, mc *cachev1.Memcached) (*appsv1.StatefulSet, error) {
+func serversOf(ctx context.Context, c client.Reader, mc *cachev1.Memcached) (*appsv1.StatefulSet, error) {
 	list := &appsv1.StatefulSetList{}
-	if err := r.List(ctx, list, client.InNamespace(mc.Namespace),
+	if err := c.List(ctx, list, client.InNamespace(mc.Namespace),
 		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name}); err != nil {
 		return nil, fmt.Errorf("list StatefulSets of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}

@@ -504,7 +504,7 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil || mc.DeletionTimestamp != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	servers, err := (&MemcachedOperandReconciler{Client: r.Client}).serversOf(ctx, mc)
+	servers, err := serversOf(ctx, r.Client, mc)
 	if err != nil || servers == nil {
 		return ctrl.Result{}, err
 	}
@@ -799,40 +799,41 @@ func (r *MemcachedResizeReconciler) letGo(ctx context.Context, mc client.Object,
 // abandon ends a hold that nothing came of (the upgrade it was made for was not applied, and the
 // servers run what they ran): the partition and the record go, as if it had never been.
 func (r *MemcachedResizeReconciler) abandon(ctx context.Context, servers *appsv1.StatefulSet, why string) error {
-	s := servers.DeepCopy()
-	patch := client.MergeFromWithOptions(servers, client.MergeFromWithOptimisticLock{})
-	if s.Spec.UpdateStrategy.RollingUpdate != nil {
-		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptrTo(int32(0))
+	if err := r.writeHold(ctx, servers, nil, true); err != nil {
+		return err
 	}
-	delete(s.Annotations, labels.ResizeHold)
-	if err := r.Patch(ctx, s, patch); err != nil {
-		return fmt.Errorf("let go of the rollout of StatefulSet %s: %w", s.Name, err)
-	}
-	log.FromContext(ctx).Info("the hold for an in-place resize ended without a change", "statefulSet", s.Name, "why", why)
+	log.FromContext(ctx).Info("the hold for an in-place resize ended without a change", "statefulSet", servers.Name, "why", why)
 	return nil
 }
 
 // record writes the resize's record, the hold staying as it is.
 func (r *MemcachedResizeReconciler) record(ctx context.Context, servers *appsv1.StatefulSet, rec resizeRecord) error {
-	s := servers.DeepCopy()
-	patch := client.MergeFromWithOptions(servers, client.MergeFromWithOptimisticLock{})
-	metav1.SetMetaDataAnnotation(&s.ObjectMeta, labels.ResizeHold, rec.annotation())
-	if err := r.Patch(ctx, s, patch); err != nil {
-		return fmt.Errorf("record the resize of StatefulSet %s: %w", s.Name, err)
-	}
-	return nil
+	return r.writeHold(ctx, servers, &rec, false)
 }
 
 // release lets go of the StatefulSet's rollout and records the outcome.
 func (r *MemcachedResizeReconciler) release(ctx context.Context, servers *appsv1.StatefulSet, rec resizeRecord) error {
+	return r.writeHold(ctx, servers, &rec, true)
+}
+
+// writeHold writes rec on the StatefulSet as its ResizeHold annotation (nil: the annotation goes)
+// and, with letGo, lets go of its rollout (partition 0), in one patch on the version read.
+func (r *MemcachedResizeReconciler) writeHold(ctx context.Context, servers *appsv1.StatefulSet, rec *resizeRecord, letGo bool) error {
 	s := servers.DeepCopy()
 	patch := client.MergeFromWithOptions(servers, client.MergeFromWithOptimisticLock{})
-	if s.Spec.UpdateStrategy.RollingUpdate != nil {
+	if letGo && s.Spec.UpdateStrategy.RollingUpdate != nil {
 		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptrTo(int32(0))
 	}
-	metav1.SetMetaDataAnnotation(&s.ObjectMeta, labels.ResizeHold, rec.annotation())
+	if rec == nil {
+		delete(s.Annotations, labels.ResizeHold)
+	} else {
+		metav1.SetMetaDataAnnotation(&s.ObjectMeta, labels.ResizeHold, rec.annotation())
+	}
 	if err := r.Patch(ctx, s, patch); err != nil {
-		return fmt.Errorf("let go of the rollout of StatefulSet %s: %w", s.Name, err)
+		if letGo {
+			return fmt.Errorf("let go of the rollout of StatefulSet %s: %w", s.Name, err)
+		}
+		return fmt.Errorf("record the resize of StatefulSet %s: %w", s.Name, err)
 	}
 	return nil
 }
