@@ -26,6 +26,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -263,15 +264,7 @@ func (w *Watcher) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, e
 }
 
 func same(a, b Settings) bool {
-	if a.Profile != b.Profile || a.MinVersion != b.MinVersion || len(a.Ciphers) != len(b.Ciphers) {
-		return false
-	}
-	for i := range a.Ciphers {
-		if a.Ciphers[i] != b.Ciphers[i] {
-			return false
-		}
-	}
-	return true
+	return a.Profile == b.Profile && a.MinVersion == b.MinVersion && slices.Equal(a.Ciphers, b.Ciphers)
 }
 
 // SetupWithManager watches the APIServer config named APIServerName.
