@@ -183,10 +183,6 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		if *ref == "" || *manager == "" {
 			return fmt.Errorf("--ref and --manager are required")
 		}
-		amd64, err := operatorImage(*manager, *repo, "amd64")
-		if err != nil {
-			return err
-		}
 		if *managerArm64 == "" {
 			// One image, as every release before 1.3.0 was built (their bundles pin it).
 			img, err := operatorImage(*manager, *repo, "")
@@ -194,6 +190,10 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 				return err
 			}
 			return c.deliver(img, *ref, delivery{mirror: *mirror, byDigest: *byDigest, out: *out, digestFile: *digestFile})
+		}
+		amd64, err := operatorImage(*manager, *repo, "amd64")
+		if err != nil {
+			return err
 		}
 		arm64, err := operatorImage(*managerArm64, *repo, "arm64")
 		if err != nil {
