@@ -166,7 +166,8 @@ func (cp *controlPlane) mark() auditMark {
 	return auditMark(st.Size())
 }
 
-// requests counts the operator's requests by verb between two marks.
+// requests counts the operator's requests between two marks, by verb and by endpoint (with the
+// response's code where it is not a success).
 func (cp *controlPlane) requests(from, to auditMark) (byVerb, byEndpoint map[string]int, err error) {
 	f, err := os.Open(cp.audit)
 	if err != nil {
@@ -196,12 +197,19 @@ func (cp *controlPlane) requests(from, to auditMark) (byVerb, byEndpoint map[str
 				Resource    string `json:"resource"`
 				Subresource string `json:"subresource"`
 			} `json:"objectRef"`
+			ResponseStatus struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
 		}
 		if json.Unmarshal(line, &ev) != nil || ev.User.Username != operatorUser || ev.Stage != "ResponseComplete" {
 			continue
 		}
 		byVerb[ev.Verb]++
-		byEndpoint[strings.TrimSuffix(ev.Verb+" "+ev.ObjectRef.Resource+"/"+ev.ObjectRef.Subresource, "/")]++
+		endpoint := strings.TrimSuffix(ev.Verb+" "+ev.ObjectRef.Resource+"/"+ev.ObjectRef.Subresource, "/")
+		if ev.ResponseStatus.Code >= 300 { // refused requests apart: conflicts are retries
+			endpoint += fmt.Sprintf(" (%d)", ev.ResponseStatus.Code)
+		}
+		byEndpoint[endpoint]++
 	}
 	return byVerb, byEndpoint, sc.Err()
 }

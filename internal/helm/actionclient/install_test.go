@@ -18,6 +18,7 @@ package actionclient
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-multierror"
@@ -72,5 +73,23 @@ func TestInstallDropsTheRecordOfAnObjectMadeMeanwhile(t *testing.T) {
 				t.Errorf("record kept: %v, want %v (%v)", got, tc.wantRecord, err)
 			}
 		})
+	}
+}
+
+// succeedingInstall reports an install done, as Helm does when only its record's write failed.
+type succeedingInstall struct{ helmclient.ActionInterface }
+
+func (succeedingInstall) Install(name, namespace string, _ *chart.Chart, _ map[string]any, _ ...helmclient.InstallOption) (*release.Release, error) {
+	return &release.Release{Name: name, Namespace: namespace, Version: 1, Info: &release.Info{Status: release.StatusDeployed}}, nil
+}
+
+// An install whose record could not be written (Helm only logs that) is not reported done: the
+// next attempt adopts what it made, or finds whose record took the name.
+func TestInstallSaysWhenItsRecordWasNotWritten(t *testing.T) {
+	conf := &action.Configuration{Releases: storage.Init(&storeDriver{unrecorded: errors.New("etcdserver: request timed out")})}
+	c := &actionClient{ActionInterface: succeedingInstall{}, conf: conf}
+	_, err := c.Install("m", "ns", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "its record could not be written: etcdserver: request timed out") {
+		t.Fatalf("Install: %v", err)
 	}
 }

@@ -107,7 +107,7 @@ func (s *ReleaseStore) DriverFor(_ context.Context, obj client.Object, cfg *rest
 	ns := obj.GetNamespace()
 	owner := metav1.NewControllerRef(obj, obj.GetObjectKind().GroupVersionKind())
 	recorded := recordingSecrets{SecretInterface: cs.CoreV1().Secrets(ns), store: s, seal: s.seal, namespace: ns, owner: *owner}
-	return &storeDriver{Secrets: driver.NewSecrets(recorded), store: s, namespace: ns, owner: obj.GetUID()}, nil
+	return &storeDriver{Secrets: driver.NewSecrets(recorded), store: s, namespace: ns, owner: obj.GetUID(), anyones: cs.CoreV1().Secrets(ns)}, nil
 }
 
 // storeDriver is Helm's Secrets driver with its reads served by the store.
@@ -115,7 +115,14 @@ type storeDriver struct {
 	*driver.Secrets // writes, and reads while the cache lags
 	store           *ReleaseStore
 	namespace       string
-	owner           types.UID // the CR's, which the records' seals must name
+	owner           types.UID                    // the CR's, which the records' seals must name
+	anyones         corev1client.SecretInterface // the namespace's Secrets, whoever made them
+
+	// A driver serves one reconcile's action client. unwritten is the key of a first install's
+	// record that Create held back (Helm's update of it at the install's end creates it);
+	// unrecorded is why that create failed, which Helm only logs.
+	unwritten  string
+	unrecorded error
 }
 
 const recordPrefix = "sh.helm.release.v1."
@@ -186,12 +193,48 @@ func (d *storeDriver) Query(labels map[string]string) ([]*release.Release, error
 // Nothing reads more of a recorded chart: helm list, history, get (values with --all too) and
 // rollback, and the operator's checks of a release's chart version. The templates and the values
 // schema, which the operator's image holds, were 60% of each record, written twice per install.
+//
+// A first install's pending record is not written: Helm's update of it at the install's end
+// (deployed or failed) creates it, one write of the record instead of two. Nothing needs it
+// meanwhile: a CR is reconciled by one worker at a time, and an install cut off before its end
+// leaves what recoverPending makes of a pending first install, no record and objects carrying
+// the release's marks, which the next install adopts (or the CR's deletion removes with their
+// owner). What the pending record's create also did, claim the name before any object is touched,
+// a read does: a record of that name that someone else made (the helm CLI's) refuses the install
+// as Helm's create would have (ErrReleaseExists), before Helm adopts the objects it annotated.
+// One made between that read and the install's end refuses the record's create; Helm only logs
+// that, the operator's Install reports it (unrecorded).
 func (d *storeDriver) Create(key string, rel *release.Release) error {
-	return d.Secrets.Create(key, slim(rel))
+	if rel.Version != 1 || rel.Info == nil || rel.Info.Status != release.StatusPendingInstall {
+		return d.Secrets.Create(key, slim(rel))
+	}
+	switch _, err := d.anyones.Get(context.Background(), key, metav1.GetOptions{}); {
+	case err == nil:
+		return driver.ErrReleaseExists
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("check that release record %s is free: %w", key, err)
+	}
+	d.unwritten, d.unrecorded = key, nil
+	return nil
 }
 
 func (d *storeDriver) Update(key string, rel *release.Release) error {
-	return d.Secrets.Update(key, slim(rel))
+	if key != d.unwritten {
+		return d.Secrets.Update(key, slim(rel))
+	}
+	d.unwritten = ""
+	d.unrecorded = d.Secrets.Create(key, slim(rel))
+	return d.unrecorded
+}
+
+// unrecorded is why the record of the first install that driver d (the action's) held back could
+// not be written at its end (nil: it was, or none was held). Helm then only logs it and reports
+// the install done.
+func unrecorded(d driver.Driver) error {
+	if sd, ok := d.(*storeDriver); ok {
+		return sd.unrecorded
+	}
+	return nil
 }
 
 // slim is rel, for its record: its chart without templates, schema and files. Helm keeps working

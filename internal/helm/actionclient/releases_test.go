@@ -19,17 +19,25 @@ package actionclient
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+
+	oplabels "github.com/example/memcached-operator/internal/labels"
 )
 
 func cachedRecord(name, rv string) corev1.Secret {
@@ -144,4 +152,107 @@ func TestDecodeReturnsCopies(t *testing.T) {
 	if b.Info.Status != release.StatusDeployed || b.Labels["status"] != "deployed" || b.Name != "foo" {
 		t.Errorf("a caller's change reached the memo: %+v %v", b.Info, b.Labels)
 	}
+}
+
+// A first install's record is written once, when Helm records the install's outcome; the name is
+// claimed before, by a read: a record of that name that someone else made refuses the install
+// before any object is touched, and one made meanwhile refuses the record, which Install reports.
+func TestFirstInstallIsRecordedOnce(t *testing.T) {
+	pending := func() *release.Release {
+		return &release.Release{Name: "m", Namespace: "ns", Version: 1, Info: &release.Info{Status: release.StatusPendingInstall}}
+	}
+	key := "sh.helm.release.v1.m.v1"
+	newDriver := func(objs ...runtime.Object) (*storeDriver, *fake.Clientset) {
+		cs := fake.NewClientset(objs...)
+		owner := metav1.OwnerReference{APIVersion: "cache.my.domain/v1", Kind: "Memcached", Name: "m", UID: unitOwner, Controller: ptr.To(true)}
+		secrets := recordingSecrets{SecretInterface: cs.CoreV1().Secrets("ns"), seal: unitSeal, namespace: "ns", owner: owner}
+		return &storeDriver{Secrets: driver.NewSecrets(secrets), namespace: "ns", owner: unitOwner, anyones: cs.CoreV1().Secrets("ns")}, cs
+	}
+	writes := func(cs *fake.Clientset) []string {
+		var out []string
+		for _, a := range cs.Actions() {
+			if a.GetVerb() != "get" {
+				out = append(out, a.GetVerb())
+			}
+		}
+		return out
+	}
+
+	t.Run("written once, as the install ended", func(t *testing.T) {
+		d, cs := newDriver()
+		rel := pending()
+		if err := d.Create(key, rel); err != nil {
+			t.Fatal(err)
+		}
+		if w := writes(cs); len(w) != 0 {
+			t.Fatalf("the pending record is written: %v", w)
+		}
+		rel.SetStatus(release.StatusDeployed, "Install complete")
+		if err := d.Update(key, rel); err != nil {
+			t.Fatal(err)
+		}
+		if w := writes(cs); !slices.Equal(w, []string{"create"}) {
+			t.Fatalf("writes %v, want one create", w)
+		}
+		sec, err := cs.CoreV1().Secrets("ns").Get(context.Background(), key, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sec.Labels["status"] != "deployed" || sec.Labels[oplabels.Record] != oplabels.Operator {
+			t.Errorf("labels %v: want the deployed record, marked as the operator's", sec.Labels)
+		}
+		if err := unrecorded(d); err != nil {
+			t.Errorf("unrecorded: %v", err)
+		}
+		rel.SetStatus(release.StatusSuperseded, "")
+		if err := d.Update(key, rel); err != nil {
+			t.Fatal(err)
+		}
+		if w := writes(cs); !slices.Equal(w, []string{"create", "update"}) {
+			t.Errorf("writes %v: a later update updates", w)
+		}
+	})
+
+	t.Run("someone else's record of that name refuses the install", func(t *testing.T) {
+		theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: key, Namespace: "ns", Labels: map[string]string{"owner": "helm", "name": "m"}}}
+		d, cs := newDriver(theirs)
+		if err := d.Create(key, pending()); !errors.Is(err, driver.ErrReleaseExists) {
+			t.Fatalf("Create: %v, want %v", err, driver.ErrReleaseExists)
+		}
+		if w := writes(cs); len(w) != 0 {
+			t.Errorf("writes %v", w)
+		}
+	})
+
+	t.Run("a record made meanwhile refuses the record, and Install says so", func(t *testing.T) {
+		d, cs := newDriver()
+		rel := pending()
+		if err := d.Create(key, rel); err != nil {
+			t.Fatal(err)
+		}
+		theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: key, Namespace: "ns"}}
+		if _, err := cs.CoreV1().Secrets("ns").Create(context.Background(), theirs, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rel.SetStatus(release.StatusDeployed, "Install complete")
+		if err := d.Update(key, rel); !errors.Is(err, driver.ErrReleaseExists) {
+			t.Fatalf("Update: %v, want %v", err, driver.ErrReleaseExists)
+		}
+		if err := unrecorded(d); !errors.Is(err, driver.ErrReleaseExists) {
+			t.Errorf("unrecorded: %v, want %v", err, driver.ErrReleaseExists)
+		}
+	})
+
+	t.Run("an upgrade's pending record is written at once", func(t *testing.T) {
+		d, cs := newDriver()
+		rel := pending()
+		rel.Version = 2
+		rel.Info.Status = release.StatusPendingUpgrade
+		if err := d.Create("sh.helm.release.v1.m.v2", rel); err != nil {
+			t.Fatal(err)
+		}
+		if w := writes(cs); !slices.Equal(w, []string{"create"}) {
+			t.Errorf("writes %v, want one create", w)
+		}
+	})
 }

@@ -136,6 +136,13 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 		return nil, err
 	}
 	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
+	if err == nil {
+		if uerr := unrecorded(c.conf.Releases.Driver); uerr != nil {
+			// Installed, but without its record: the next install adopts what this one made,
+			// unless a record of that name appeared meanwhile (someone else's release).
+			err = fmt.Errorf("release %s was installed but its record could not be written: %w", name, uerr)
+		}
+	}
 	if errors.Is(err, driver.ErrReleaseExists) {
 		return rel, c.takeOver(name) // no install: a release of this name exists
 	}
