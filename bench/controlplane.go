@@ -232,6 +232,23 @@ func (cp *controlPlane) cpu(o options) (total, kcm time.Duration, err error) {
 	return total, kcm, nil
 }
 
+// memory is the resident memory of etcd, kube-apiserver and kube-controller-manager, in bytes.
+func (cp *controlPlane) memory(o options) (int64, error) {
+	procs, err := processesOf(o.kubeBin, "etcd", "kube-apiserver", "kube-controller-manager")
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for pid := range procs {
+		rss, _, err := processMemory(pid)
+		if err != nil {
+			return 0, err
+		}
+		total += rss
+	}
+	return total, nil
+}
+
 // processesOf lists the running processes of some of the control plane's binaries in kubeBin:
 // pid to binary name.
 func processesOf(kubeBin string, binaries ...string) (map[int]string, error) {

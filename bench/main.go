@@ -56,6 +56,9 @@ type options struct {
 	variants                         []string
 	// once are larger sizes, measured once per variant.
 	once []int
+	// large are still larger sizes, measured once for each of largeVariants.
+	large         []int
+	largeVariants []string
 	// extras are variants of this operator measured once at extraN (foreign objects, GC settings).
 	extras  []string
 	extraN  int
@@ -82,25 +85,28 @@ func main() {
 	flag.DurationVar(&o.idle, "idle", 75*time.Second, "idle window (longer than the 1m reconcile period)")
 	flag.DurationVar(&o.convergeProfile, "converge-profile", 10*time.Second, "CPU profile window from the first create (shorter than the idle settling of 12s)")
 	flag.StringVar(&variants, "variants", "raw,stock,this", "what to measure: raw (create limit), stock (helm-operator), this (this operator)")
-	var once, extras string
+	var once, large, largeVariants, extras string
 	flag.StringVar(&once, "once", "3000", "larger numbers of Memcached CRs, measured once per variant (\"\": none)")
+	flag.StringVar(&large, "large", "10000", "still larger numbers of Memcached CRs, measured once for -large-variants (\"\": none)")
+	flag.StringVar(&largeVariants, "large-variants", "raw,this", "the variants measured at -large")
 	flag.StringVar(&extras, "extras", "this+foreign,this+gogc=50,this+gogc=25,this+memlimit=128MiB", "variants of this operator measured once at -extra-n: +foreign among others' objects, +gogc=X with GOGC=X, +memlimit=X with GOMEMLIMIT=X (\"\": none)")
 	flag.IntVar(&o.extraN, "extra-n", 1000, "the number of Memcached CRs of the -extras")
 	flag.IntVar(&o.foreign.releases, "foreign-releases", 500, "Helm releases of others in the namespace (+foreign)")
 	flag.IntVar(&o.foreign.releaseKB, "foreign-release-kb", 200, "the size of each foreign release's record")
 	flag.IntVar(&o.foreign.deployments, "foreign-deployments", 2000, "Deployments of others in the namespace (+foreign)")
 	flag.Parse()
-	o.sizes, o.once = numbers("-n", sizes), numbers("-once", once)
-	for _, n := range o.once {
-		if slices.Contains(o.sizes, n) {
-			fail(fmt.Errorf("-once: N=%d is also in -n, whose repetitions it would join", n))
+	o.sizes, o.once, o.large = numbers("-n", sizes), numbers("-once", once), numbers("-large", large)
+	for _, n := range append(slices.Clone(o.once), o.large...) {
+		if slices.Contains(o.sizes, n) || slices.Contains(o.once, n) && slices.Contains(o.large, n) {
+			fail(fmt.Errorf("-once, -large: N=%d is measured twice (in -n, -once or -large)", n))
 		}
 	}
+	o.largeVariants = strings.Split(largeVariants, ",")
 	o.variants = strings.Split(variants, ",")
 	if extras != "" {
 		o.extras = strings.Split(extras, ",")
 	}
-	for _, v := range append(append([]string{}, o.variants...), o.extras...) {
+	for _, v := range slices.Concat(o.variants, o.extras, o.largeVariants) {
 		if _, err := parseVariant(v); err != nil {
 			fail(err)
 		}
@@ -142,6 +148,9 @@ type result struct {
 	idleRequests     map[string]float64
 	idleReconciles   float64
 	convergeCPU      time.Duration
+	// controlPlaneRSS is etcd's, kube-apiserver's and kube-controller-manager's resident memory
+	// at idle (raw: once created).
+	controlPlaneRSS int64
 	// controlPlaneCPU is what etcd, kube-apiserver and kube-controller-manager used while
 	// converging: the work the operator's requests cost the API server.
 	controlPlaneCPU time.Duration
@@ -170,7 +179,8 @@ func numbers(flagName, list string) []int {
 }
 
 // run measures every variant at every size, o.reps times; then every variant once at each of
-// o.once; then each of o.extras once at o.extraN.
+// o.once, and each of o.largeVariants once at each of o.large; then each of o.extras once at
+// o.extraN.
 func run(ctx context.Context, o options) ([]result, error) {
 	type job struct {
 		variant string
@@ -186,6 +196,11 @@ func run(ctx context.Context, o options) ([]result, error) {
 	}
 	for _, n := range o.once {
 		for _, v := range o.variants {
+			jobs = append(jobs, job{v, n, 1})
+		}
+	}
+	for _, n := range o.large {
+		for _, v := range o.largeVariants {
 			jobs = append(jobs, job{v, n, 1})
 		}
 	}

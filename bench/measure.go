@@ -93,6 +93,9 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 			return r, err
 		}
 		r.controlPlaneCPU, r.kcmCPU = cp1-cp0, kcm1-kcm0
+		if r.controlPlaneRSS, err = cp.memory(o); err != nil {
+			return r, err
+		}
 		r.recordBytes, err = recordBytesPerCR(ctx, kc, n)
 		return r, err
 	}
@@ -220,6 +223,9 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 		}
 	}
 	if err := op.profileHeap(profilePath(o, "idle-heap", variant, n)); err != nil {
+		return r, err
+	}
+	if r.controlPlaneRSS, err = cp.memory(o); err != nil {
 		return r, err
 	}
 	r.rss, r.peakRSS, err = op.memory()

@@ -202,7 +202,12 @@ func (p *operatorProcess) profileHeap(path string) error {
 
 // memory is the process's resident set size and its peak, in bytes.
 func (p *operatorProcess) memory() (rss, peak int64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	return processMemory(p.cmd.Process.Pid)
+}
+
+// processMemory is a process's resident set size and its peak, in bytes.
+func processMemory(pid int) (rss, peak int64, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0, err
 	}

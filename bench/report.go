@@ -28,8 +28,11 @@ import (
 	"time"
 )
 
-// stats is min, median and max over repetitions.
-type stats struct{ min, med, max float64 }
+// stats is min, median and max over repetitions, of n values.
+type stats struct {
+	min, med, max float64
+	n             int
+}
 
 func summarize(xs []float64) stats {
 	if len(xs) == 0 {
@@ -41,10 +44,14 @@ func summarize(xs []float64) stats {
 	if len(s)%2 == 0 {
 		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
-	return stats{s[0], med, s[len(s)-1]}
+	return stats{s[0], med, s[len(s)-1], len(s)}
 }
 
+// format is "–" for what was not measured.
 func (s stats) format(unit string, decimals int) string {
+	if s.n == 0 {
+		return "–"
+	}
 	f := fmt.Sprintf("%%.%df", decimals)
 	if s.min == s.max {
 		return fmt.Sprintf(f+"%s", s.med, unit)
@@ -93,9 +100,12 @@ func kcmCPU(r result) float64          { return r.kcmCPU.Seconds() }
 func idleCPUms(r result) float64 {
 	return float64(r.idleCPUPerRecon) / float64(time.Millisecond)
 }
-func rssMB(r result) float64      { return float64(r.rss) / (1 << 20) }
-func recordKB(r result) float64   { return r.recordBytes / 1000 }
-func peakMB(r result) float64     { return float64(r.peakRSS) / (1 << 20) }
+func rssMB(r result) float64    { return float64(r.rss) / (1 << 20) }
+func recordKB(r result) float64 { return r.recordBytes / 1000 }
+func peakMB(r result) float64   { return float64(r.peakRSS) / (1 << 20) }
+func controlPlaneMB(r result) float64 {
+	return float64(r.controlPlaneRSS) / (1 << 20)
+}
 func p50ms(r result) float64      { return float64(r.p50) / float64(time.Millisecond) }
 func p99ms(r result) float64      { return float64(r.p99) / float64(time.Millisecond) }
 func idleWrites(r result) float64 { return writes(r.idleRequests) }
@@ -128,7 +138,7 @@ func isWrite(verb string) bool {
 var verbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 
 func report(o options, machine string, results []result) string {
-	sizes := append(append([]int{}, o.sizes...), o.once...)
+	sizes := slices.Concat(o.sizes, o.once, o.large)
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# `make bench`: this operator, stock helm-operator and the raw-create limit\n\n")
@@ -137,8 +147,11 @@ func report(o options, machine string, results []result) string {
 	w("Both operators run the same chart, CRD and watches.yaml with %d reconcile workers and a 1m reconcile period; `Memcached` CRs (`replicaCount: 1`) are created by %d clients at once. ", o.workers, creators)
 	w("The raw-create limit is a plain client creating the same rendered objects plus a release-sized Secret with %d clients. ", creators)
 	w("Values are median (min–max) over %d repetitions; ratios are paired within a repetition", o.reps)
-	if len(o.once) > 0 {
-		w(" (N=%s: one repetition)", joinInts(o.once))
+	if once := slices.Concat(o.once, o.large); len(once) > 0 {
+		w(" (N=%s: one repetition)", joinInts(once))
+	}
+	if len(o.large) > 0 {
+		w(". At N=%s only %s are measured", joinInts(o.large), strings.Join(o.largeVariants, " and "))
 	}
 	w(". Idle numbers come from a %s window after convergence.\n\n", o.idle)
 
@@ -177,7 +190,7 @@ func report(o options, machine string, results []result) string {
 	w("| N | operator | %s | total |\n|---|---|%s---|\n", strings.Join(verbs, " | "), strings.Repeat("---|", len(verbs)))
 	for _, n := range sizes {
 		for _, v := range []string{"stock", "this"} {
-			if !slices.Contains(o.variants, v) {
+			if !measured(results, v, n) {
 				continue
 			}
 			var cells []string
@@ -206,7 +219,7 @@ func report(o options, machine string, results []result) string {
 	w("| N | operator | CPU | API requests | writes | reconciles in the window |\n|---|---|---|---|---|---|\n")
 	for _, n := range sizes {
 		for _, v := range []string{"stock", "this"} {
-			if !slices.Contains(o.variants, v) {
+			if !measured(results, v, n) {
 				continue
 			}
 			w("| %d | %s | %s | %s | %s | %s |\n", n, v,
@@ -226,6 +239,7 @@ func report(o options, machine string, results []result) string {
 			summarize(ratio(results, "stock", "this", n, rssMB)).format("x", 1))
 	}
 
+	scaleReport(w, o, results, sizes)
 	extrasReport(w, o, results)
 
 	w("\n## Targets\n\n| target | measured (median) | met |\n|---|---|---|\n")
@@ -233,20 +247,30 @@ func report(o options, machine string, results []result) string {
 		if n < 300 {
 			continue
 		}
-		x := summarize(ratio(results, "this", "raw", n, seconds)).med
-		w("| N=%d: time to all Deployed ≤ 2x the raw-create limit (≤ 3x: #31) | %.1fx | %s |\n", n, x, yes(x > 0 && x <= 2))
-		f := summarize(ratio(results, "stock", "this", n, seconds)).med
-		w("| N=%d: ≥ 3x faster than stock | %.1fx | %s |\n", n, f, yes(f >= 3))
-		c := summarize(ratio(results, "this", "raw", n, controlPlaneCPU)).med
-		w("| N=%d: control-plane CPU per install ≤ 2x the raw-create limit's | %.1fx | %s |\n", n, c, yes(c > 0 && c <= 2))
-		rb := summarize(ratio(results, "stock", "this", n, recordKB)).med
-		w("| N=%d: release record bytes per CR at most half of stock's | 1/%.1f | %s |\n", n, rb, yes(rb >= 2))
+		if measured(results, "raw", n) {
+			x := summarize(ratio(results, "this", "raw", n, seconds)).med
+			w("| N=%d: time to all Deployed ≤ 2x the raw-create limit (≤ 3x: #31) | %.1fx | %s |\n", n, x, yes(x > 0 && x <= 2))
+			c := summarize(ratio(results, "this", "raw", n, controlPlaneCPU)).med
+			w("| N=%d: control-plane CPU per install ≤ 2x the raw-create limit's | %.1fx | %s |\n", n, c, yes(c > 0 && c <= 2))
+		}
+		if measured(results, "stock", n) {
+			f := summarize(ratio(results, "stock", "this", n, seconds)).med
+			w("| N=%d: ≥ 3x faster than stock | %.1fx | %s |\n", n, f, yes(f >= 3))
+			rb := summarize(ratio(results, "stock", "this", n, recordKB)).med
+			w("| N=%d: release record bytes per CR at most half of stock's | 1/%.1f | %s |\n", n, rb, yes(rb >= 2))
+		}
 	}
 	for _, n := range sizes {
+		if !measured(results, "this", n) {
+			continue
+		}
 		x := summarize(pick(results, "this", n, requestsPerCR)).med
 		w("| N=%d: API requests per install ≤ 9 | %.2f | %s |\n", n, x, yes(x > 0 && x <= 9))
 	}
 	for _, n := range sizes {
+		if !measured(results, "stock", n) {
+			continue
+		}
 		x := summarize(ratio(results, "stock", "this", n, idleCPUms)).med
 		wr := summarize(pick(results, "this", n, idleWrites)).max
 		w("| N=%d: idle CPU per reconcile ≤ 1/20 of stock's, with 0 writes | 1/%.0f, %.2f writes | %s |\n", n, x, wr, yes(x >= 20 && wr == 0))
@@ -259,6 +283,45 @@ func report(o options, machine string, results []result) string {
 		w("| N=1000: RSS ≤ 1/3 of stock's | 1/%.1f | %s |\n", x, yes(x >= 3))
 	}
 	return b.String()
+}
+
+// measured says whether variant was measured at n.
+func measured(results []result, variant string, n int) bool {
+	return len(pick(results, variant, n, seconds)) > 0
+}
+
+// scaleReport says what each CR costs this operator and the control plane, and at the largest N
+// what the stock operator would have taken.
+func scaleReport(w func(string, ...any), o options, results []result, sizes []int) {
+	w("\n## What each CR costs, by N (this operator)\n\n")
+	w("Resident memory at idle, and what each CR added since the next smaller N (the first row: the total per CR). Control plane: etcd, kube-apiserver and kube-controller-manager, holding each CR's objects, its StatefulSet's pod and its release record.\n\n")
+	w("| N | operator RSS | per CR | control plane RSS | per CR | idle CPU per reconcile | idle requests per reconcile |\n|---|---|---|---|---|---|---|\n")
+	prev, prevRSS, prevCP := 0, 0.0, 0.0
+	for _, n := range sizes {
+		if !measured(results, "this", n) {
+			continue
+		}
+		rss := summarize(pick(results, "this", n, rssMB)).med
+		cp := summarize(pick(results, "this", n, controlPlaneMB)).med
+		w("| %d | %.0f MB | %.1f kB | %.0f MB | %.1f kB | %s | %s |\n", n, rss, (rss-prevRSS)*1024/float64(n-prev),
+			cp, (cp-prevCP)*1024/float64(n-prev),
+			summarize(pick(results, "this", n, idleCPUms)).format(" ms", 2),
+			summarize(pick(results, "this", n, idleRequestsTotal)).format("", 1))
+		prev, prevRSS, prevCP = n, rss, cp
+	}
+	// The stock operator's rate at the largest N it was measured at, for the N it was not.
+	stockN, stockS := 0, 0.0
+	for _, n := range sizes {
+		if xs := pick(results, "stock", n, seconds); len(xs) > 0 {
+			stockN, stockS = n, summarize(xs).med
+		}
+	}
+	for _, n := range o.large {
+		if !measured(results, "stock", n) && stockN > 0 {
+			w("\nThe stock operator is not measured at N=%d: at its N=%d rate (%.1f s per 100 CRs, on these cores) converging alone would take about %.0f minutes.\n",
+				n, stockN, stockS/float64(stockN)*100, stockS/float64(stockN)*float64(n)/60)
+		}
+	}
 }
 
 // requestsPerCR is the operator's API requests while converging per Memcached.
