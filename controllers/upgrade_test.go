@@ -240,6 +240,36 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		Expect(again.UID).To(Equal(made.UID), "the cut-off install's StatefulSet is adopted, not made again")
 	})
 
+	It("installs again a first install cut off before its record was written (since 1.3.0 the only record it writes), adopting what it made", func() {
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		made := &appsv1.StatefulSet{}
+		Eventually(func() error {
+			d, err := serversOfRelease(ctx, key)
+			made = d
+			return err
+		}, timeout, interval).Should(Succeed())
+
+		By("leaving the objects of an install cut off before it wrote its record")
+		records := releaseSecrets(ctx, ns, key.Name)
+		Expect(records).To(HaveLen(1))
+		Expect(k8sClient.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: records[0]}})).To(Succeed())
+		poke("1")
+
+		releases := releaseStore(ctx, key)
+		Eventually(func(g Gomega) release.Status {
+			rel, err := releases.Last(key.Name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(rel.Version).To(Equal(1), "installed again as revision 1")
+			return rel.Info.Status
+		}, timeout, interval).Should(Equal(release.StatusDeployed))
+		Expect(releaseSecrets(ctx, ns, key.Name)).To(HaveLen(1))
+		again, err := serversOfRelease(ctx, key)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again.UID).To(Equal(made.UID), "the cut-off install's StatefulSet is adopted, not made again")
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+	})
+
 	It("leaves a pending release alone while another process may still work on it (two leaders at once), and recovers it after", func() {
 		recovery.close(errors.New("another pod's process may still be finishing the operation"))
 		DeferCleanup(recovery.open)

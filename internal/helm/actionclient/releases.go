@@ -194,16 +194,22 @@ func (d *storeDriver) Query(labels map[string]string) ([]*release.Release, error
 // rollback, and the operator's checks of a release's chart version. The templates and the values
 // schema, which the operator's image holds, were 60% of each record, written twice per install.
 //
-// A first install's pending record is not written: Helm's update of it at the install's end
-// (deployed or failed) creates it, one write of the record instead of two. Nothing needs it
-// meanwhile: a CR is reconciled by one worker at a time, and an install cut off before its end
-// leaves what recoverPending makes of a pending first install, no record and objects carrying
-// the release's marks, which the next install adopts (or the CR's deletion removes with their
-// owner). What the pending record's create also did, claim the name before any object is touched,
-// a read does: a record of that name that someone else made (the helm CLI's) refuses the install
-// as Helm's create would have (ErrReleaseExists), before Helm adopts the objects it annotated.
-// One made between that read and the install's end refuses the record's create; Helm only logs
-// that, the operator's Install reports it (unrecorded).
+// A first install's pending record is not written: Helm's first update of it (at the install's
+// end: deployed or failed) creates it, one write of the record instead of two. An install cut off
+// before its end leaves what recoverPending makes of a pending first install: no record, and
+// objects carrying the release's marks, which the next install adopts (or the CR's deletion
+// removes with their owner). What the pending record's create also did, claim the name before
+// any object is touched, a read does: a record of that name that someone else made (the helm
+// CLI's) refuses the install as Helm's create would have (ErrReleaseExists), before Helm adopts
+// the objects it annotated. One made between that read and the install's end refuses the record's
+// create, and every later write of it: nothing of theirs is overwritten. Helm only logs that; the
+// operator's Install reports it (unrecorded).
+//
+// One thing the pending record did is gone: telling a process that took the leader lock over
+// from another still running (internal/leader) that this install is in progress. Both then may
+// install the release at once; the second meets the first's objects (adopted, or AlreadyExists,
+// whose failed record is dropped) and the next reconcile adopts what either made. The chaos
+// suite's split scenario runs that case.
 func (d *storeDriver) Create(key string, rel *release.Release) error {
 	if rel.Version != 1 || rel.Info == nil || rel.Info.Status != release.StatusPendingInstall {
 		return d.Secrets.Create(key, slim(rel))
@@ -219,17 +225,22 @@ func (d *storeDriver) Create(key string, rel *release.Release) error {
 }
 
 func (d *storeDriver) Update(key string, rel *release.Release) error {
-	if key != d.unwritten {
+	switch {
+	case key != d.unwritten:
 		return d.Secrets.Update(key, slim(rel))
+	case d.unrecorded != nil:
+		return d.unrecorded // the held record's create failed: never update what may be someone else's
+	}
+	if d.unrecorded = d.Secrets.Create(key, slim(rel)); d.unrecorded != nil {
+		return d.unrecorded
 	}
 	d.unwritten = ""
-	d.unrecorded = d.Secrets.Create(key, slim(rel))
-	return d.unrecorded
+	return nil
 }
 
 // unrecorded is why the record of the first install that driver d (the action's) held back could
-// not be written at its end (nil: it was, or none was held). Helm then only logs it and reports
-// the install done.
+// not be written (nil: it was, or none was held). Helm only logs it, and reports an install that
+// succeeded otherwise done.
 func unrecorded(d driver.Driver) error {
 	if sd, ok := d.(*storeDriver); ok {
 		return sd.unrecorded

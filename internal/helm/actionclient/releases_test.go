@@ -25,16 +25,19 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	oplabels "github.com/example/memcached-operator/internal/labels"
@@ -240,6 +243,61 @@ func TestFirstInstallIsRecordedOnce(t *testing.T) {
 		}
 		if err := unrecorded(d); !errors.Is(err, driver.ErrReleaseExists) {
 			t.Errorf("unrecorded: %v, want %v", err, driver.ErrReleaseExists)
+		}
+	})
+
+	t.Run("a failed install is recorded failed, once", func(t *testing.T) {
+		d, cs := newDriver()
+		rel := pending()
+		if err := d.Create(key, rel); err != nil {
+			t.Fatal(err)
+		}
+		rel.SetStatus(release.StatusFailed, "Release \"m\" failed")
+		if err := d.Update(key, rel); err != nil {
+			t.Fatal(err)
+		}
+		sec, err := cs.CoreV1().Secrets("ns").Get(context.Background(), key, metav1.GetOptions{})
+		if err != nil || sec.Labels["status"] != "failed" || !slices.Equal(writes(cs), []string{"create"}) {
+			t.Errorf("record %v (%v), writes %v: want one create of the failed record", sec.GetLabels(), err, writes(cs))
+		}
+	})
+
+	t.Run("a name that cannot be checked is not claimed", func(t *testing.T) {
+		d, cs := newDriver()
+		cs.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewServiceUnavailable("etcd is down")
+		})
+		if err := d.Create(key, pending()); err == nil || errors.Is(err, driver.ErrReleaseExists) || !strings.Contains(err.Error(), "etcd is down") {
+			t.Fatalf("Create: %v, want the read's error", err)
+		}
+		if d.unwritten != "" {
+			t.Errorf("held %q", d.unwritten)
+		}
+	})
+
+	t.Run("once the held record's create failed, no later write touches that name", func(t *testing.T) {
+		d, cs := newDriver()
+		rel := pending()
+		if err := d.Create(key, rel); err != nil {
+			t.Fatal(err)
+		}
+		theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: key, Namespace: "ns", ResourceVersion: "7"}}
+		if _, err := cs.CoreV1().Secrets("ns").Create(context.Background(), theirs, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Helm records a release before each hook it runs, then at the end.
+		for _, status := range []release.Status{release.StatusPendingInstall, release.StatusDeployed} {
+			rel.SetStatus(status, "")
+			if err := d.Update(key, rel); !errors.Is(err, driver.ErrReleaseExists) {
+				t.Fatalf("Update (%s): %v, want %v", status, err, driver.ErrReleaseExists)
+			}
+		}
+		if w := writes(cs); !slices.Equal(w, []string{"create", "create"}) {
+			t.Errorf("writes %v: theirs, then the one refused create", w)
+		}
+		live, err := cs.CoreV1().Secrets("ns").Get(context.Background(), key, metav1.GetOptions{})
+		if err != nil || live.Labels[oplabels.Record] != "" {
+			t.Errorf("their Secret was written to: %v (%v)", live.GetLabels(), err)
 		}
 	})
 

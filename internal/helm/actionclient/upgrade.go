@@ -144,7 +144,10 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 		}
 	}
 	if errors.Is(err, driver.ErrReleaseExists) {
-		return rel, c.takeOver(name) // no install: a release of this name exists
+		// A record of this name exists that the operator's reads did not show: found before the
+		// install (nothing was done), or made while it ran (what it made has no record; the
+		// CR's deletion removes it with its owner).
+		return rel, c.takeOver(name)
 	}
 	countOperation("install", err)
 	if err != nil {
