@@ -24,6 +24,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -209,66 +210,50 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 		Expect(recovered.Info.Description).To(ContainSubstring("interrupted"))
 	})
 
-	It("installs again a first install cut off by a killed operator (pending-install), adopting what it made", func() {
-		createMemcached(ctx, key, "  replicaCount: 1\n")
-		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
-		made := &appsv1.StatefulSet{}
-		Eventually(func() error {
-			d, err := serversOfRelease(ctx, key)
-			made = d
-			return err
-		}, timeout, interval).Should(Succeed())
+	// A first install's record is written once, at its end (since 1.3.0); one cut off before
+	// leaves no record. Versions before wrote a pending-install record first.
+	DescribeTable("installs again a first install cut off by a killed operator, adopting what it made",
+		func(cutOff func(releases *storage.Storage), recoveredEvent bool) {
+			createMemcached(ctx, key, "  replicaCount: 1\n")
+			Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+			made := &appsv1.StatefulSet{}
+			Eventually(func() error {
+				d, err := serversOfRelease(ctx, key)
+				made = d
+				return err
+			}, timeout, interval).Should(Succeed())
 
-		By("leaving revision 1 as an install cut off after it created its objects")
-		releases := releaseStore(ctx, key)
-		first, err := releases.Get(key.Name, 1)
-		Expect(err).NotTo(HaveOccurred())
-		first.Info.Status = release.StatusPendingInstall
-		Expect(releases.Update(first)).To(Succeed())
-		poke("1")
+			By("leaving revision 1 as an install cut off after it created its objects")
+			releases := releaseStore(ctx, key)
+			cutOff(releases)
+			poke("1")
+			if recoveredEvent {
+				Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("ReleaseRecovered"))
+			}
 
-		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("ReleaseRecovered"))
-		Eventually(func(g Gomega) release.Status {
-			rel, err := releases.Last(key.Name)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(rel.Version).To(Equal(1), "installed again as revision 1")
-			return rel.Info.Status
-		}, timeout, interval).Should(Equal(release.StatusDeployed))
-		Expect(releaseSecrets(ctx, ns, key.Name)).To(HaveLen(1))
-		again, err := serversOfRelease(ctx, key)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(again.UID).To(Equal(made.UID), "the cut-off install's StatefulSet is adopted, not made again")
-	})
-
-	It("installs again a first install cut off before its record was written (since 1.3.0 the only record it writes), adopting what it made", func() {
-		createMemcached(ctx, key, "  replicaCount: 1\n")
-		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
-		made := &appsv1.StatefulSet{}
-		Eventually(func() error {
-			d, err := serversOfRelease(ctx, key)
-			made = d
-			return err
-		}, timeout, interval).Should(Succeed())
-
-		By("leaving the objects of an install cut off before it wrote its record")
-		records := releaseSecrets(ctx, ns, key.Name)
-		Expect(records).To(HaveLen(1))
-		Expect(k8sClient.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: records[0]}})).To(Succeed())
-		poke("1")
-
-		releases := releaseStore(ctx, key)
-		Eventually(func(g Gomega) release.Status {
-			rel, err := releases.Last(key.Name)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(rel.Version).To(Equal(1), "installed again as revision 1")
-			return rel.Info.Status
-		}, timeout, interval).Should(Equal(release.StatusDeployed))
-		Expect(releaseSecrets(ctx, ns, key.Name)).To(HaveLen(1))
-		again, err := serversOfRelease(ctx, key)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(again.UID).To(Equal(made.UID), "the cut-off install's StatefulSet is adopted, not made again")
-		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
-	})
+			Eventually(func(g Gomega) release.Status {
+				rel, err := releases.Last(key.Name)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(rel.Version).To(Equal(1), "installed again as revision 1")
+				return rel.Info.Status
+			}, timeout, interval).Should(Equal(release.StatusDeployed))
+			Expect(releaseSecrets(ctx, ns, key.Name)).To(HaveLen(1))
+			again, err := serversOfRelease(ctx, key)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(again.UID).To(Equal(made.UID), "the cut-off install's StatefulSet is adopted, not made again")
+			Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		},
+		Entry("before it wrote its record", func(releases *storage.Storage) {
+			_, err := releases.Delete(key.Name, 1)
+			Expect(err).NotTo(HaveOccurred())
+		}, false),
+		Entry("after it wrote a pending-install record (versions before 1.3.0)", func(releases *storage.Storage) {
+			first, err := releases.Get(key.Name, 1)
+			Expect(err).NotTo(HaveOccurred())
+			first.Info.Status = release.StatusPendingInstall
+			Expect(releases.Update(first)).To(Succeed())
+		}, true),
+	)
 
 	It("leaves a pending release alone while another process may still work on it (two leaders at once), and recovers it after", func() {
 		recovery.close(errors.New("another pod's process may still be finishing the operation"))
