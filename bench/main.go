@@ -121,13 +121,20 @@ func main() {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		fail(err)
 	}
-	results, err := run(ctx, o)
-	if err != nil {
-		fail(err)
+	results, runErr := run(ctx, o)
+	if runErr != nil && len(results) == 0 {
+		fail(runErr)
 	}
 	md := report(o, machine(), results)
+	if runErr != nil {
+		// What was measured before is kept: a run of hours that fails late loses nothing.
+		md = strings.Replace(md, "\n\n", fmt.Sprintf("\n\n**This run stopped early** (%v): the tables hold the %d measurements made before.\n\n", runErr, len(results)), 1)
+	}
 	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(md), 0o644); err != nil {
 		fail(err)
+	}
+	if runErr != nil {
+		fail(runErr)
 	}
 	if err := chart(filepath.Join(o.out, "results.png"), o, results); err != nil {
 		fail(err)
@@ -178,7 +185,8 @@ func numbers(flagName, list string) []int {
 	return out
 }
 
-// run measures every variant at every size, o.reps times; then every variant once at each of
+// run measures every variant at every size, o.reps times (on an error it returns what it measured
+// before with it); then every variant once at each of
 // o.once, and each of o.largeVariants once at each of o.large; then each of o.extras once at
 // o.extraN.
 func run(ctx context.Context, o options) ([]result, error) {
@@ -210,12 +218,12 @@ func run(ctx context.Context, o options) ([]result, error) {
 	var results []result
 	for _, j := range jobs {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return results, err
 		}
 		progress("repetition %d, N=%d, %s", j.rep, j.n, j.variant)
 		r, err := measure(ctx, o, j.variant, j.n)
 		if err != nil {
-			return nil, fmt.Errorf("%s, N=%d, repetition %d: %w", j.variant, j.n, j.rep, err)
+			return results, fmt.Errorf("%s, N=%d, repetition %d: %w", j.variant, j.n, j.rep, err)
 		}
 		r.rep = j.rep
 		progress("  converged in %s", r.converge.Round(time.Millisecond))
