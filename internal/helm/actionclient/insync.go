@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -40,7 +41,7 @@ import (
 // Reconcile repairs drift of the release's objects, and does nothing when there is none. An
 // object someone else made in the place of one of the release's is left alone.
 func (c *actionClient) Reconcile(rel *release.Release) error {
-	inSync, err := InSync(context.Background(), c.cached, c.conf.KubeClient, rel.Manifest)
+	inSync, err := InSync(context.Background(), c.cached, c.conf.KubeClient, types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}, rel.Manifest)
 	if err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func (c *actionClient) Reconcile(rel *release.Release) error {
 // release (someone replaced it, or it was always someone else's): the operator would patch it,
 // that is adopt it, and it never adopts what it did not make.
 func (c *actionClient) refuseForeign(manifest, name, namespace string) error {
-	objs, err := parsed(c.conf.KubeClient, manifest)
+	objs, err := parsed(c.conf.KubeClient, types.NamespacedName{Namespace: namespace, Name: name}, manifest)
 	if err != nil {
 		return err
 	}
@@ -85,8 +86,8 @@ func (c *actionClient) refuseForeign(manifest, name, namespace string) error {
 // InSync reports whether every object of a manifest exists and already holds every field the
 // manifest sets for it, reading the objects from c: typed where its scheme knows the kind, as
 // the Helm controller watches them.
-func InSync(ctx context.Context, c client.Client, kc kube.Interface, manifest string) (bool, error) {
-	objs, err := parsed(kc, manifest)
+func InSync(ctx context.Context, c client.Client, kc kube.Interface, release types.NamespacedName, manifest string) (bool, error) {
+	objs, err := parsed(kc, release, manifest)
 	if err != nil {
 		return false, err
 	}
@@ -128,24 +129,36 @@ type expectedObject struct {
 	patchType runtime.Object
 }
 
-// manifests memoizes the objects of release manifests: a release's manifest does not change, and
-// parsing it (YAML, REST mapping) was a good part of an idle reconcile.
+// manifests memoizes the objects of each release's manifest, by release: a manifest changes only
+// with an upgrade, and parsing it (YAML, REST mapping) was a good part of an idle reconcile. One
+// entry per release, dropped by its uninstall: a pool of manifests bounded by count (4096 until
+// 1.2.0) was parsed again on nearly every reconcile once there were more releases than that.
 var manifests = struct {
 	sync.Mutex
-	byHash map[[sha256.Size]byte][]expectedObject
-}{byHash: map[[sha256.Size]byte][]expectedObject{}}
+	byRelease map[types.NamespacedName]parsedManifest
+}{byRelease: map[types.NamespacedName]parsedManifest{}}
 
-// maxManifests bounds the memo; past it, it starts again (a release per CR, a few kB each).
-const maxManifests = 4096
+type parsedManifest struct {
+	hash [sha256.Size]byte
+	objs []expectedObject
+}
 
-func parsed(kc kube.Interface, manifest string) ([]expectedObject, error) {
-	key := sha256.Sum256([]byte(manifest))
+// forgetManifest drops the memo of an uninstalled release.
+func forgetManifest(release types.NamespacedName) {
 	manifests.Lock()
-	objs, ok := manifests.byHash[key]
+	delete(manifests.byRelease, release)
 	manifests.Unlock()
-	if ok {
-		return objs, nil
+}
+
+func parsed(kc kube.Interface, release types.NamespacedName, manifest string) ([]expectedObject, error) {
+	hash := sha256.Sum256([]byte(manifest))
+	manifests.Lock()
+	memo, ok := manifests.byRelease[release]
+	manifests.Unlock()
+	if ok && memo.hash == hash {
+		return memo.objs, nil
 	}
+	var objs []expectedObject
 	infos, err := kc.Build(bytes.NewBufferString(manifest), false)
 	if err != nil {
 		return nil, fmt.Errorf("build release objects: %w", err)
@@ -165,10 +178,7 @@ func parsed(kc kube.Interface, manifest string) ([]expectedObject, error) {
 		objs = append(objs, obj)
 	}
 	manifests.Lock()
-	if len(manifests.byHash) >= maxManifests {
-		clear(manifests.byHash)
-	}
-	manifests.byHash[key] = objs
+	manifests.byRelease[release] = parsedManifest{hash: hash, objs: objs}
 	manifests.Unlock()
 	return objs, nil
 }
