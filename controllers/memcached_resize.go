@@ -478,7 +478,11 @@ func (r *MemcachedResizeReconciler) addr(p *corev1.Pod) string {
 // serverPods are the StatefulSet's pods, by ordinal.
 func (r *MemcachedResizeReconciler) serverPods(ctx context.Context, s *appsv1.StatefulSet) (map[int32]*corev1.Pod, error) {
 	list := &corev1.PodList{}
-	if err := r.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels(s.Spec.Selector.MatchLabels)); err != nil {
+	opts := []client.ListOption{client.InNamespace(s.Namespace), client.MatchingLabels(s.Spec.Selector.MatchLabels)}
+	if l := s.Spec.Selector.MatchLabels; l[labels.Name] == labels.ChartName && l[labels.Instance] != "" {
+		opts = append(opts, client.MatchingFields{podInstanceIndex: l[labels.Instance]}) // not a scan of the namespace
+	}
+	if err := r.List(ctx, list, opts...); err != nil {
 		return nil, fmt.Errorf("list the servers of StatefulSet %s: %w", s.Name, err)
 	}
 	pods := map[int32]*corev1.Pod{}
