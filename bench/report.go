@@ -247,9 +247,13 @@ func report(o options, machine string, results []result) string {
 		if n < 300 {
 			continue
 		}
+		if !measured(results, "this", n) {
+			continue // a run that stopped early
+		}
 		if measured(results, "raw", n) {
+			// #6 asked for 2x; #31 set 3x, once the control plane's share of the 2 cores was known.
 			x := summarize(ratio(results, "this", "raw", n, seconds)).med
-			w("| N=%d: time to all Deployed ≤ 2x the raw-create limit (≤ 3x: #31) | %.1fx | %s |\n", n, x, yes(x > 0 && x <= 2))
+			w("| N=%d: time to all Deployed ≤ 3x the raw-create limit | %.1fx | %s |\n", n, x, yes(x > 0 && x <= 3))
 			c := summarize(ratio(results, "this", "raw", n, controlPlaneCPU)).med
 			w("| N=%d: control-plane CPU per install ≤ 2x the raw-create limit's | %.1fx | %s |\n", n, c, yes(c > 0 && c <= 2))
 		}
