@@ -32,6 +32,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -133,11 +134,11 @@ func main() {
 	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(md), 0o644); err != nil {
 		fail(err)
 	}
+	if err := chart(filepath.Join(o.out, "results.png"), o, results); err != nil {
+		fail(errors.Join(runErr, err))
+	}
 	if runErr != nil {
 		fail(runErr)
-	}
-	if err := chart(filepath.Join(o.out, "results.png"), o, results); err != nil {
-		fail(err)
 	}
 	fmt.Print(md)
 }
