@@ -35,7 +35,9 @@ func (k *countingBuild) Build(r io.Reader, _ bool) (kube.ResourceList, error) {
 func TestManifestsStayParsedPerRelease(t *testing.T) {
 	kc := &countingBuild{}
 	const releases = 10000
-	key := func(i int) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("r%d", i)} }
+	key := func(i int) types.NamespacedName {
+		return types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("r%d", i)}
+	}
 	t.Cleanup(func() {
 		for i := range releases {
 			forgetManifest(key(i))
