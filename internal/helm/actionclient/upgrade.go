@@ -205,8 +205,9 @@ func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption
 	resp, err := c.ActionInterface.Uninstall(name, opts...)
 	if err == nil {
 		c.caps.forget(types.NamespacedName{Namespace: c.owner.GetNamespace(), Name: name})
-		forgetManifest(types.NamespacedName{Namespace: c.owner.GetNamespace(), Name: name})
 	}
+	// Also when there was no release: the CR is going, and a memo kept is only parsed again.
+	forgetManifest(types.NamespacedName{Namespace: c.owner.GetNamespace(), Name: name})
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return resp, err // nothing was uninstalled (the library calls this for a CR without a release too)
 	}
