@@ -157,7 +157,7 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 // on the host network (its IP would be the node's).
 func (r *MemcachedStatsReconciler) readyPods(ctx context.Context, mc *cachev1.Memcached) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
-	if err := r.List(ctx, list, client.InNamespace(mc.Namespace), client.MatchingFields{podInstanceIndex: mc.Name},
+	if err := r.List(ctx, list, client.InNamespace(mc.Namespace), client.MatchingFields{instanceIndex: mc.Name},
 		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name, labels.PartOf: labels.Operator}); err != nil {
 		return nil, fmt.Errorf("list pods of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}

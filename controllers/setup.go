@@ -143,8 +143,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	ctrl.Log.WithName("setup").Info("operand settings", "memcachedImage", img.String(), "exporterImage", exporterImg.String(), "openShift", platform.OpenShift)
 
-	if err := indexPodsByInstance(ctx, mgr.GetFieldIndexer()); err != nil {
-		return fmt.Errorf("index pods: %w", err)
+	if err := indexByInstance(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
 	}
 	if err := operands.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached operand controller: %w", err)
