@@ -258,8 +258,8 @@ const instanceIndex = "memcached.instance"
 
 func indexByInstance(ctx context.Context, indexer client.FieldIndexer) error {
 	release := func(o client.Object) []string {
-		if l := o.GetLabels(); l[labels.Name] == labels.ChartName && l[labels.Instance] != "" {
-			return []string{l[labels.Instance]}
+		if name := releaseOf(o.GetLabels()); name != "" {
+			return []string{name}
 		}
 		return nil
 	}
@@ -269,6 +269,15 @@ func indexByInstance(ctx context.Context, indexer client.FieldIndexer) error {
 		}
 	}
 	return nil
+}
+
+// releaseOf is the release that labels (an object's, or a selector's) name as the chart's
+// instance, or "" if they are not the chart's.
+func releaseOf(l map[string]string) string {
+	if l[labels.Name] != labels.ChartName {
+		return ""
+	}
+	return l[labels.Instance]
 }
 
 // earlierReleasePods are the release's pods that no controller owns: an earlier release's, left

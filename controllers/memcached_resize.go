@@ -479,8 +479,8 @@ func (r *MemcachedResizeReconciler) addr(p *corev1.Pod) string {
 func (r *MemcachedResizeReconciler) serverPods(ctx context.Context, s *appsv1.StatefulSet) (map[int32]*corev1.Pod, error) {
 	list := &corev1.PodList{}
 	opts := []client.ListOption{client.InNamespace(s.Namespace), client.MatchingLabels(s.Spec.Selector.MatchLabels)}
-	if l := s.Spec.Selector.MatchLabels; l[labels.Name] == labels.ChartName && l[labels.Instance] != "" {
-		opts = append(opts, client.MatchingFields{instanceIndex: l[labels.Instance]}) // not a scan of the namespace
+	if name := releaseOf(s.Spec.Selector.MatchLabels); name != "" {
+		opts = append(opts, client.MatchingFields{instanceIndex: name}) // not a scan of the namespace
 	}
 	if err := r.List(ctx, list, opts...); err != nil {
 		return nil, fmt.Errorf("list the servers of StatefulSet %s: %w", s.Name, err)
