@@ -19,7 +19,6 @@ package actionclient
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -139,8 +138,8 @@ var manifests = struct {
 }{byRelease: map[types.NamespacedName]parsedManifest{}}
 
 type parsedManifest struct {
-	hash [sha256.Size]byte
-	objs []expectedObject
+	manifest string // the decoded record's own string: held, not copied
+	objs     []expectedObject
 }
 
 // forgetManifest drops the memo of an uninstalled release.
@@ -151,11 +150,10 @@ func forgetManifest(release types.NamespacedName) {
 }
 
 func parsed(kc kube.Interface, release types.NamespacedName, manifest string) ([]expectedObject, error) {
-	hash := sha256.Sum256([]byte(manifest))
 	manifests.Lock()
 	memo, ok := manifests.byRelease[release]
 	manifests.Unlock()
-	if ok && memo.hash == hash {
+	if ok && memo.manifest == manifest {
 		return memo.objs, nil
 	}
 	var objs []expectedObject
@@ -178,7 +176,7 @@ func parsed(kc kube.Interface, release types.NamespacedName, manifest string) ([
 		objs = append(objs, obj)
 	}
 	manifests.Lock()
-	manifests.byRelease[release] = parsedManifest{hash: hash, objs: objs}
+	manifests.byRelease[release] = parsedManifest{manifest: manifest, objs: objs}
 	manifests.Unlock()
 	return objs, nil
 }
