@@ -144,7 +144,7 @@ func report(o options, machine string, results []result) string {
 	w("# `make bench`: this operator, stock helm-operator and the raw-create limit\n\n")
 	w("%s\n\n", machine)
 	w("Each measurement runs on a fresh control plane: etcd, kube-apiserver (audit log of every request) and kube-controller-manager, no kubelet. ")
-	w("Both operators run the same chart, CRD and watches.yaml with %d reconcile workers and a 1m reconcile period; `Memcached` CRs (`replicaCount: 1`) are created by %d clients at once. ", o.workers, creators)
+	w("Both operators run the same chart, CRD and watches.yaml with %d reconcile workers and a 1m reconcile period; `Memcached` CRs (`replicaCount: 1`) are created by %d clients at once, %d to a namespace as tenants' would (Kubernetes is tested up to 3000 pods and 5000 Services per namespace). ", o.workers, creators, crsPerNamespace)
 	w("The raw-create limit is a plain client creating the same rendered objects plus a release-sized Secret with %d clients. ", creators)
 	w("Values are median (min–max) over %d repetitions; ratios are paired within a repetition", o.reps)
 	if once := slices.Concat(o.once, o.large); len(once) > 0 {
