@@ -92,7 +92,7 @@ func (f foreignObjects) seed(ctx context.Context, o options, cp *controlPlane) e
 	if err := cp.startKCM(o, 500); err != nil {
 		return err
 	}
-	if err := waitRolledOut(ctx, kc, f.deployments, foreignLabel+"=true"); err != nil {
+	if err := waitDeploymentsRolledOut(ctx, kc, f.deployments, foreignLabel+"=true"); err != nil {
 		return err
 	}
 	if err := cp.startKCM(o, 0); err != nil {

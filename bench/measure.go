@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -293,29 +294,60 @@ func profilePath(o options, kind, variant string, n int) string {
 // looks once per second per 500 StatefulSets, from the API server's watch cache: a list of 10000
 // every second took most of the API server's CPU, and starved the rollout it waited for.
 func waitRolledOut(ctx context.Context, kc kubernetes.Interface, n int, selector string) error {
+	return waitUntil(ctx, "StatefulSets", n, selector, func(opts metav1.ListOptions) (int, error) {
+		list, err := kc.AppsV1().StatefulSets(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			return 0, err
+		}
+		return countIf(list.Items, func(s *appsv1.StatefulSet) bool {
+			return s.Status.ObservedGeneration >= s.Generation && s.Spec.Replicas != nil && s.Status.Replicas == *s.Spec.Replicas
+		}), nil
+	})
+}
+
+// waitDeploymentsRolledOut is waitRolledOut for Deployments (others' objects).
+func waitDeploymentsRolledOut(ctx context.Context, kc kubernetes.Interface, n int, selector string) error {
+	return waitUntil(ctx, "Deployments", n, selector, func(opts metav1.ListOptions) (int, error) {
+		list, err := kc.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			return 0, err
+		}
+		return countIf(list.Items, func(d *appsv1.Deployment) bool {
+			return d.Status.ObservedGeneration >= d.Generation && d.Spec.Replicas != nil && d.Status.Replicas == *d.Spec.Replicas
+		}), nil
+	})
+}
+
+// waitUntil lists (of selector, from the watch cache) once per second per 500 objects until
+// count says n of them are done, or convergeTimeout passes.
+func waitUntil(ctx context.Context, kind string, n int, selector string, count func(metav1.ListOptions) (int, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, convergeTimeout)
 	defer cancel()
 	every := time.Duration(max(1, n/500)) * time.Second
 	for {
-		list, err := kc.AppsV1().StatefulSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
+		done, err := count(metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
 		if err != nil {
 			return err
-		}
-		done := 0
-		for _, s := range list.Items {
-			if s.Status.ObservedGeneration >= s.Generation && s.Spec.Replicas != nil && s.Status.Replicas == *s.Spec.Replicas {
-				done++
-			}
 		}
 		if done >= n {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d StatefulSets rolled out: %w", done, n, ctx.Err())
+			return fmt.Errorf("%d of %d %s rolled out: %w", done, n, kind, ctx.Err())
 		case <-time.After(every):
 		}
 	}
+}
+
+func countIf[T any](items []T, ok func(*T) bool) int {
+	c := 0
+	for i := range items {
+		if ok(&items[i]) {
+			c++
+		}
+	}
+	return c
 }
 
 // parallel runs f(0..n-1) on `creators` goroutines and returns the first error.
