@@ -276,3 +276,17 @@ func processesOf(kubeBin string, binaries ...string) (map[int]string, error) {
 	}
 	return found, nil
 }
+
+// profileAPIServer writes a CPU profile of kube-apiserver's next d to path ("": none), through
+// its own /debug/pprof (--profiling is on by default; the bench's user may read it). It says
+// where the control plane's CPU per install goes, next to the operator's own profile.
+func (cp *controlPlane) profileAPIServer(d time.Duration, path string) error {
+	if path == "" {
+		return nil
+	}
+	hc, err := rest.HTTPClientFor(cp.admin)
+	if err != nil {
+		return err
+	}
+	return downloadWith(hc, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(cp.admin.Host, "/"), int(d.Seconds())), path)
+}

@@ -113,6 +113,10 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 		if err != nil {
 			return r, err
 		}
+		apiProfiled := make(chan error, 1)
+		go func() {
+			apiProfiled <- cp.profileAPIServer(o.convergeProfile, profilePath(o, "converge-apiserver-cpu", variant, n))
+		}()
 		if r.converge, err = rawCreate(ctx, o, cp.admin, n); err != nil {
 			return r, err
 		}
@@ -121,6 +125,9 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 			return r, err
 		}
 		r.controlPlaneCPU, r.kcmCPU = cp1-cp0, kcm1-kcm0
+		if err := <-apiProfiled; err != nil {
+			return r, err
+		}
 		if r.controlPlaneRSS, err = cp.memory(o); err != nil {
 			return r, err
 		}
@@ -156,6 +163,10 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 	convergeProfiled := make(chan error, 1)
 	go func() {
 		convergeProfiled <- op.profileCPU(o.convergeProfile, profilePath(o, "converge-cpu", variant, n))
+	}()
+	apiProfiled := make(chan error, 1)
+	go func() {
+		apiProfiled <- cp.profileAPIServer(o.convergeProfile, profilePath(o, "converge-apiserver-cpu", variant, n))
 	}()
 	start := time.Now()
 	err = parallel(n, func(i int) error {
@@ -211,6 +222,9 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 	}
 	time.Sleep(10 * time.Second) // let follow-up reconciles of the convergence finish
 	if err := <-convergeProfiled; err != nil {
+		return r, err
+	}
+	if err := <-apiProfiled; err != nil {
 		return r, err
 	}
 	idle0, err := op.scrape()

@@ -148,8 +148,10 @@ func (p *operatorProcess) profileCPU(d time.Duration, path string) error {
 	return download(fmt.Sprintf("%s/profile?seconds=%d", p.pprof, int(d.Seconds())), path)
 }
 
-func download(url, path string) error {
-	resp, err := http.Get(url)
+func download(url, path string) error { return downloadWith(http.DefaultClient, url, path) }
+
+func downloadWith(hc *http.Client, url, path string) error {
+	resp, err := hc.Get(url)
 	if err != nil {
 		return err
 	}
