@@ -354,6 +354,7 @@ func waitUntil(ctx context.Context, kind string, n int, selector string, count f
 	}
 }
 
+// countIf is how many of items ok holds for.
 func countIf[T any](items []T, ok func(*T) bool) int {
 	c := 0
 	for i := range items {
