@@ -171,7 +171,7 @@ func parsed(kc kube.Interface, release types.NamespacedName, manifest string) ([
 		_, isUnstructured := versioned.(runtime.Unstructured)
 		_, isCRD := versioned.(*apiextensionsv1.CustomResourceDefinition)
 		if !isUnstructured && !isCRD {
-			obj.patchType = reflect.New(reflect.TypeOf(versioned).Elem()).Interface().(runtime.Object)
+			obj.patchType = zeroOf(reflect.TypeOf(versioned).Elem())
 		}
 		objs = append(objs, obj)
 	}
@@ -179,6 +179,19 @@ func parsed(kc kube.Interface, release types.NamespacedName, manifest string) ([
 	manifests.byRelease[release] = parsedManifest{manifest: manifest, objs: objs}
 	manifests.Unlock()
 	return objs, nil
+}
+
+// zeros holds one zero object per Go type, shared by every release's memo: the strategic merge
+// patch only reads its type. One per object and release was 3.5 kB per release, 35 MB of the live
+// heap with 10000 releases.
+var zeros sync.Map // reflect.Type -> runtime.Object
+
+func zeroOf(t reflect.Type) runtime.Object {
+	if z, ok := zeros.Load(t); ok {
+		return z.(runtime.Object)
+	}
+	z, _ := zeros.LoadOrStore(t, reflect.New(t).Interface().(runtime.Object))
+	return z.(runtime.Object)
 }
 
 // holds reports whether applying expected to existing, with the patch semantics the library
