@@ -314,7 +314,7 @@ func waitRolledOut(ctx context.Context, kc kubernetes.Interface, n int, selector
 			return 0, err
 		}
 		return countIf(list.Items, func(s *appsv1.StatefulSet) bool {
-			return s.Status.ObservedGeneration >= s.Generation && s.Spec.Replicas != nil && s.Status.Replicas == *s.Spec.Replicas
+			return rolledOut(s.Generation, s.Status.ObservedGeneration, s.Spec.Replicas, s.Status.Replicas)
 		}), nil
 	})
 }
@@ -327,9 +327,15 @@ func waitDeploymentsRolledOut(ctx context.Context, kc kubernetes.Interface, n in
 			return 0, err
 		}
 		return countIf(list.Items, func(d *appsv1.Deployment) bool {
-			return d.Status.ObservedGeneration >= d.Generation && d.Spec.Replicas != nil && d.Status.Replicas == *d.Spec.Replicas
+			return rolledOut(d.Generation, d.Status.ObservedGeneration, d.Spec.Replicas, d.Status.Replicas)
 		}), nil
 	})
+}
+
+// rolledOut says whether a workload's controller has observed its current generation and made
+// every replica (without a kubelet, none becomes ready).
+func rolledOut(generation, observed int64, want *int32, have int32) bool {
+	return observed >= generation && want != nil && have == *want
 }
 
 // waitUntil lists (of selector, from the watch cache) once per second per 500 objects until
