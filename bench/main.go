@@ -19,8 +19,9 @@ limitations under the License.
 // creating the same rendered objects plus a release-sized Secret), on a control plane of the
 // project's own binaries (etcd, kube-apiserver with an audit log, kube-controller-manager; no
 // kubelet). For every N and repetition, each on a fresh control plane:
-//   - time until every Memcached reports Deployed, reconcile latency p50/p99, the operator's API
-//     requests by verb while converging (from the audit log), and its CPU seconds;
+//   - time until every Memcached reports Deployed, reconcile latency p50/p99 and the operator's
+//     CPU seconds while converging; the control plane's CPU and the operator's API requests by
+//     verb (from the audit log) until settled: every StatefulSet's pod made;
 //   - then idle: CPU, API requests and writes per periodic reconcile, RSS and peak RSS.
 //
 // It writes results/results.md (min/median/max over repetitions, and ratios paired within a
@@ -151,7 +152,8 @@ type result struct {
 	// every object is created).
 	converge time.Duration
 	p50, p99 time.Duration // reconcile latency while converging
-	// requests by verb while converging, and per idle reconcile.
+	// requests by verb from the first create until settled (controlPlane.settle), and per idle
+	// reconcile.
 	convergeRequests map[string]int
 	idleRequests     map[string]float64
 	idleReconciles   float64
@@ -159,8 +161,8 @@ type result struct {
 	// controlPlaneRSS is etcd's, kube-apiserver's and kube-controller-manager's resident memory
 	// at idle (raw: once created).
 	controlPlaneRSS int64
-	// controlPlaneCPU is what etcd, kube-apiserver and kube-controller-manager used while
-	// converging: the work the operator's requests cost the API server.
+	// controlPlaneCPU is what etcd, kube-apiserver and kube-controller-manager used from the
+	// first create until settled (controlPlane.settle): the work each install cost them.
 	controlPlaneCPU time.Duration
 	kcmCPU          time.Duration // of it, kube-controller-manager's
 	idleCPUPerRecon time.Duration
