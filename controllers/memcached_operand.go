@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -86,7 +87,20 @@ type MemcachedOperandReconciler struct {
 	// would say is already written. Another reconcile (a resync, an event of a StatefulSet or a
 	// record) can come a moment after a write, before the cache shows it.
 	replaced sync.Map // types.NamespacedName → string
+	// ProgressDelay: see DefaultProgressDelay.
+	ProgressDelay time.Duration
+	// progressSince holds, per Memcached, since when a report that says only how far its
+	// rollout has come waits to be written (progressOnly).
+	progressSince sync.Map // types.NamespacedName → time.Time
 }
+
+// DefaultProgressDelay is how long a report that changes only how far a rollout has come (the
+// replica counts and the messages of Available and Progressing: progressOnly) waits before it is
+// written, taking in what changes meanwhile. A StatefulSet's controller reports a new pod in steps
+// milliseconds apart (the new generation seen, then the pod made), each of which would be a status
+// write of every CR: the API server's CPU and each CR's watchers'. What changes a condition's
+// status or reason, the servers or the version is written at once, with the progress there is.
+const DefaultProgressDelay = time.Second
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 
@@ -95,12 +109,12 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	mc := &cachev1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.replaced.Delete(req.NamespacedName)
+			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if mc.DeletionTimestamp != nil {
-		r.replaced.Delete(req.NamespacedName)
+		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if rv, ok := r.replaced.Load(req.NamespacedName); ok && rv == mc.ResourceVersion {
@@ -163,8 +177,16 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, ReasonPodsFailing, "ObserveOperand", "%s", c.Message)
 	}
 	if equality.Semantic.DeepEqual(*st, mc.Status) {
+		r.progressSince.Delete(req.NamespacedName)
 		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
+	if wait := r.progressWait(req.NamespacedName, mc.Status, *st); wait > 0 {
+		if requeue > 0 && requeue < wait {
+			wait = requeue
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	r.progressSince.Delete(req.NamespacedName)
 	mc.Status = *st
 	before := mc.ResourceVersion
 	if err := r.Status().Update(ctx, mc); err != nil {
@@ -175,6 +197,45 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	r.replaced.Store(req.NamespacedName, before)
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// forget drops what the reconciler holds of a Memcached that is gone or going.
+func (r *MemcachedOperandReconciler) forget(key types.NamespacedName) {
+	r.replaced.Delete(key)
+	r.progressSince.Delete(key)
+}
+
+// progressWait is how much longer the report st of the Memcached key, whose status is now live,
+// waits before it is written: 0 when it says more than how far the rollout has come
+// (progressOnly) or has waited ProgressDelay since the first such report.
+func (r *MemcachedOperandReconciler) progressWait(key types.NamespacedName, live, st cachev1.MemcachedStatus) time.Duration {
+	if !progressOnly(live, st) {
+		return 0
+	}
+	delay := r.ProgressDelay
+	if delay <= 0 {
+		delay = DefaultProgressDelay
+	}
+	now := time.Now()
+	since, _ := r.progressSince.LoadOrStore(key, now)
+	return delay - now.Sub(since.(time.Time))
+}
+
+// progressOnly says whether st differs from live only in how far a rollout has come: the
+// replica counts, and the messages of Available and Progressing whose status and reason stay.
+func progressOnly(live, st cachev1.MemcachedStatus) bool {
+	st = *st.DeepCopy()
+	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = live.Replicas, live.UpdatedReplicas, live.ReadyReplicas
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if c.Type != ConditionAvailable && c.Type != ConditionProgressing {
+			continue
+		}
+		if was := memcachedCondition(live, c.Type); was.Status == c.Status && was.Reason == c.Reason {
+			c.Message = was.Message
+		}
+	}
+	return equality.Semantic.DeepEqual(st, live)
 }
 
 // FirstReport is the Go side's first report, carried by the Helm side's status write that says

@@ -74,6 +74,48 @@ func TestObserveOperand(t *testing.T) {
 	}
 }
 
+// Which reports wait to be written with what follows them (progressWait): those that say only
+// how far a rollout has come.
+func TestProgressOnly(t *testing.T) {
+	// observe is the next report after live, as Reconcile makes it: live observed anew.
+	observe := func(live cachev1.MemcachedStatus, observed int64, replicas, updated, ready, available int32, addr ...string) cachev1.MemcachedStatus {
+		st := *live.DeepCopy()
+		if addr != nil {
+			st.Servers = addr
+		}
+		observeOperand(&st, &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Generation: 1},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "memcached", Image: "docker.io/library/memcached:1.6.39"}}}}},
+			Status: appsv1.StatefulSetStatus{ObservedGeneration: observed, Replicas: replicas, UpdatedReplicas: updated,
+				ReadyReplicas: ready, AvailableReplicas: available},
+		}, 0, "")
+		return st
+	}
+	unseen := observe(cachev1.MemcachedStatus{Version: "1.6.39", Servers: []string{"a"}}, 0, 0, 0, 0, 0)
+	seen := observe(unseen, 1, 0, 0, 0, 0)
+	made := observe(seen, 1, 2, 2, 0, 0)
+	oneReady := observe(made, 1, 2, 2, 1, 1)
+	for _, tc := range []struct {
+		name     string
+		live, st cachev1.MemcachedStatus
+		want     bool
+	}{
+		{"the new generation seen, no pod yet", unseen, seen, true},
+		{"the pods made", seen, made, true},
+		{"a pod ready, not all available yet", made, oneReady, true},
+		{"all available: Available and Progressing change", oneReady, observe(oneReady, 1, 2, 2, 2, 2), false},
+		{"the server list changes", unseen, observe(unseen, 0, 0, 0, 0, 0, "a", "b"), false},
+		{"nothing changes", unseen, unseen, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := progressOnly(tc.live, tc.st); got != tc.want {
+				t.Errorf("progressOnly = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // The server list: every expected server in the order of its ordinal, by its own DNS name; the
 // ready ones of them; and the ConfigMap that holds the list.
 func TestObserveServers(t *testing.T) {
