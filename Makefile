@@ -358,7 +358,7 @@ BENCH_FLAGS ?=
 HELM_OPERATOR_PLUGINS_VERSION = $(shell go list -m -f '{{.Version}}' github.com/operator-framework/helm-operator-plugins)
 
 .PHONY: bench
-bench: envtest $(KUBE_BIN)/kube-controller-manager $(HELM) ## Measure this operator against the stock helm-operator and the raw-create limit into bench/results/ (quick: BENCH_FLAGS="-n 100 -reps 1 -once '' -extras ''").
+bench: envtest $(KUBE_BIN)/kube-controller-manager $(HELM) ## Measure this operator against the stock helm-operator and the raw-create limit into bench/results/ (quick: BENCH_FLAGS="-n 100 -reps 1 -once '' -large '' -extras ''").
 	CGO_ENABLED=0 go build -o $(LOCALBIN)/bench/manager .
 	CGO_ENABLED=0 go build -o $(LOCALBIN)/bench/helm-operator github.com/operator-framework/helm-operator-plugins
 	cd bench && go run . -repo $(CURDIR) -bin-dir $(LOCALBIN)/bench -kube-bin $(KUBE_BIN) -kube-version $(KUBE_VERSION) -helm $(HELM) -out $(CURDIR)/bench/results \
