@@ -186,7 +186,6 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	r.progressSince.Delete(req.NamespacedName)
 	mc.Status = *st
 	before := mc.ResourceVersion
 	if err := r.Status().Update(ctx, mc); err != nil {
@@ -196,6 +195,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, fmt.Errorf("update status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
 	r.replaced.Store(req.NamespacedName, before)
+	r.progressSince.Delete(req.NamespacedName)
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
@@ -222,7 +222,8 @@ func (r *MemcachedOperandReconciler) progressWait(key types.NamespacedName, live
 }
 
 // progressOnly says whether st differs from live only in how far a rollout has come: the
-// replica counts, and the messages of Available and Progressing whose status and reason stay.
+// replica counts, and the messages of Available and Progressing whose status and reason stay
+// (not of a failing pod: its message says why, and a new why is written at once).
 func progressOnly(live, st cachev1.MemcachedStatus) bool {
 	st = *st.DeepCopy()
 	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = live.Replicas, live.UpdatedReplicas, live.ReadyReplicas
@@ -231,7 +232,7 @@ func progressOnly(live, st cachev1.MemcachedStatus) bool {
 		if c.Type != ConditionAvailable && c.Type != ConditionProgressing {
 			continue
 		}
-		if was := memcachedCondition(live, c.Type); was.Status == c.Status && was.Reason == c.Reason {
+		if was := memcachedCondition(live, c.Type); was.Status == c.Status && was.Reason == c.Reason && c.Reason != ReasonPodsFailing {
 			c.Message = was.Message
 		}
 	}

@@ -96,6 +96,12 @@ func TestProgressOnly(t *testing.T) {
 	seen := observe(unseen, 1, 0, 0, 0, 0)
 	made := observe(seen, 1, 2, 2, 0, 0)
 	oneReady := observe(made, 1, 2, 2, 1, 1)
+	failing := func(live cachev1.MemcachedStatus, trouble string) cachev1.MemcachedStatus {
+		st := *live.DeepCopy()
+		setMemcachedCondition(&st, ConditionProgressing, metav1.ConditionFalse, ReasonPodsFailing, trouble)
+		return st
+	}
+	pulling := failing(made, "pod p: ErrImagePull")
 	for _, tc := range []struct {
 		name     string
 		live, st cachev1.MemcachedStatus
@@ -107,6 +113,7 @@ func TestProgressOnly(t *testing.T) {
 		{"all available: Available and Progressing change", oneReady, observe(oneReady, 1, 2, 2, 2, 2), false},
 		{"the server list changes", unseen, observe(unseen, 0, 0, 0, 0, 0, "a", "b"), false},
 		{"nothing changes", unseen, unseen, true},
+		{"a failing pod's new reason", pulling, failing(pulling, "pod p: ImagePullBackOff"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := progressOnly(tc.live, tc.st); got != tc.want {
