@@ -284,6 +284,16 @@ func processesOf(kubeBin string, binaries ...string) (map[int]string, error) {
 	return found, nil
 }
 
+// profileConverging starts kube-apiserver's CPU profile of a variant's convergence
+// (converge-apiserver-cpu-<variant>-n<n>.pprof); the channel says how it ended.
+func (cp *controlPlane) profileConverging(o options, variant string, n int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		done <- cp.profileAPIServer(o.convergeProfile, profilePath(o, "converge-apiserver-cpu", variant, n))
+	}()
+	return done
+}
+
 // profileAPIServer writes a CPU profile of kube-apiserver's next d to path ("": none), through
 // its own /debug/pprof (--profiling is on by default; the bench's user may read it). It says
 // where the control plane's CPU per install goes, next to the operator's own profile.

@@ -113,10 +113,7 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 		if err != nil {
 			return r, err
 		}
-		apiProfiled := make(chan error, 1)
-		go func() {
-			apiProfiled <- cp.profileAPIServer(o.convergeProfile, profilePath(o, "converge-apiserver-cpu", variant, n))
-		}()
+		apiProfiled := cp.profileConverging(o, variant, n)
 		if r.converge, err = rawCreate(ctx, o, cp.admin, n); err != nil {
 			return r, err
 		}
@@ -167,10 +164,7 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 	go func() {
 		convergeProfiled <- op.profileCPU(o.convergeProfile, profilePath(o, "converge-cpu", variant, n))
 	}()
-	apiProfiled := make(chan error, 1)
-	go func() {
-		apiProfiled <- cp.profileAPIServer(o.convergeProfile, profilePath(o, "converge-apiserver-cpu", variant, n))
-	}()
+	apiProfiled := cp.profileConverging(o, variant, n)
 	start := time.Now()
 	err = parallel(n, func(i int) error {
 		cr := &unstructured.Unstructured{Object: map[string]any{
