@@ -18,10 +18,12 @@ package controllers
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -100,6 +102,15 @@ func TestProgressOnly(t *testing.T) {
 		st := *live.DeepCopy()
 		setMemcachedCondition(&st, ConditionProgressing, metav1.ConditionFalse, ReasonPodsFailing, trouble)
 		return st
+	}
+	// A new StatefulSet's first step, the generation seen before any pod is made, is no change
+	// at all: no status write, not even a delayed one.
+	if !equality.Semantic.DeepEqual(unseen, seen) {
+		t.Errorf("the generation seen with no pod made changes the report:\n%+v\n%+v", unseen.Conditions, seen.Conditions)
+	}
+	// With pods up, a change not seen yet is not reported as their progress.
+	if upgrading := observe(oneReady, 0, 2, 2, 2, 2); !strings.Contains(memcachedCondition(upgrading, ConditionProgressing).Message, "not seen yet") {
+		t.Errorf("a change not seen yet with pods up is reported as %q", memcachedCondition(upgrading, ConditionProgressing).Message)
 	}
 	pulling := failing(made, "pod p: ErrImagePull")
 	for _, tc := range []struct {

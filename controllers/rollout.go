@@ -80,8 +80,11 @@ func (r rollout) complete() bool {
 // starts new pods before stopping old ones keeps this true).
 func (r rollout) allAvailable() bool { return r.available >= r.want }
 
+// String says where the rollout stands. Before its controller has made a pod, the counts are true
+// whether or not it has seen the spec: a new StatefulSet's first step (the generation seen, no pod
+// yet) then says nothing new, and is no status write.
 func (r rollout) String() string {
-	if !r.seen {
+	if !r.seen && r.replicas > 0 {
 		return "has a change its controller has not seen yet"
 	}
 	return fmt.Sprintf("is rolling out: %d of %d pods updated, %d available", r.updated, r.want, r.available)
