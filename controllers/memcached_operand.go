@@ -96,9 +96,10 @@ type MemcachedOperandReconciler struct {
 
 // DefaultProgressDelay is how long a report that changes only how far a rollout has come (the
 // replica counts and the messages of Available and Progressing: progressOnly) waits before it is
-// written, taking in what changes meanwhile. A StatefulSet's controller reports a new pod in steps
-// milliseconds apart (the new generation seen, then the pod made), each of which would be a status
-// write of every CR: the API server's CPU and each CR's watchers'. What changes a condition's
+// written, taking in what changes meanwhile: a StatefulSet's controller reports pods in steps,
+// often milliseconds apart, each of which would be a status write of every CR (the API server's CPU
+// and each CR's watchers'). Its first step for a new StatefulSet, the generation seen before any
+// pod, changes no report at all (rollout.String). What changes a condition's
 // status or reason, the servers or the version is written at once, with the progress there is.
 const DefaultProgressDelay = time.Second
 

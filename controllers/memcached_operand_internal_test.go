@@ -109,7 +109,8 @@ func TestProgressOnly(t *testing.T) {
 		t.Errorf("the generation seen with no pod made changes the report:\n%+v\n%+v", unseen.Conditions, seen.Conditions)
 	}
 	// With pods up, a change not seen yet is not reported as their progress.
-	if upgrading := observe(oneReady, 0, 2, 2, 2, 2); !strings.Contains(memcachedCondition(upgrading, ConditionProgressing).Message, "not seen yet") {
+	upgrading := observe(oneReady, 0, 2, 2, 2, 2)
+	if !strings.Contains(memcachedCondition(upgrading, ConditionProgressing).Message, "not seen yet") {
 		t.Errorf("a change not seen yet with pods up is reported as %q", memcachedCondition(upgrading, ConditionProgressing).Message)
 	}
 	pulling := failing(made, "pod p: ErrImagePull")
@@ -118,7 +119,7 @@ func TestProgressOnly(t *testing.T) {
 		live, st cachev1.MemcachedStatus
 		want     bool
 	}{
-		{"the new generation seen, no pod yet", unseen, seen, true},
+		{"a change seen with pods up, none updated yet", upgrading, observe(upgrading, 1, 2, 0, 2, 2), true},
 		{"the pods made", seen, made, true},
 		{"a pod ready, not all available yet", made, oneReady, true},
 		{"all available: Available and Progressing change", oneReady, observe(oneReady, 1, 2, 2, 2, 2), false},

@@ -80,9 +80,10 @@ func (r rollout) complete() bool {
 // starts new pods before stopping old ones keeps this true).
 func (r rollout) allAvailable() bool { return r.available >= r.want }
 
-// String says where the rollout stands. Before its controller has made a pod, the counts are true
+// String says where the rollout stands. While its controller reports no pod, "0 of N updated" holds
 // whether or not it has seen the spec: a new StatefulSet's first step (the generation seen, no pod
-// yet) then says nothing new, and is no status write.
+// yet) then says nothing new, and is no status write. With pods, counts from before the spec was
+// seen are not about it.
 func (r rollout) String() string {
 	if !r.seen && r.replicas > 0 {
 		return "has a change its controller has not seen yet"
