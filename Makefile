@@ -185,7 +185,7 @@ test-e2e: host-packages cluster-binaries cluster-tool olm-binaries olmv1-binarie
 	  $(MAKE) --no-print-directory olm-install olmv1-install e2e-olm-images e2e-release-images && \
 	  KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECACHEDIR=$(CLUSTER_STATE)/kubectl-cache PATH="$(KUBE_BIN):$$PATH" \
 	    SSL_CERT_FILE=$(CLUSTER_STATE)/pki/ca-bundle.crt \
-	    E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) E2E_CLIENT_IMG=$(E2E_CLIENT_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) \
+	    E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) E2E_CLIENT_IMG=$(E2E_CLIENT_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) E2E_MEMCACHED_RETAGGED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image)-b \
 	    E2E_BUNDLE_IMG=$(E2E_BUNDLE_IMG) E2E_CATALOG_IMG=$(E2E_CATALOG_IMG) \
 	    E2E_VERSION=$(VERSION) E2E_OLDEST_VERSION=$(OLDEST_VERSION) E2E_PREVIOUS_VERSION=$(PREVIOUS_VERSION) E2E_PREVIOUS_BUNDLE_IMG=$(E2E_IMAGE_TAG_BASE)-bundle:v$(PREVIOUS_VERSION) \
 	    E2E_INDEX_IMG=localhost:5000/opm:$(OPM_VERSION) E2E_BUSYBOX_IMG=localhost:5000/busybox:stable E2E_PROMETHEUS=$(PROMETHEUS) \
@@ -462,6 +462,8 @@ e2e-images: cluster-tool ## Build the operator, memcached and exporter images an
 	$(MANAGER_BUILD) -o $(IMAGES_DIR)/manager .
 	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --ref=$(E2E_IMG)
 	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) > $(CLUSTER_STATE)/memcached-image
+	# The same memcached under a second tag: a new image that memcached restores its file in (warm restarts).
+	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) --ref=$$(cat $(CLUSTER_STATE)/memcached-image)-b > /dev/null
 	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcache-probe ./tests/e2e/memcache-probe
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcache-probe --ref=$(E2E_PROBE_IMG)
 	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcache-client ./tests/e2e/memcache-client

@@ -87,7 +87,7 @@ var _ = Describe("The autopilot", func() {
 		Eventually(podMemoryLimit(ctx, servers, 0), timeout, interval).Should(Equal("96Mi"))
 		kubeletResized(ctx, servers, 0)
 		Eventually(func() int { return memoryLimitMB(host) }, timeout, interval).Should(Equal(64))
-		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(ContainSubstring("InPlace"))
+		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(ContainSubstring(`"outcome":"InPlace"`))
 		setServerRevisions(ctx, servers, "rev-64", "rev-64", 1)
 
 		By("still evicting at maxMemoryMB: a server is added")
@@ -156,7 +156,7 @@ var _ = Describe("The autopilot", func() {
 		setServerRevisions(ctx, servers, "rev-32", "rev-64", 0)
 		Eventually(podMemoryLimit(ctx, servers, 0), timeout, interval).Should(Equal("96Mi"))
 		kubeletResized(ctx, servers, 0)
-		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(ContainSubstring("InPlace"))
+		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(ContainSubstring(`"outcome":"InPlace"`))
 		setServerRevisions(ctx, servers, "rev-64", "rev-64", 1)
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionProgressing), timeout, interval).Should(HaveField("Reason", "Complete"))
 		before := memcachedStatus(ctx, key)(Default)

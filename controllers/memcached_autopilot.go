@@ -117,6 +117,12 @@ func boundsOf(spec *cachev1.MemcachedSpec) autopilotBounds {
 		belowPercent: as.ScaleInBelowPercent,
 	}
 	b.maxMB = ptrOr(as.MaxMemoryMB, b.floorMB)
+	if spec.KeepCacheAcross == cachev1.KeepAcrossRestarts {
+		// A server that restarts with its items keeps its item memory (memcached restores its
+		// file only into the same -m): the autopilot adds servers instead. Admission refuses a
+		// larger maxMemoryMB; this holds for a CR the rule has not seen.
+		b.maxMB = min(b.maxMB, b.floorMB)
+	}
 	if b.belowPercent == 0 {
 		b.belowPercent = 40
 	}

@@ -286,16 +286,7 @@ func operandStatus(mc *cachev1.Memcached, servers *appsv1.StatefulSet, revision 
 	st := mc.Status.DeepCopy()
 	observeOperand(st, servers, retiring, podTrouble(pods))
 	observeServers(st, servers, pods)
-	observeResize(st, servers, pods)
-	switch c := memcachedCondition(*st, ConditionResizing); {
-	case c.Status != metav1.ConditionTrue:
-	case c.Reason == ReasonResizingInPlace:
-		// The StatefulSet counts the servers held for the resize as not updated: they are
-		// resized, not replaced.
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, ReasonResizingInPlace, c.Message)
-	case c.Reason == ReasonResizeBlocked:
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, ReasonResizeBlocked, c.Message)
-	}
+	observeChange(st, servers, pods)
 	if revision > 0 {
 		st.DeployedRelease = &cachev1.HelmRelease{Name: mc.Name, Revision: revision}
 	}

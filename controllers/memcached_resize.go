@@ -17,11 +17,14 @@ limitations under the License.
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,7 +41,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/kubectl/pkg/util/qos"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -136,6 +138,44 @@ type resizeRecord struct {
 	// Blocked says why the resize waits while the servers stay held: the API server refused a
 	// resize for a policy of the namespace (a ResourceQuota, a LimitRange).
 	Blocked string `json:"blocked,omitempty"`
+
+	// Since 1.3.0 the record is of every change of the servers' template (servers_change.go),
+	// not only of memory. Way is how it is made (WayInPlace, WayWarmRestart, WayStartedEmpty;
+	// "" in a record of 1.2.0: memory in place), Change what it changes, in words.
+	Way    string `json:"way,omitempty"`
+	Change string `json:"change,omitempty"`
+	// Memory says the change includes memory (memcached's -m, its container's resources).
+	Memory bool `json:"memory,omitempty"`
+	// Restart is the server whose memcached restarts now (WayWarmRestart, one at a time).
+	Restart *serverRestart `json:"restart,omitempty"`
+	// Progress is when the last server was done: the timeout counts from it.
+	Progress *metav1.Time `json:"progress,omitempty"`
+	// Warm and Empty are the servers restarted so far: with their items, and without (server →
+	// why).
+	Warm  []string          `json:"warm,omitempty"`
+	Empty map[string]string `json:"empty,omitempty"`
+}
+
+// serverRestart is a server whose memcached the operator restarts in its pod, and what it held.
+type serverRestart struct {
+	Server string `json:"server"`
+	// Items memcached held right before, and the restarts its container had.
+	Items    uint64      `json:"items"`
+	Restarts int32       `json:"restarts"`
+	At       metav1.Time `json:"at"`
+}
+
+// memoryChange says whether the record's change is to memory (the Resizing condition's).
+func (r resizeRecord) memoryChange() bool {
+	return r.Way == "" || r.Memory
+}
+
+// what says in words what the record's change is.
+func (r resizeRecord) what() string {
+	if r.Change != "" {
+		return r.Change
+	}
+	return r.change()
 }
 
 // change says what the record's memory change is, in words.
@@ -240,46 +280,12 @@ func withDefaultRequests(r corev1.ResourceRequirements) corev1.ResourceRequireme
 	return r
 }
 
-// whyNoMemoryChange is memoryOnlyChange's answer for templates whose memory is the same.
-const whyNoMemoryChange = "memory does not change"
-
 // releaseManifest is a release's manifest, or "" for none.
 func releaseManifest(rel *release.Release) string {
 	if rel == nil {
 		return ""
 	}
 	return rel.Manifest
-}
-
-// memoryOnlyChange reports whether the pod template to differs from from only in the memory of
-// memcached (its -m and its container's resources) and so can be applied in place, and what
-// changes; why not, if not.
-func memoryOnlyChange(from, to *corev1.PodTemplateSpec) (before, after serverMemory, why string) {
-	strip := func(t *corev1.PodTemplateSpec) (*corev1.PodTemplateSpec, serverMemory, bool) {
-		t = t.DeepCopy()
-		m, ok := memoryOf(&t.Spec)
-		if !ok {
-			return nil, m, false
-		}
-		c := memcachedContainer(&t.Spec)
-		c.Args[itemMemoryArg(c.Args)] = ""
-		c.Resources = corev1.ResourceRequirements{}
-		return t, m, true
-	}
-	a, before, ok1 := strip(from)
-	b, after, ok2 := strip(to)
-	switch {
-	case !ok1 || !ok2:
-		return before, after, "the server template has no memcached container with -m"
-	case !equality.Semantic.DeepEqual(a, b):
-		return before, after, "the change is not to memory alone"
-	case before.MB == after.MB && equality.Semantic.DeepEqual(before.Resources, after.Resources):
-		return before, after, whyNoMemoryChange
-	}
-	if was, will := qos.ComputePodQOS(&corev1.Pod{Spec: from.Spec}), qos.ComputePodQOS(&corev1.Pod{Spec: to.Spec}); was != will {
-		return before, after, fmt.Sprintf("the change moves the servers from QoS class %s to %s, which Kubernetes cannot change in place", was, will)
-	}
-	return before, after, ""
 }
 
 // statefulSetOf is the StatefulSet of a release manifest (the chart renders one), or nil.
@@ -371,49 +377,51 @@ func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client
 		return nil // Helm's own check refuses it
 	}
 	if rec := resizeRecordOf(live); rec != nil && rec.Outcome == outcomeResizing && partitionOf(live) > 0 {
-		// A resize in flight: the held servers run the template of release rec.Release. A new
-		// memory change is Reconcile's to take on; any other change lets go of the servers
-		// before Helm applies it, so that none is ever marked as running a template it does not.
+		// A change in flight: the held servers run the template of release rec.Release. A new
+		// change that can be made the same way (in place, or restarting warm) is Reconcile's to
+		// take on; any other lets go of the servers before Helm applies it, so that none is ever
+		// marked as running a template it does not.
 		held, err := helm.Release(ctx, r.Client, r.Records, cr, rec.Release)
 		if err != nil {
 			return err
 		}
 		why := fmt.Sprintf("the record of release revision %d the servers run cannot be read", rec.Release)
 		if ran := statefulSetOf(releaseManifest(held)); ran != nil {
-			_, _, why = memoryOnlyChange(&ran.Spec.Template, &to.Spec.Template)
+			plan := planTemplateChange(&ran.Spec.Template, &to.Spec.Template)
+			if plan.way != WayStartedEmpty {
+				return nil
+			}
+			why = plan.why
 		}
-		if why == "" || why == whyNoMemoryChange {
-			return nil
-		}
-		return r.letGo(ctx, cr, live, *rec, "a change beyond memory came while the servers were resized in place ("+why+")")
+		return r.letGo(ctx, cr, live, *rec, "another change came while the servers were changed in place ("+why+")")
 	}
-	before, after, why := memoryOnlyChange(&from.Spec.Template, &to.Spec.Template)
-	if why == whyNoMemoryChange {
-		return nil // memory does not change: nothing to decide
+	plan := planTemplateChange(&from.Spec.Template, &to.Spec.Template)
+	if plan.way == "" {
+		return nil // the servers' template does not change: nothing to decide
 	}
+	why := plan.why
 	if why == "" {
-		why = r.inPlaceRefusal(ctx, live, after, before)
+		why = r.inPlaceRefusal(ctx, live, plan)
 	}
 	// Since: when the servers are held, after the checks above (which read every server).
-	record := resizeRecord{Release: int32(last.Version), Revision: live.Status.CurrentRevision, FromMB: before.MB, ToMB: after.MB,
-		FromLimit: before.limit(), ToLimit: after.limit(), Since: metav1.Now()}
+	record := resizeRecord{Release: int32(last.Version), Revision: live.Status.CurrentRevision, FromMB: plan.before.MB, ToMB: plan.after.MB,
+		FromLimit: plan.before.limit(), ToLimit: plan.after.limit(), Since: metav1.Now(), Way: plan.way, Change: plan.change(), Memory: plan.memory}
 	patch := client.MergeFromWithOptions(live.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if why != "" {
+		record.Way = WayStartedEmpty
 		record.Outcome, record.Why, record.At = outcomeRolledOut, why, ptrTo(metav1.Now())
 		metav1.SetMetaDataAnnotation(&live.ObjectMeta, labels.ResizeHold, record.annotation())
 		if err := r.Patch(ctx, live, patch); err != nil {
 			return fmt.Errorf("record why StatefulSet %s is rolled out: %w", live.Name, err)
 		}
-		r.Recorder.Eventf(cr, live, corev1.EventTypeNormal, "ResizeByRollout", "ResizeServers",
-			"%s is rolled out one server at a time, each starting empty: %s", record.change(), why)
-		resizeMetrics.WithLabelValues("rollout").Inc()
+		r.announceRollout(cr, live, record)
 		return nil
 	}
 	// Servers the upgrade adds (ordinals from the smaller of the two counts on) start with the
 	// new template; the others are held.
 	held := min(replicasOf(live), ptrOr(to.Spec.Replicas, 1))
 	if held == 0 {
-		return nil // no server to resize
+		return nil // no server to change
 	}
 	if live.Spec.UpdateStrategy.RollingUpdate == nil {
 		live.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
@@ -421,29 +429,54 @@ func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client
 	live.Spec.UpdateStrategy.RollingUpdate.Partition = &held
 	metav1.SetMetaDataAnnotation(&live.ObjectMeta, labels.ResizeHold, record.annotation())
 	if err := r.Patch(ctx, live, patch); err != nil {
-		return fmt.Errorf("hold the rollout of StatefulSet %s to resize its servers in place: %w", live.Name, err)
+		return fmt.Errorf("hold the rollout of StatefulSet %s to change its servers in place: %w", live.Name, err)
 	}
-	r.Recorder.Eventf(cr, live, corev1.EventTypeNormal, ReasonResizingInPlace, "ResizeServers",
-		"%s: resizing %d servers in place, without a restart", record.change(), held)
+	switch {
+	case plan.way == WayWarmRestart:
+		r.Recorder.Eventf(cr, live, corev1.EventTypeNormal, WayWarmRestart, "ChangeServers",
+			"%s: restarting %d servers one at a time in their pods, each with its items", record.what(), held)
+	case plan.memory:
+		r.Recorder.Eventf(cr, live, corev1.EventTypeNormal, ReasonResizingInPlace, "ResizeServers",
+			"%s: resizing %d servers in place, without a restart", record.what(), held)
+	default:
+		r.Recorder.Eventf(cr, live, corev1.EventTypeNormal, WayInPlace, "ChangeServers",
+			"%s: writing onto %d servers in place, without a restart", record.what(), held)
+	}
 	return nil
 }
 
-// inPlaceRefusal says why the StatefulSet's servers cannot take the memory after in place, or
-// "" when they can: the cluster must resize pods, the last rollout must be complete (every
-// server runs the revision the hold names), and on a shrink each server must hold no more than
-// the new limit.
-func (r *MemcachedResizeReconciler) inPlaceRefusal(ctx context.Context, live *appsv1.StatefulSet, after, before serverMemory) string {
-	ok, err := r.Support.inPlace()
-	if err != nil {
-		return fmt.Sprintf("the operator could not tell whether the cluster resizes pods in place: %v", err)
+// announceRollout says, in an Event and the metrics, that a change of the servers rolls them out,
+// each starting empty, and why.
+func (r *MemcachedResizeReconciler) announceRollout(cr client.Object, servers *appsv1.StatefulSet, rec resizeRecord) {
+	reason := WayStartedEmpty
+	if rec.memoryChange() {
+		reason = "ResizeByRollout"
+		resizeMetrics.WithLabelValues("rollout").Inc()
 	}
-	if !ok {
-		return errNoResize
+	r.Recorder.Eventf(cr, servers, corev1.EventTypeWarning, reason, "ChangeServers",
+		"%s is rolled out one server at a time, each starting empty: %s", rec.what(), rec.Why)
+	changeMetrics.WithLabelValues(wayMetric(WayStartedEmpty)).Inc()
+}
+
+// inPlaceRefusal says why the StatefulSet's servers cannot take the plan's change in place, or
+// "" when they can: the last rollout must be complete (every server runs the revision the hold
+// names); for memory, the cluster must resize pods, and on a shrink each server must hold no more
+// than the new limit.
+func (r *MemcachedResizeReconciler) inPlaceRefusal(ctx context.Context, live *appsv1.StatefulSet, plan templatePlan) string {
+	if plan.memory {
+		ok, err := r.Support.inPlace()
+		if err != nil {
+			return fmt.Sprintf("the operator could not tell whether the cluster resizes pods in place: %v", err)
+		}
+		if !ok {
+			return errNoResize
+		}
 	}
 	ro := rolloutOfServers(live)
 	if !ro.complete() || live.Status.CurrentRevision != live.Status.UpdateRevision {
 		return fmt.Sprintf("the servers were still rolling out (%d of %d updated)", ro.updated, ro.want)
 	}
+	after, before := plan.after, plan.before
 	if after.MB >= before.MB {
 		return ""
 	}
@@ -522,10 +555,14 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if partitionOf(servers) == 0 {
 		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, "the rollout was no longer held (someone set its partition to 0)")
 	}
-	// The annotation is the tenant's to edit: a time to come counts as now.
-	elapsed := max(time.Since(rec.Since.Time), 0)
-	if elapsed > resizeTimeout && rec.Blocked == "" {
-		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("the servers were not all resized within %s", resizeTimeout))
+	// The annotation is the tenant's to edit: a time to come counts as now. Servers restarted one
+	// at a time each have resizeTimeout from the last one done.
+	elapsed, stalled := max(time.Since(rec.Since.Time), 0), max(time.Since(rec.Since.Time), 0)
+	if rec.Progress != nil {
+		stalled = max(time.Since(rec.Progress.Time), 0)
+	}
+	if stalled > resizeTimeout && rec.Blocked == "" {
+		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("the servers were not all changed in place within %s", resizeTimeout))
 	}
 	deployed, err := helm.DeployedRevision(ctx, r.Client, r.Records, mc)
 	if err != nil {
@@ -551,37 +588,44 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if from == nil || to == nil {
 		return ctrl.Result{RequeueAfter: resizePoll}, nil // a record not decoded yet (its event brings us back), or none: the timeout bounds it
 	}
-	_, after, why := memoryOnlyChange(&from.Spec.Template, &to.Spec.Template)
-	if why != "" && why != whyNoMemoryChange {
-		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("a change came while the servers were resized in place, and %s", why))
+	plan := planTemplateChange(&from.Spec.Template, &to.Spec.Template)
+	if plan.way == WayStartedEmpty {
+		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("a change came while the servers were changed in place, and %s", plan.why))
+	}
+	if plan.way != "" && rec.Way != "" && (plan.way != rec.Way || plan.change() != rec.Change) {
+		// A later change joined this one (BeforeUpgrade): the record says what is made now.
+		rec.Way, rec.Change, rec.Memory = plan.way, plan.change(), plan.memory
+		rec.ToMB, rec.ToLimit = plan.after.MB, plan.after.limit()
+		return ctrl.Result{}, r.record(ctx, servers, *rec)
 	}
 	// The StatefulSet must show the release's template, and its controller must have seen it:
 	// its update revision is then that template.
-	if live, ok := memoryOf(&servers.Spec.Template.Spec); !ok || live.MB != after.MB || !equality.Semantic.DeepEqual(live.Resources, after.Resources) ||
-		servers.Status.ObservedGeneration < servers.Generation || servers.Status.UpdateRevision == "" {
+	if !showsTemplate(&servers.Spec.Template, &to.Spec.Template) || servers.Status.ObservedGeneration < servers.Generation || servers.Status.UpdateRevision == "" {
 		return ctrl.Result{RequeueAfter: resizePoll}, nil
 	}
 	pods, err := r.serverPods(ctx, servers)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	update := servers.Status.UpdateRevision
+	change := serverChange{plan: plan, from: &from.Spec.Template, to: &to.Spec.Template, update: servers.Status.UpdateRevision}
 	waiting, blocked := false, ""
-	// The held servers that still are: a smaller replicaCount removes the highest.
-	for n := range min(partitionOf(servers), replicasOf(servers)) {
+	// The held servers that still are (a smaller replicaCount removes the highest), the highest
+	// first, as the StatefulSet rolls them: one at a time where memcached restarts, so that only
+	// one server's share of the keys is away at any moment.
+	for n := min(partitionOf(servers), replicasOf(servers)) - 1; n >= 0; n-- {
 		p := pods[n]
 		if p == nil {
 			waiting = true // the StatefulSet controller recreates it (at the revision it held)
 			continue
 		}
 		switch p.Labels[appsv1.StatefulSetRevisionLabel] {
-		case update:
+		case change.update:
 			continue
 		case rec.Revision:
 		default:
 			return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("server %s runs template revision %s, not the one the hold was made for", p.Name, p.Labels[appsv1.StatefulSetRevisionLabel]))
 		}
-		step, err := r.resizeServer(ctx, p, after, update)
+		step, err := r.updateServer(ctx, mc, servers, rec, p, change)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -592,6 +636,9 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 			blocked = step.blocked
 		}
 		waiting = waiting || !step.done
+		if !step.done && plan.restartsMemcached() {
+			break // the next server restarts once this one serves again
+		}
 	}
 	if blocked != rec.Blocked {
 		// Refused by a policy of the namespace (a ResourceQuota, a LimitRange): a rollout would
@@ -603,7 +650,7 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 		if blocked != "" {
 			r.Recorder.Eventf(mc, servers, corev1.EventTypeWarning, ReasonResizeBlocked, "ResizeServers",
-				"%s waits, the servers kept as they are: %s", rec.change(), blocked)
+				"%s waits, the servers kept as they are: %s", rec.what(), blocked)
 		}
 		return ctrl.Result{RequeueAfter: blockedRetry}, nil
 	}
@@ -613,28 +660,64 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if waiting {
 		return ctrl.Result{RequeueAfter: resizePoll}, nil
 	}
-	rec.Outcome, rec.At, rec.ToMB, rec.ToLimit = outcomeInPlace, ptrTo(metav1.Now()), after.MB, after.limit()
+	rec.Outcome, rec.At, rec.ToMB, rec.ToLimit = outcomeInPlace, ptrTo(metav1.Now()), plan.after.MB, plan.after.limit()
 	if err := r.release(ctx, servers, *rec); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, ReasonResizedInPlace, "ResizeServers",
-		"%s: %d servers resized in place, none restarted", rec.change(), min(partitionOf(servers), replicasOf(servers)))
-	resizeMetrics.WithLabelValues("in_place").Inc()
+	n := min(partitionOf(servers), replicasOf(servers))
+	switch {
+	case rec.Way == WayWarmRestart:
+		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, WayWarmRestart, "ChangeServers",
+			"%s: %d servers restarted one at a time in their pods, %d with their items", rec.what(), n, len(rec.Warm))
+	case rec.memoryChange():
+		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, ReasonResizedInPlace, "ResizeServers",
+			"%s: %d servers resized in place, none restarted", rec.what(), n)
+		resizeMetrics.WithLabelValues("in_place").Inc()
+	default:
+		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, WayInPlace, "ChangeServers",
+			"%s: written onto %d servers in place, none restarted", rec.what(), n)
+	}
+	changeMetrics.WithLabelValues(wayMetric(cmp.Or(rec.Way, WayInPlace))).Inc()
 	return ctrl.Result{}, nil
 }
 
-// serverStep is where resizeServer took a server: done, or why it cannot be resized in place
-// (refusal: the servers are rolled out instead), or why it cannot be resized now (blocked).
+// serverChange is what each held server is taken to: the plan, the templates it is between, and
+// the StatefulSet's revision of the template after.
+type serverChange struct {
+	plan     templatePlan
+	from, to *corev1.PodTemplateSpec
+	update   string
+}
+
+// showsTemplate says whether the StatefulSet's template live is the release's template want in
+// what a change in place changes (the API server fills in defaults the manifest leaves out).
+func showsTemplate(live, want *corev1.PodTemplateSpec) bool {
+	l, ok1 := memoryOf(&live.Spec)
+	w, ok2 := memoryOf(&want.Spec)
+	if !ok1 || !ok2 || l.MB != w.MB || !equality.Semantic.DeepEqual(l.Resources, w.Resources) {
+		return false
+	}
+	for _, c := range want.Spec.Containers {
+		if have := containerNamed(&live.Spec, c.Name); have == nil || have.Image != c.Image {
+			return false
+		}
+	}
+	return maps.Equal(live.Labels, want.Labels) && maps.Equal(live.Annotations, want.Annotations)
+}
+
+// serverStep is where updateServer took a server: done, or why it cannot be changed in place
+// (refusal: the servers are rolled out instead), or why it cannot be changed now (blocked).
 type serverStep struct {
 	done             bool
 	refusal, blocked string
 }
 
-// resizeServer takes one server one step towards the memory after: growing, the container first,
-// then memcached; shrinking, memcached first. When both hold it, the pod is labelled with the
-// StatefulSet's update revision and done is true. refusal says why the server cannot be resized
+// updateServer takes one server one step towards the template after: its labels and
+// annotations, then its memory (resizeStep), then its images (a restart of that container in the
+// pod, memcached's with its items). When it runs the template after, the pod is labelled with the
+// StatefulSet's update revision and done is true. refusal says why the server cannot be changed
 // in place.
-func (r *MemcachedResizeReconciler) resizeServer(ctx context.Context, cached *corev1.Pod, after serverMemory, update string) (serverStep, error) {
+func (r *MemcachedResizeReconciler) updateServer(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rec *resizeRecord, cached *corev1.Pod, change serverChange) (serverStep, error) {
 	p := &corev1.Pod{}
 	if err := r.Live.Get(ctx, client.ObjectKeyFromObject(cached), p); err != nil {
 		return serverStep{}, client.IgnoreNotFound(err)
@@ -642,13 +725,171 @@ func (r *MemcachedResizeReconciler) resizeServer(ctx context.Context, cached *co
 	if p.UID != cached.UID || p.DeletionTimestamp != nil {
 		return serverStep{}, nil
 	}
-	now, ok := memoryOf(&p.Spec)
-	if !ok {
+	if _, ok := memoryOf(&p.Spec); !ok {
 		return serverStep{refusal: fmt.Sprintf("server %s has no memcached container with -m", p.Name)}, nil
+	}
+	if rec.Restart != nil && rec.Restart.Server == p.Name {
+		if done, err := r.restarted(ctx, mc, servers, rec, p); !done || err != nil {
+			return serverStep{}, err
+		}
 	}
 	if !podReady(p) || p.Status.PodIP == "" {
 		return serverStep{}, nil // its readiness brings us back
 	}
+	if change.plan.metadata {
+		if err := r.writeMetadata(ctx, p, change); err != nil {
+			return serverStep{}, err
+		}
+	}
+	if change.plan.memory {
+		if step, err := r.resizeStep(ctx, p, change.plan.after); err != nil || !step.done {
+			return step, err
+		}
+	}
+	if images := imagesToChange(p, change.plan.images); len(images) > 0 {
+		return serverStep{}, r.changeImages(ctx, mc, servers, rec, p, images)
+	}
+	before := p.DeepCopy()
+	p.Labels[appsv1.StatefulSetRevisionLabel] = change.update
+	if err := r.Live.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return serverStep{}, nil
+		}
+		return serverStep{}, fmt.Errorf("label server %s with template revision %s: %w", p.Name, change.update, err)
+	}
+	return serverStep{done: true}, nil
+}
+
+// writeMetadata writes the labels and annotations of the template after onto the running pod p:
+// those the template before had and the one after has not go, the others take the new values;
+// what others wrote on the pod (the StatefulSet controller's labels) stays.
+func (r *MemcachedResizeReconciler) writeMetadata(ctx context.Context, p *corev1.Pod, change serverChange) error {
+	before := p.DeepCopy()
+	p.Labels = movedMap(p.Labels, change.from.Labels, change.to.Labels)
+	p.Annotations = movedMap(p.Annotations, change.from.Annotations, change.to.Annotations)
+	if maps.Equal(p.Labels, before.Labels) && maps.Equal(p.Annotations, before.Annotations) {
+		return nil
+	}
+	if err := r.Live.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			*p = *before
+			return nil // looked at again on the pod's next event
+		}
+		return fmt.Errorf("write the labels and annotations of server %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// movedMap is have with the keys of was that will lacks removed and the entries of will set.
+func movedMap(have, was, will map[string]string) map[string]string {
+	out := maps.Clone(have)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k := range was {
+		if _, ok := will[k]; !ok {
+			delete(out, k)
+		}
+	}
+	maps.Copy(out, will)
+	return out
+}
+
+// imagesToChange are the containers of pod p whose image is not yet the one images (container →
+// image) names.
+func imagesToChange(p *corev1.Pod, images map[string]string) map[string]string {
+	out := map[string]string{}
+	for name, img := range images {
+		if c := containerNamed(&p.Spec, name); c != nil && c.Image != img {
+			out[name] = img
+		}
+	}
+	return out
+}
+
+// changeImages changes the images of pod p's containers (the kubelet restarts each in the pod,
+// which keeps its address and its memory file). Before memcached's own restarts, the record says
+// which server restarts and how many items it held, so that its return can be checked.
+func (r *MemcachedResizeReconciler) changeImages(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rec *resizeRecord, p *corev1.Pod, images map[string]string) error {
+	if _, ok := images[labels.ChartName]; ok {
+		s, err := operand.ReadStats(ctx, r.addr(p), statsTimeout)
+		if err != nil {
+			return fmt.Errorf("read the stats of server %s before its restart: %w", p.Name, err)
+		}
+		rec.Restart = &serverRestart{Server: p.Name, Items: s.CurrItems, Restarts: restartsOf(p, labels.ChartName), At: metav1.Now()}
+		if err := r.record(ctx, servers, *rec); err != nil {
+			return err
+		}
+	}
+	var containers []any
+	for _, name := range slices.Sorted(maps.Keys(images)) {
+		containers = append(containers, map[string]any{"name": name, "image": images[name]})
+	}
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"containers": containers}})
+	if err != nil {
+		return err
+	}
+	if err := r.Live.Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, body)); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("change the images of server %s: %w", p.Name, err)
+	}
+	log.FromContext(ctx).Info("server's images changed in its pod", "pod", p.Name, "images", images)
+	return nil
+}
+
+// restarted checks the server whose memcached the record says restarts: done once it runs again,
+// ready, with the items it held (WarmRestart), or without (StartedEmpty, with an Event and the
+// metric). The record then moves on.
+func (r *MemcachedResizeReconciler) restarted(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rec *resizeRecord, p *corev1.Pod) (bool, error) {
+	if restartsOf(p, labels.ChartName) <= rec.Restart.Restarts || !podReady(p) || p.Status.PodIP == "" {
+		return false, nil // the kubelet's report brings us back
+	}
+	s, err := operand.ReadStats(ctx, r.addr(p), statsTimeout)
+	if err != nil {
+		return false, fmt.Errorf("read the stats of server %s after its restart: %w", p.Name, err)
+	}
+	was := rec.Restart.Items
+	if why := notRestored(was, s.CurrItems); why != "" {
+		if rec.Empty == nil {
+			rec.Empty = map[string]string{}
+		}
+		rec.Empty[p.Name] = why
+		r.Recorder.Eventf(mc, p, corev1.EventTypeWarning, WayStartedEmpty, "RestartServer", "server %s started empty after its restart: %s", p.Name, why)
+		startedEmptyMetrics.WithLabelValues(emptyNotRestored).Inc()
+	} else {
+		rec.Warm = append(rec.Warm, p.Name)
+		log.FromContext(ctx).Info("server restarted with its items", "pod", p.Name, "items", s.CurrItems, "before", was)
+	}
+	rec.Restart, rec.Progress = nil, ptrTo(metav1.Now())
+	return true, r.record(ctx, servers, *rec)
+}
+
+// notRestored says why a memcached that held was items before its restart and holds now after it
+// did not restore them, or "" when it did: a restored memcached holds them all, bar the few that
+// expired meanwhile; one that started empty holds only what clients stored since.
+func notRestored(was, now uint64) string {
+	if was == 0 || now*2 >= was {
+		return ""
+	}
+	return fmt.Sprintf("it held %d items before and %d after: memcached did not restore its memory file (not saved at the stop, or saved by a memcached of other settings)", was, now)
+}
+
+// restartsOf is the restart count of a pod's container.
+func restartsOf(p *corev1.Pod, container string) int32 {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == container {
+			return cs.RestartCount
+		}
+	}
+	return 0
+}
+
+// resizeStep takes one server one step towards the memory after: growing, the container first,
+// then memcached; shrinking, memcached first. done once both hold it.
+func (r *MemcachedResizeReconciler) resizeStep(ctx context.Context, p *corev1.Pod, after serverMemory) (serverStep, error) {
+	now, _ := memoryOf(&p.Spec)
 	shrinking := after.MB < now.MB || quantityBelow(after.Resources.Limits, now.Resources.Limits)
 	containerDone := equality.Semantic.DeepEqual(now.Resources, after.Resources)
 	if shrinking || containerDone {
@@ -662,36 +903,28 @@ func (r *MemcachedResizeReconciler) resizeServer(ctx context.Context, cached *co
 			return serverStep{}, err
 		}
 	}
-	if !containerDone {
-		body, err := json.Marshal(map[string]any{"spec": map[string]any{"containers": []any{
-			map[string]any{"name": labels.ChartName, "resources": after.Resources}}}})
-		if err != nil {
-			return serverStep{}, err
-		}
-		if err := r.Live.SubResource("resize").Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, body)); err != nil {
-			switch {
-			case apierrors.IsNotFound(err) && podGone(err, p.Name), apierrors.IsConflict(err):
-				return serverStep{}, nil
-			case apierrors.IsNotFound(err):
-				return serverStep{refusal: errNoResize}, nil
-			case apierrors.IsForbidden(err):
-				return serverStep{blocked: fmt.Sprintf("the API server refused to resize server %s: %v", p.Name, err)}, nil
-			case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err):
-				return serverStep{refusal: fmt.Sprintf("the API server refused to resize server %s: %v", p.Name, err)}, nil
-			}
-			return serverStep{}, fmt.Errorf("resize server %s: %w", p.Name, err)
-		}
-		return serverStep{}, nil // the kubelet's status update brings us back
+	if containerDone {
+		return serverStep{done: true}, nil
 	}
-	before := p.DeepCopy()
-	p.Labels[appsv1.StatefulSetRevisionLabel] = update
-	if err := r.Live.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"containers": []any{
+		map[string]any{"name": labels.ChartName, "resources": after.Resources}}}})
+	if err != nil {
+		return serverStep{}, err
+	}
+	if err := r.Live.SubResource("resize").Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, body)); err != nil {
+		switch {
+		case apierrors.IsNotFound(err) && podGone(err, p.Name), apierrors.IsConflict(err):
 			return serverStep{}, nil
+		case apierrors.IsNotFound(err):
+			return serverStep{refusal: errNoResize}, nil
+		case apierrors.IsForbidden(err):
+			return serverStep{blocked: fmt.Sprintf("the API server refused to resize server %s: %v", p.Name, err)}, nil
+		case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err):
+			return serverStep{refusal: fmt.Sprintf("the API server refused to resize server %s: %v", p.Name, err)}, nil
 		}
-		return serverStep{}, fmt.Errorf("label server %s with template revision %s: %w", p.Name, update, err)
+		return serverStep{}, fmt.Errorf("resize server %s: %w", p.Name, err)
 	}
-	return serverStep{done: true}, nil
+	return serverStep{}, nil // the kubelet's status update brings us back
 }
 
 // podGone reports whether a NotFound error is about the pod named name (rather than the resize
@@ -790,13 +1023,14 @@ func (r *MemcachedResizeReconciler) keepLimits(ctx context.Context, servers *app
 // letGo ends a hold without resizing the rest in place: the StatefulSet then replaces the servers
 // not yet resized, one at a time.
 func (r *MemcachedResizeReconciler) letGo(ctx context.Context, mc client.Object, servers *appsv1.StatefulSet, rec resizeRecord, why string) error {
-	rec.Outcome, rec.Why, rec.At, rec.Blocked = outcomeRolledOut, why, ptrTo(metav1.Now()), ""
+	rec.Outcome, rec.Why, rec.At, rec.Blocked, rec.Restart = outcomeRolledOut, why, ptrTo(metav1.Now()), "", nil
+	if rec.Way != "" {
+		rec.Way = WayStartedEmpty
+	}
 	if err := r.release(ctx, servers, rec); err != nil {
 		return err
 	}
-	r.Recorder.Eventf(mc, servers, corev1.EventTypeWarning, "ResizeByRollout", "ResizeServers",
-		"%s is rolled out one server at a time, each starting empty: %s", rec.change(), why)
-	resizeMetrics.WithLabelValues("rollout").Inc()
+	r.announceRollout(mc, servers, rec)
 	return nil
 }
 
@@ -837,8 +1071,9 @@ func (r *MemcachedResizeReconciler) writeHold(ctx context.Context, servers *apps
 		if letGo {
 			return fmt.Errorf("let go of the rollout of StatefulSet %s: %w", s.Name, err)
 		}
-		return fmt.Errorf("record the resize of StatefulSet %s: %w", s.Name, err)
+		return fmt.Errorf("record the change of StatefulSet %s: %w", s.Name, err)
 	}
+	*servers = *s // a later write of the same reconcile is on the version written
 	return nil
 }
 
@@ -859,9 +1094,12 @@ func ptrOr[T any](p *T, def T) T {
 	return *p
 }
 
-// observeResize is the Resizing condition from the StatefulSet's record of its last memory change
-// (none: no condition).
-func observeResize(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, pods []corev1.Pod) {
+// observeChange renders the StatefulSet's record of the last change of its servers (none: no
+// condition): the Resizing condition for a change of memory, as since 1.2.0, and CacheWarm, whether
+// the servers kept their items through it (from 1.3.0). While the change is made in place,
+// Progressing says so: the StatefulSet counts the servers held for it as not updated, though they
+// are changed, not replaced.
+func observeChange(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, pods []corev1.Pod) {
 	if servers == nil {
 		return
 	}
@@ -869,6 +1107,76 @@ func observeResize(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, pod
 	if rec == nil {
 		return
 	}
+	done := 0
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == servers.UID && p.Labels[appsv1.StatefulSetRevisionLabel] == servers.Status.UpdateRevision {
+			done++
+		}
+	}
+	n := replicasOf(servers)
+	done = min(done, int(n))
+	rolledOut := rolloutOfServers(servers).complete()
+	if rec.memoryChange() {
+		observeResize(st, rec, done, n, rolledOut)
+	}
+	inPlace := fmt.Sprintf("%s: writing onto the servers in place, none restarted: %d of %d done", rec.what(), done, n)
+	if rec.Way == WayWarmRestart {
+		inPlace = fmt.Sprintf("%s: restarting the servers in their pods one at a time, each with its items: %d of %d done", rec.what(), done, n)
+	}
+	if rec.Outcome == outcomeResizing {
+		switch {
+		case rec.Blocked != "":
+			setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, ReasonResizeBlocked, memcachedCondition(*st, ConditionResizing).Message)
+		case rec.memoryChange() && rec.Way != WayWarmRestart:
+			setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, ReasonResizingInPlace, memcachedCondition(*st, ConditionResizing).Message)
+		default:
+			setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, rec.Way, inPlace)
+		}
+	}
+	if rec.Way == "" {
+		return // a record of 1.2.0's memory change
+	}
+	empty := ""
+	if len(rec.Empty) > 0 {
+		var which []string
+		for _, server := range slices.Sorted(maps.Keys(rec.Empty)) {
+			which = append(which, fmt.Sprintf("server %s started empty: %s", server, rec.Empty[server]))
+		}
+		empty = strings.Join(which, "; ")
+	}
+	switch rec.Outcome {
+	case outcomeResizing:
+		if empty != "" {
+			setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionFalse, WayStartedEmpty, inPlace+"; "+empty)
+		} else {
+			setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionTrue, rec.Way, inPlace)
+		}
+	case outcomeInPlace:
+		switch {
+		case empty != "":
+			setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionFalse, WayStartedEmpty,
+				fmt.Sprintf("%s: the servers restarted in their pods at %s, %d with their items; %s", rec.what(), timeOf(rec.At), len(rec.Warm), empty))
+		case rec.Way == WayWarmRestart:
+			setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionTrue, WayWarmRestart,
+				fmt.Sprintf("%s: every server restarted in its pod with its items, one at a time, by %s", rec.what(), timeOf(rec.At)))
+		default:
+			setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionTrue, WayInPlace,
+				fmt.Sprintf("%s: made in place at %s, no server restarted", rec.what(), timeOf(rec.At)))
+		}
+	case outcomeRolledOut:
+		if rolledOut {
+			setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionFalse, WayStartedEmpty,
+				fmt.Sprintf("%s: rolled out one server at a time, each started empty, because %s", rec.what(), rec.Why))
+		} else {
+			setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionFalse, WayStartedEmpty,
+				fmt.Sprintf("%s: rolling out one server at a time, each starts empty, because %s", rec.what(), rec.Why))
+		}
+	}
+}
+
+// observeResize is the Resizing condition of a record of a memory change, done of n servers
+// changed.
+func observeResize(st *cachev1.MemcachedStatus, rec *resizeRecord, done int, n int32, rolledOut bool) {
 	switch rec.Outcome {
 	case outcomeResizing:
 		if rec.Blocked != "" {
@@ -876,19 +1184,13 @@ func observeResize(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, pod
 				fmt.Sprintf("%s waits, the servers kept as they are (a rollout would be refused its new pods alike): %s", rec.change(), rec.Blocked))
 			return
 		}
-		done := 0
-		for _, p := range pods {
-			if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == servers.UID && p.Labels[appsv1.StatefulSetRevisionLabel] == servers.Status.UpdateRevision {
-				done++
-			}
-		}
 		setMemcachedCondition(st, ConditionResizing, metav1.ConditionTrue, ReasonResizingInPlace,
-			fmt.Sprintf("%s in place, without a restart: %d of %d servers resized", rec.change(), min(done, int(replicasOf(servers))), replicasOf(servers)))
+			fmt.Sprintf("%s in place, without a restart: %d of %d servers resized", rec.change(), done, n))
 	case outcomeInPlace:
 		setMemcachedCondition(st, ConditionResizing, metav1.ConditionFalse, ReasonResizedInPlace,
 			fmt.Sprintf("%s: made in place at %s, no server restarted", rec.change(), timeOf(rec.At)))
 	case outcomeRolledOut:
-		if rolloutOfServers(servers).complete() {
+		if rolledOut {
 			setMemcachedCondition(st, ConditionResizing, metav1.ConditionFalse, ReasonRolledOut,
 				fmt.Sprintf("%s: rolled out one server at a time, each started empty, because %s", rec.change(), rec.Why))
 		} else {

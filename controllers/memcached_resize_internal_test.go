@@ -17,6 +17,7 @@ limitations under the License.
 package controllers
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -28,53 +29,114 @@ import (
 	"github.com/example/memcached-operator/internal/labels"
 )
 
-// Which changes of the servers' template are made in place: memcached's -m and its container's
-// resources, and nothing else.
-func TestMemoryOnlyChange(t *testing.T) {
+// How each change of the servers' template is made, in each mode (servers_change.go's table):
+// memcached's memory file (-e, keepCacheAcross Restarts) decides between memory in place and
+// restarts with the items.
+func TestPlanTemplateChange(t *testing.T) {
 	template := func(image, mb string, request, limit string, edits ...func(*corev1.PodTemplateSpec)) *corev1.PodTemplateSpec {
-		t := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "memcached", Image: image, Args: []string{"-p", "11211", "-m", mb, "-c", "1024"},
-			Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse(request)},
-				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(limit)}},
-		}}}}
+		t := &corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/version": image}, Annotations: map[string]string{"a": "1"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "memcached", Image: "m:" + image, Args: []string{"-p", "11211", "-m", mb, "-c", "1024"},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse(request)},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(limit)}},
+			}, {Name: "exporter", Image: "e:0.15", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")}}}}}}
 		for _, e := range edits {
 			e(t)
 		}
 		return t
 	}
+	warm := func(t *corev1.PodTemplateSpec) {
+		t.Spec.Containers[0].Args = append(t.Spec.Containers[0].Args, "-e", "/var/cache/memcached/items")
+		t.Spec.Volumes = []corev1.Volume{{Name: "memory-file"}}
+	}
+	annotated := func(t *corev1.PodTemplateSpec) { t.Annotations = map[string]string{"a": "2"} }
+	labelled := func(t *corev1.PodTemplateSpec) { t.Labels["team"] = "x" }
+	flag := func(t *corev1.PodTemplateSpec) { t.Spec.Containers[0].Args[5] = "2048" }
+	exporter := func(t *corev1.PodTemplateSpec) { t.Spec.Containers[1].Image = "e:0.16" }
+	guaranteed := func(t *corev1.PodTemplateSpec) {
+		c := &t.Spec.Containers[0]
+		c.Resources.Limits[corev1.ResourceCPU] = resource.MustParse("50m")
+	}
+	exporterMemory := func(t *corev1.PodTemplateSpec) {
+		t.Spec.Containers[1].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("64Mi")
+	}
+	noM := func(t *corev1.PodTemplateSpec) { t.Spec.Containers[0].Args = []string{"-p", "11211"} }
+	with := func(edits ...func(*corev1.PodTemplateSpec)) []func(*corev1.PodTemplateSpec) { return edits }
 	for _, tc := range []struct {
 		name     string
 		from, to *corev1.PodTemplateSpec
-		why      string // "" when in place
-		mb       int32
+		way      string
+		why      string // a part of why the servers start empty
+		change   string // a part of what changes, in words
 	}{
-		{"more item memory and container memory", template("m:1.6", "64", "96Mi", "96Mi"), template("m:1.6", "128", "160Mi", "160Mi"), "", 128},
-		{"less", template("m:1.6", "128", "160Mi", "160Mi"), template("m:1.6", "64", "96Mi", "96Mi"), "", 64},
-		{"the container's memory alone", template("m:1.6", "64", "96Mi", "96Mi"), template("m:1.6", "64", "96Mi", "200Mi"), "", 64},
-		{"memory and the image", template("m:1.6.38", "64", "96Mi", "96Mi"), template("m:1.6.39", "128", "160Mi", "160Mi"), "not to memory alone", 128},
-		{"memory and another flag", template("m:1.6", "64", "96Mi", "96Mi"), template("m:1.6", "128", "160Mi", "160Mi", func(t *corev1.PodTemplateSpec) {
-			t.Spec.Containers[0].Args[5] = "2048"
-		}), "not to memory alone", 128},
-		{"nothing", template("m:1.6", "64", "96Mi", "96Mi"), template("m:1.6", "64", "96Mi", "96Mi"), "memory does not change", 64},
-		{"into another QoS class", template("m:1.6", "64", "96Mi", "96Mi"), template("m:1.6", "64", "96Mi", "96Mi", func(t *corev1.PodTemplateSpec) {
-			c := &t.Spec.Containers[0]
-			c.Resources.Limits[corev1.ResourceCPU] = resource.MustParse("50m")
-			c.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("96Mi")
-		}), "from QoS class Burstable to Guaranteed", 64},
-		{"a template without -m", template("m:1.6", "64", "96Mi", "96Mi"), template("m:1.6", "64", "96Mi", "96Mi", func(t *corev1.PodTemplateSpec) {
-			t.Spec.Containers[0].Args = []string{"-p", "11211"}
-		}), "no memcached container with -m", 0},
+		// Either mode.
+		{"nothing", template("1.6.38", "64", "96Mi", "96Mi"), template("1.6.38", "64", "96Mi", "96Mi"), "", "", ""},
+		{"pod annotations", template("1.6.38", "64", "96Mi", "96Mi"), template("1.6.38", "64", "96Mi", "96Mi", annotated), WayInPlace, "", "pod labels or annotations"},
+		{"pod annotations, warm", template("1.6.38", "64", "96Mi", "96Mi", warm), template("1.6.38", "64", "96Mi", "96Mi", warm, annotated), WayInPlace, "", "pod labels or annotations"},
+		{"pod labels", template("1.6.38", "64", "96Mi", "96Mi"), template("1.6.38", "64", "96Mi", "96Mi", labelled), WayInPlace, "", "pod labels or annotations"},
+		{"the container's memory alone", template("1.6.38", "64", "96Mi", "96Mi"), template("1.6.38", "64", "96Mi", "200Mi"), WayInPlace, "", "container memory 96Mi → 200Mi"},
+		{"the container's memory alone, warm", template("1.6.38", "64", "96Mi", "96Mi", warm), template("1.6.38", "64", "96Mi", "200Mi", warm), WayInPlace, "", "container memory 96Mi → 200Mi"},
+		{"the exporter's image", template("1.6.38", "64", "96Mi", "96Mi"), template("1.6.38", "64", "96Mi", "96Mi", exporter), WayInPlace, "", "the exporter's image"},
+		{"another flag", template("1.6.38", "64", "96Mi", "96Mi"), template("1.6.38", "64", "96Mi", "96Mi", flag), WayStartedEmpty, "memcached's flags change", ""},
+		{"another flag, warm", template("1.6.38", "64", "96Mi", "96Mi", warm), template("1.6.38", "64", "96Mi", "96Mi", warm, flag), WayStartedEmpty, "memcached's flags change", ""},
+		{"the exporter's memory", template("1.6.38", "64", "96Mi", "96Mi"), template("1.6.38", "64", "96Mi", "96Mi", exporterMemory), WayStartedEmpty, "the pod's spec", ""},
+		{"into another QoS class", template("1.6.38", "64", "96Mi", "96Mi"), template("1.6.38", "64", "96Mi", "96Mi", guaranteed), WayStartedEmpty, "from QoS class Burstable to Guaranteed", ""},
+		{"a template without -m", template("1.6.38", "64", "96Mi", "96Mi"), template("1.6.38", "64", "96Mi", "96Mi", noM), WayStartedEmpty, "no memcached container with -m", ""},
+		// The mode itself.
+		{"the memory file added", template("1.6.38", "64", "96Mi", "96Mi"), template("1.6.38", "64", "96Mi", "96Mi", warm), WayStartedEmpty, "memory file is added", ""},
+		{"the memory file removed", template("1.6.38", "64", "96Mi", "96Mi", warm), template("1.6.38", "64", "96Mi", "96Mi"), WayStartedEmpty, "memory file is removed", ""},
+		// MemoryChanges: memory in place, a new image starts empty.
+		{"more item memory", template("1.6.38", "64", "96Mi", "96Mi"), template("1.6.38", "128", "160Mi", "160Mi"), WayInPlace, "", "item memory 64 → 128 MiB"},
+		{"less item memory", template("1.6.38", "128", "160Mi", "160Mi"), template("1.6.38", "64", "96Mi", "96Mi"), WayInPlace, "", "item memory 128 → 64 MiB"},
+		{"memcached's image", template("1.6.38", "64", "96Mi", "96Mi"), template("1.6.39", "64", "96Mi", "96Mi"), WayStartedEmpty, "without its memory file", ""},
+		// Restarts: a new image restarts warm, memory starts empty.
+		{"memcached's image, warm", template("1.6.38", "64", "96Mi", "96Mi", warm), template("1.6.39", "64", "96Mi", "96Mi", warm), WayWarmRestart, "", "memcached 1.6.38 → 1.6.39"},
+		{"memcached's and the exporter's images and annotations, warm", template("1.6.38", "64", "96Mi", "96Mi", warm), template("1.6.39", "64", "96Mi", "96Mi", with(warm, exporter, annotated)...),
+			WayWarmRestart, "", "pod labels or annotations, memcached 1.6.38 → 1.6.39, the exporter's image"},
+		{"more item memory, warm", template("1.6.38", "64", "96Mi", "96Mi", warm), template("1.6.38", "128", "160Mi", "160Mi", warm), WayStartedEmpty, "only into the item memory it saved them from", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, after, why := memoryOnlyChange(tc.from, tc.to)
-			if (tc.why == "") != (why == "") || !strings.Contains(why, tc.why) {
-				t.Errorf("why not in place = %q, want %q", why, tc.why)
+			plan := planTemplateChange(tc.from, tc.to)
+			if plan.way != tc.way {
+				t.Errorf("way = %q (%s), want %q", plan.way, plan.why, tc.way)
 			}
-			if after.MB != tc.mb {
-				t.Errorf("item memory after = %d, want %d", after.MB, tc.mb)
+			if (tc.why == "") != (plan.why == "") || !strings.Contains(plan.why, tc.why) {
+				t.Errorf("why the servers start empty = %q, want one with %q", plan.why, tc.why)
+			}
+			if tc.change != "" && !strings.Contains(plan.change(), tc.change) {
+				t.Errorf("change = %q, want one with %q", plan.change(), tc.change)
 			}
 		})
+	}
+}
+
+// A pod's labels and annotations move from the template before to the one after, and keep what
+// others wrote on the pod.
+func TestMovedMap(t *testing.T) {
+	have := map[string]string{"controller-revision-hash": "r1", "team": "a", "old": "x"}
+	got := movedMap(have, map[string]string{"team": "a", "old": "x"}, map[string]string{"team": "b", "new": "y"})
+	want := map[string]string{"controller-revision-hash": "r1", "team": "b", "new": "y"}
+	if !maps.Equal(got, want) {
+		t.Errorf("movedMap = %v, want %v", got, want)
+	}
+	if have["team"] != "a" {
+		t.Error("movedMap changed the pod's own map")
+	}
+}
+
+// A restart restored memcached's items when it holds (nearly) what it held before.
+func TestNotRestored(t *testing.T) {
+	for _, tc := range []struct {
+		was, now uint64
+		restored bool
+	}{{10000, 10000, true}, {10000, 9990, true}, {0, 0, true}, {10000, 0, false}, {10000, 120, false}} {
+		if got := notRestored(tc.was, tc.now) == ""; got != tc.restored {
+			t.Errorf("notRestored(%d, %d) restored = %v, want %v", tc.was, tc.now, got, tc.restored)
+		}
 	}
 }
 

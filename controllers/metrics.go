@@ -172,6 +172,55 @@ var resizeMetrics = func() *prometheus.CounterVec {
 
 // autopilotMetrics are the autopilot's choices per Memcached (removed when it is gone or the
 // autopilot is off) and its steps.
+// changeMetrics counts the changes of Memcacheds' server templates by how they were made
+// (servers_change.go): in_place (no memcached restarted), warm_restart (restarted in their pods
+// with their items) or started_empty (rolled out, each server starting empty).
+var changeMetrics = func() *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "memcached_operator", Name: "server_changes_total",
+		Help: "Changes of Memcacheds' server templates, by how they were made: in_place, warm_restart or started_empty."}, []string{"way"})
+	crmetrics.Registry.MustRegister(c)
+	for _, way := range []string{WayInPlace, WayWarmRestart, WayStartedEmpty} {
+		c.WithLabelValues(wayMetric(way))
+	}
+	return c
+}()
+
+// wayMetric is a way's value of the way label.
+func wayMetric(way string) string {
+	switch way {
+	case WayWarmRestart:
+		return "warm_restart"
+	case WayStartedEmpty:
+		return "started_empty"
+	}
+	return "in_place"
+}
+
+// Reasons a server started empty: the reason label of startedEmptyMetrics.
+const (
+	// emptyRollout: a change of the servers rolled them out (a new pod each).
+	emptyRollout = "rollout"
+	// emptyNotRestored: memcached restarted in its pod but did not restore its memory file.
+	emptyNotRestored = "not_restored"
+	// emptyPodReplaced: its pod was replaced outside a rollout (a drain, an eviction, a deletion).
+	emptyPodReplaced = "pod_replaced"
+	// emptyRestarted: memcached restarted in its pod (a crash, a failed probe) without a memory
+	// file to restore from, or was killed before it could save it.
+	emptyRestarted = "restarted"
+)
+
+// startedEmptyMetrics counts the memcached servers that started empty after holding items, by
+// reason.
+var startedEmptyMetrics = func() *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "memcached_operator", Name: "servers_started_empty_total",
+		Help: "memcached servers that started empty after holding items, by reason: rollout, not_restored, pod_replaced or restarted."}, []string{"reason"})
+	crmetrics.Registry.MustRegister(c)
+	for _, reason := range []string{emptyRollout, emptyNotRestored, emptyPodReplaced, emptyRestarted} {
+		c.WithLabelValues(reason)
+	}
+	return c
+}()
+
 var autopilotMetrics = func() *autopilotGauges {
 	by := []string{"memcached_namespace", "memcached"}
 	m := &autopilotGauges{

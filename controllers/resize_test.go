@@ -235,19 +235,42 @@ var _ = Describe("Memory changes in place", func() {
 		Expect(countKeys(host, "before", 500)).To(Equal(500), "no key lost")
 	})
 
-	It("lets go of the servers when a change beyond memory comes during a resize in place", func() {
+	It("lets go of the servers when a change that needs new pods comes during a resize in place", func() {
 		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "beyond"}
 		_, servers := resizingOneServer(key)
 
-		By("a pod annotation changes before the kubelet has resized the server")
+		By("a memcached flag changes before the kubelet has resized the server")
+		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 96\n    maxConnections: 2048\n")
+		Eventually(func(g Gomega) {
+			s := getStatefulSet(g, ctx, servers)
+			g.Expect(s.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-c", "2048"))
+			g.Expect(heldServers(ctx, servers)(g)).To(BeZero(), "the StatefulSet replaces the server with the new template")
+			g.Expect(s.Annotations[labels.ResizeHold]).To(And(ContainSubstring(`"outcome":"RolledOut"`), ContainSubstring("another change came"),
+				ContainSubstring("memcached's flags change")))
+		}, timeout, interval).Should(Succeed())
+		Expect(serverPod(Default, ctx, servers, 0).Labels).To(HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-a"), "never marked as running the new template")
+	})
+
+	It("takes a change of pod annotations during a resize in place along with it", func() {
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "along"}
+		host, servers := resizingOneServer(key)
+
 		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 96\n  podAnnotations: {team: web}\n")
 		Eventually(func(g Gomega) {
 			s := getStatefulSet(g, ctx, servers)
 			g.Expect(s.Spec.Template.Annotations).To(HaveKeyWithValue("team", "web"))
-			g.Expect(heldServers(ctx, servers)(g)).To(BeZero(), "the StatefulSet replaces the server with the new template")
-			g.Expect(s.Annotations[labels.ResizeHold]).To(And(ContainSubstring(`"outcome":"RolledOut"`), ContainSubstring("a change beyond memory came")))
+			g.Expect(s.Annotations[labels.ResizeHold]).To(ContainSubstring("pod labels or annotations, item memory 64 → 96 MiB"))
+			g.Expect(heldServers(ctx, servers)(g)).To(BeEquivalentTo(1), "still held")
 		}, timeout, interval).Should(Succeed())
-		Expect(serverPod(Default, ctx, servers, 0).Labels).To(HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-a"), "never marked as running the new template")
+		setServerRevisions(ctx, servers, "rev-a", "rev-c", 0)
+		kubeletResized(ctx, servers, 0)
+		Eventually(func(g Gomega) {
+			p := serverPod(g, ctx, servers, 0)
+			g.Expect(p.Annotations).To(HaveKeyWithValue("team", "web"))
+			g.Expect(p.Labels).To(HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-c"))
+			g.Expect(getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold]).To(ContainSubstring(`"outcome":"InPlace"`))
+		}, timeout, interval).Should(Succeed())
+		Expect(memoryLimitMB(host)).To(Equal(96))
 	})
 
 	It("keeps memcached's limit on a server resized in place whose memcached restarted", func() {
@@ -255,7 +278,7 @@ var _ = Describe("Memory changes in place", func() {
 		host, servers := resizingOneServer(key)
 		kubeletResized(ctx, servers, 0)
 		Eventually(func() int { return memoryLimitMB(host) }, timeout, interval).Should(Equal(96))
-		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(ContainSubstring("InPlace"))
+		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(ContainSubstring(`"outcome":"InPlace"`))
 		setServerRevisions(ctx, servers, "rev-b", "rev-b", 1)
 
 		By("memcached restarts in the pod, with the -m its arguments say")

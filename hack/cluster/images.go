@@ -300,7 +300,9 @@ type artifact interface {
 }
 
 // memcachedImage packs Debian's memcached binary with the shared libraries it links, the way
-// the official image runs it: the arguments are memcached's flags.
+// the official image runs it: the arguments are memcached's flags. Like the official image it has
+// a shell (busybox's sh, sleep, rm), which runs memcached with its memory file
+// (keepCacheAcross Restarts: the chart's memcached.warmStart).
 func memcachedImage() (v1.Image, string, error) {
 	bin, err := exec.LookPath("memcached")
 	if err != nil {
@@ -310,6 +312,11 @@ func memcachedImage() (v1.Image, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	shell, err := busybox()
+	if err != nil {
+		return nil, "", err
+	}
+	files = append(files, shell...)
 	version, err := exec.Command(bin, "-V").Output()
 	if err != nil {
 		return nil, "", err

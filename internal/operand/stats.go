@@ -44,6 +44,8 @@ type Stats struct {
 	// RejectedConnections counts connections memcached refused at MaxConnections (1.6's default),
 	// ListenDisabled the times it stopped accepting them instead (-o maxconns_fast=false).
 	RejectedConnections, ListenDisabled uint64
+	// CurrItems are the items it holds: a restart with its memory file keeps them.
+	CurrItems uint64
 }
 
 // ErrTooManyConnections is memcached's answer to a connection beyond its maxConnections: the
@@ -83,6 +85,7 @@ func ParseStats(r io.Reader) (Stats, error) {
 		"bytes": &s.Bytes, "limit_maxbytes": &s.LimitMaxBytes,
 		"curr_connections": &s.CurrConnections, "max_connections": &s.MaxConnections,
 		"listen_disabled_num": &s.ListenDisabled, "rejected_connections": &s.RejectedConnections,
+		"curr_items": &s.CurrItems,
 	}
 	signed := map[string]*int64{"time": &s.Time, "uptime": &s.Uptime}
 	seen := map[string]bool{}

@@ -26,7 +26,7 @@ import (
 const statsReply = "STAT pid 1\r\nSTAT uptime 120\r\nSTAT time 1795526987\r\nSTAT version 1.6.38\r\n" +
 	"STAT max_connections 1024\r\nSTAT curr_connections 3\r\nSTAT rejected_connections 0\r\n" +
 	"STAT get_hits 90\r\nSTAT get_misses 10\r\nSTAT limit_maxbytes 67108864\r\nSTAT listen_disabled_num 0\r\n" +
-	"STAT bytes 1048576\r\nSTAT evictions 7\r\nEND\r\n"
+	"STAT bytes 1048576\r\nSTAT curr_items 1000\r\nSTAT evictions 7\r\nEND\r\n"
 
 func TestParseStats(t *testing.T) {
 	s, err := ParseStats(strings.NewReader(statsReply))
@@ -34,7 +34,7 @@ func TestParseStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Stats{Time: 1795526987, Uptime: 120, GetHits: 90, GetMisses: 10, Evictions: 7, Bytes: 1 << 20,
-		LimitMaxBytes: 64 << 20, CurrConnections: 3, MaxConnections: 1024}
+		LimitMaxBytes: 64 << 20, CurrConnections: 3, MaxConnections: 1024, CurrItems: 1000}
 	if s != want {
 		t.Errorf("ParseStats = %+v, want %+v", s, want)
 	}

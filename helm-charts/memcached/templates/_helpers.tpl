@@ -166,3 +166,40 @@ matchExpressions:
 namespace: {{ .Release.Namespace | quote }}
 memcached: {{ .Release.Name | quote }}
 {{- end }}
+
+{{/* MemoryChanges (the default) or Restarts: see the CRD's spec.keepCacheAcross. */}}
+{{- define "memcached.keepCacheAcross" -}}
+{{- .Values.keepCacheAcross | default "MemoryChanges" }}
+{{- end }}
+
+{{/* Where memcached keeps its items with keepCacheAcross Restarts: a memory-backed emptyDir. */}}
+{{- define "memcached.memoryDir" -}}
+/var/cache/memcached
+{{- end }}
+
+{{- define "memcached.memoryFile" -}}
+{{- printf "%s/items" (include "memcached.memoryDir" .) }}
+{{- end }}
+
+{{/*
+The memcached container's shell with keepCacheAcross Restarts: memcached runs as its child, and
+the stop Kubernetes sends (SIGTERM) reaches memcached as SIGUSR1, on which it saves its items'
+metadata beside its memory file and exits; the next start finds both and restores the items.
+A save cut short (killed at the end of the grace period) would leave a metadata file memcached
+aborts on at every start: only one marked complete after a clean exit is kept. memcached refuses a
+save of the second it starts in ("incompatible ... [stop_time]"): a start right after a save waits
+a second. The arguments ("$@") are memcached's flags.
+*/}}
+{{- define "memcached.warmStart" -}}
+{{- $file := include "memcached.memoryFile" . -}}
+[ -e {{ $file }}.saved ] || rm -f {{ $file }}.meta
+rm -f {{ $file }}.saved
+[ ! -e {{ $file }}.meta ] || sleep 1
+memcached "$@" &
+pid=$!
+trap 'kill -USR1 $pid' TERM INT
+wait $pid; rc=$?
+while kill -0 $pid 2>/dev/null; do wait $pid; rc=$?; done
+[ $rc -ne 0 ] || [ ! -e {{ $file }}.meta ] || : > {{ $file }}.saved
+exit $rc
+{{- end }}

@@ -1,0 +1,262 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/example/memcached-operator/controllers"
+	"github.com/example/memcached-operator/internal/labels"
+)
+
+// Changes of the servers' template that keep the keys (servers_change.go): metadata written onto
+// the running pods, and, with keepCacheAcross Restarts, a new image as a restart of memcached in
+// its pod from its memory file. Real memcacheds stand in for the pods'; the specs play the
+// StatefulSet controller and the kubelet (envtest runs neither), the kubelet as it restarts a
+// container whose image changed: memcached stopped as the chart's shell stops it (SIGUSR1, which
+// saves its items) and started again with its file.
+var _ = Describe("Changes of the servers that keep their keys", func() {
+	ctx := context.Background()
+
+	It("writes pod annotations and labels onto the running servers: none replaced or restarted, every key kept", func() {
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "metadata"}
+		hosts := []string{startMemcached(64), startMemcached(64)}
+		createMemcached(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n")
+		servers := playServers(ctx, key, hosts, "rev-a")
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		for _, h := range hosts {
+			storeKeys(h, "k", 500)
+		}
+		uids := []types.UID{serverPod(Default, ctx, servers, 0).UID, serverPod(Default, ctx, servers, 1).UID}
+
+		updateSpec(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  podAnnotations: {team: web}\n  podLabels: {tier: cache}\n")
+		Eventually(func(g Gomega) {
+			s := getStatefulSet(g, ctx, servers)
+			g.Expect(s.Annotations[labels.ResizeHold]).To(And(ContainSubstring(`"way":"InPlace"`), Not(ContainSubstring("outcome"))))
+			g.Expect(heldServers(ctx, servers)(g)).To(BeEquivalentTo(2), "both servers held")
+			g.Expect(s.Spec.Template.Annotations).To(HaveKeyWithValue("team", "web"))
+		}, timeout, interval).Should(Succeed())
+		setServerRevisions(ctx, servers, "rev-a", "rev-b", 0)
+
+		Eventually(func(g Gomega) {
+			g.Expect(heldServers(ctx, servers)(g)).To(BeZero())
+			g.Expect(getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold]).To(ContainSubstring(`"outcome":"InPlace"`))
+			for i := range hosts {
+				p := serverPod(g, ctx, servers, i)
+				g.Expect(p.Annotations).To(HaveKeyWithValue("team", "web"))
+				g.Expect(p.Labels).To(And(HaveKeyWithValue("tier", "cache"), HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-b"),
+					HaveKeyWithValue(appsv1.StatefulSetPodNameLabel, p.Name)), "the StatefulSet controller's labels stay")
+				g.Expect(p.UID).To(Equal(uids[i]), "the same pod")
+			}
+		}, timeout, interval).Should(Succeed())
+		setServerRevisions(ctx, servers, "rev-b", "rev-b", 2)
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.WayInPlace),
+			HaveField("Message", And(ContainSubstring("pod labels or annotations"), ContainSubstring("no server restarted")))))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.WayInPlace))
+		for _, h := range hosts {
+			Expect(countKeys(h, "k", 500)).To(Equal(500), "no key lost")
+		}
+
+		By("an annotation removed goes from the pods too")
+		updateSpec(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  podLabels: {tier: cache}\n")
+		Eventually(func(g Gomega) int32 { return heldServers(ctx, servers)(g) }, timeout, interval).Should(BeEquivalentTo(2))
+		setServerRevisions(ctx, servers, "rev-b", "rev-c", 0)
+		Eventually(func(g Gomega) {
+			for i := range hosts {
+				p := serverPod(g, ctx, servers, i)
+				g.Expect(p.Annotations).NotTo(HaveKey("team"))
+				g.Expect(p.Labels).To(And(HaveKeyWithValue("tier", "cache"), HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-c")))
+			}
+		}, timeout, interval).Should(Succeed())
+	})
+
+	It("restarts each server in its pod with a new image, one at a time and the highest first, each with its items", func() {
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "warm"}
+		warm := []*warmMemcached{startWarmMemcached(64), startWarmMemcached(64)}
+		createMemcached(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n  image: {tag: 1.6.38}\n")
+		servers := playServers(ctx, key, []string{warm[0].host, warm[1].host}, "rev-a")
+		Expect(getStatefulSet(Default, ctx, servers).Spec.Template.Spec.Containers[0].Args).To(ContainElements("-e", "/var/cache/memcached/items"))
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		for _, w := range warm {
+			storeKeys(w.host, "k", 1000)
+		}
+
+		updateSpec(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n  image: {tag: 1.6.39}\n")
+		Eventually(func(g Gomega) {
+			g.Expect(getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold]).To(ContainSubstring(`"way":"WarmRestart"`))
+			g.Expect(heldServers(ctx, servers)(g)).To(BeEquivalentTo(2))
+		}, timeout, interval).Should(Succeed())
+		setServerRevisions(ctx, servers, "rev-a", "rev-b", 0)
+
+		By("server 1 first: its image changes, server 0's not until server 1 serves again")
+		awaitImage(ctx, servers, 1, ":1.6.39")
+		Consistently(serverImage(ctx, servers, 0), 2*time.Second, interval).Should(HaveSuffix(":1.6.38"))
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.WayWarmRestart),
+			HaveField("Message", ContainSubstring("memcached 1.6.38 → 1.6.39: restarting the servers in their pods one at a time"))))
+		kubeletRestarts(ctx, servers, 1, warm[1], 64)
+
+		By("then server 0")
+		awaitImage(ctx, servers, 0, ":1.6.39")
+		kubeletRestarts(ctx, servers, 0, warm[0], 64)
+
+		Eventually(func(g Gomega) {
+			s := getStatefulSet(g, ctx, servers)
+			g.Expect(s.Annotations[labels.ResizeHold]).To(And(ContainSubstring(`"outcome":"InPlace"`), ContainSubstring(`"warm":["warm-memcached-1","warm-memcached-0"]`)))
+			g.Expect(heldServers(ctx, servers)(g)).To(BeZero())
+			for i := range warm {
+				g.Expect(serverPod(g, ctx, servers, i).Labels).To(HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-b"))
+			}
+		}, timeout, interval).Should(Succeed())
+		setServerRevisions(ctx, servers, "rev-b", "rev-b", 2)
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.WayWarmRestart),
+			HaveField("Message", ContainSubstring("every server restarted in its pod with its items"))))
+		for _, w := range warm {
+			Expect(countKeys(w.host, "k", 1000)).To(Equal(1000), "every key restored")
+		}
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.WayWarmRestart))
+	})
+
+	It("says which server started empty when memcached did not restore its memory file", func() {
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "mismatch"}
+		warm := startWarmMemcached(64)
+		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n  image: {tag: 1.6.38}\n")
+		servers := playServers(ctx, key, []string{warm.host}, "rev-a")
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		storeKeys(warm.host, "k", 1000)
+
+		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n  image: {tag: 1.6.39}\n")
+		Eventually(heldServers(ctx, servers), timeout, interval).Should(BeEquivalentTo(1))
+		setServerRevisions(ctx, servers, "rev-a", "rev-b", 0)
+		awaitImage(ctx, servers, 0, ":1.6.39")
+		// The file was saved by a memcached of other settings: memcached starts clean.
+		kubeletRestarts(ctx, servers, 0, warm, 80)
+
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", controllers.WayStartedEmpty),
+			HaveField("Message", And(ContainSubstring("server mismatch-memcached-0 started empty"), ContainSubstring("held 1000 items before and 0 after")))))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.WayStartedEmpty))
+		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(
+			ContainSubstring(`"outcome":"InPlace"`), "the change is made all the same")
+		Expect(countKeys(warm.host, "k", 1000)).To(BeZero())
+	})
+})
+
+// warmMemcached is a memcached with its memory file (-e), as with keepCacheAcross Restarts, that
+// the specs restart as the kubelet would.
+type warmMemcached struct {
+	host, file string
+	cmd        *exec.Cmd
+}
+
+// startWarmMemcached runs memcached with mb MiB of item memory and its memory file on a tmpfs,
+// at statsPort of a loopback address of its own, until the spec ends.
+func startWarmMemcached(mb int) *warmMemcached {
+	GinkgoHelper()
+	dir, err := os.MkdirTemp("/dev/shm", "memcached-warm-")
+	Expect(err).NotTo(HaveOccurred(), "memcached's memory file goes on a tmpfs, as on the pod's memory-backed emptyDir")
+	Expect(os.Chmod(dir, 0o777)).To(Succeed()) // memcached runs as nobody
+	DeferCleanup(os.RemoveAll, dir)
+	w := &warmMemcached{host: nextLoopbackHost(), file: filepath.Join(dir, "items")}
+	w.start(mb)
+	DeferCleanup(func() {
+		if w.cmd != nil {
+			_ = w.cmd.Process.Kill()
+			_ = w.cmd.Wait()
+		}
+	})
+	return w
+}
+
+func (w *warmMemcached) start(mb int) {
+	GinkgoHelper()
+	bin, err := exec.LookPath("memcached")
+	Expect(err).NotTo(HaveOccurred(), "the specs run a real memcached: apt-get install memcached (hack/packages.txt)")
+	w.cmd = exec.Command(bin, "-l", w.host, "-p", strconv.Itoa(statsPort), "-U", "0", "-m", strconv.Itoa(mb), "-u", "nobody", "-e", w.file)
+	w.cmd.Stdout, w.cmd.Stderr = GinkgoWriter, GinkgoWriter
+	Expect(w.cmd.Start()).To(Succeed())
+	Eventually(func() error { return dialOnce(statsAddr(w.host)) }, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+}
+
+// restart stops memcached as the chart's shell does when Kubernetes stops the container (SIGUSR1:
+// it saves its items and exits) and starts it again with mb MiB, more than a second later (see
+// memcached.warmStart).
+func (w *warmMemcached) restart(mb int) {
+	GinkgoHelper()
+	Expect(w.cmd.Process.Signal(syscall.SIGUSR1)).To(Succeed())
+	Expect(w.cmd.Wait()).To(Succeed())
+	Expect(w.file + ".meta").To(BeAnExistingFile())
+	time.Sleep(1100 * time.Millisecond) // memcached refuses a file saved in the second it starts
+	w.start(mb)
+}
+
+// kubeletRestarts plays the kubelet that restarts server i's memcached container for its new
+// image: not ready, memcached restarted with mb MiB (w), then ready with one more restart.
+func kubeletRestarts(ctx context.Context, s *appsv1.StatefulSet, i int, w *warmMemcached, mb int) {
+	GinkgoHelper()
+	setPodReady(ctx, s.Namespace, fmt.Sprintf("%s-%d", s.Name, i), false)
+	w.restart(mb)
+	Eventually(func(g Gomega) {
+		p := serverPod(g, ctx, s, i)
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		for j := range p.Status.ContainerStatuses {
+			if cs := &p.Status.ContainerStatuses[j]; cs.Name == "memcached" {
+				cs.Image, cs.RestartCount = p.Spec.Containers[0].Image, cs.RestartCount+1
+			}
+		}
+		g.Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+}
+
+// serverImage is the memcached image in the spec of the StatefulSet's pod i.
+func serverImage(ctx context.Context, s *appsv1.StatefulSet, i int) func(g Gomega) string {
+	return func(g Gomega) string { return serverPod(g, ctx, s, i).Spec.Containers[0].Image }
+}
+
+// awaitImage waits until the operator has changed the memcached image of server i's pod to one
+// ending in suffix, in place.
+func awaitImage(ctx context.Context, s *appsv1.StatefulSet, i int, suffix string) {
+	GinkgoHelper()
+	Eventually(serverImage(ctx, s, i), timeout, interval).Should(HaveSuffix(suffix))
+	Expect(serverPod(Default, ctx, s, i).Labels).To(HaveKeyWithValue("app.kubernetes.io/version", suffix[1:]), "its labels are written first")
+}
+
+// dialOnce connects to addr and hangs up.
+func dialOnce(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
