@@ -660,11 +660,11 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if waiting {
 		return ctrl.Result{RequeueAfter: resizePoll}, nil
 	}
+	n := min(partitionOf(servers), replicasOf(servers))
 	rec.Outcome, rec.At, rec.ToMB, rec.ToLimit = outcomeInPlace, ptrTo(metav1.Now()), plan.after.MB, plan.after.limit()
 	if err := r.release(ctx, servers, *rec); err != nil {
 		return ctrl.Result{}, err
 	}
-	n := min(partitionOf(servers), replicasOf(servers))
 	switch {
 	case rec.Way == WayWarmRestart:
 		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, WayWarmRestart, "ChangeServers",

@@ -89,7 +89,10 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 
 		By("an annotation removed goes from the pods too")
 		updateSpec(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  podLabels: {tier: cache}\n")
-		Eventually(func(g Gomega) int32 { return heldServers(ctx, servers)(g) }, timeout, interval).Should(BeEquivalentTo(2))
+		Eventually(func(g Gomega) {
+			g.Expect(heldServers(ctx, servers)(g)).To(BeEquivalentTo(2))
+			g.Expect(getStatefulSet(g, ctx, servers).Spec.Template.Annotations).NotTo(HaveKey("team"), "Helm applied the change")
+		}, timeout, interval).Should(Succeed())
 		setServerRevisions(ctx, servers, "rev-b", "rev-c", 0)
 		Eventually(func(g Gomega) {
 			for i := range hosts {
@@ -113,7 +116,9 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 
 		updateSpec(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n  image: {tag: 1.6.39}\n")
 		Eventually(func(g Gomega) {
-			g.Expect(getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold]).To(ContainSubstring(`"way":"WarmRestart"`))
+			s := getStatefulSet(g, ctx, servers)
+			g.Expect(s.Annotations[labels.ResizeHold]).To(ContainSubstring(`"way":"WarmRestart"`))
+			g.Expect(s.Spec.Template.Spec.Containers[0].Image).To(HaveSuffix(":1.6.39"), "Helm applied the change")
 			g.Expect(heldServers(ctx, servers)(g)).To(BeEquivalentTo(2))
 		}, timeout, interval).Should(Succeed())
 		setServerRevisions(ctx, servers, "rev-a", "rev-b", 0)
@@ -157,7 +162,10 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		storeKeys(warm.host, "k", 1000)
 
 		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n  image: {tag: 1.6.39}\n")
-		Eventually(heldServers(ctx, servers), timeout, interval).Should(BeEquivalentTo(1))
+		Eventually(func(g Gomega) {
+			g.Expect(heldServers(ctx, servers)(g)).To(BeEquivalentTo(1))
+			g.Expect(getStatefulSet(g, ctx, servers).Spec.Template.Spec.Containers[0].Image).To(HaveSuffix(":1.6.39"), "Helm applied the change")
+		}, timeout, interval).Should(Succeed())
 		setServerRevisions(ctx, servers, "rev-a", "rev-b", 0)
 		awaitImage(ctx, servers, 0, ":1.6.39")
 		// The file was saved by a memcached of other settings: memcached starts clean.
