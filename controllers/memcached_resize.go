@@ -165,6 +165,17 @@ type serverRestart struct {
 	At       metav1.Time `json:"at"`
 }
 
+// last is when the record last moved: its outcome, else the last server done, else the hold.
+func (r resizeRecord) last() *metav1.Time {
+	switch {
+	case r.At != nil:
+		return r.At
+	case r.Progress != nil:
+		return r.Progress
+	}
+	return &r.Since
+}
+
 // memoryChange says whether the record's change is to memory (the Resizing condition's).
 func (r resizeRecord) memoryChange() bool {
 	return r.Way == "" || r.Memory
@@ -1104,9 +1115,18 @@ func observeChange(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, pod
 		return
 	}
 	rec := resizeRecordOf(servers)
-	if rec == nil {
-		return
+	if rec != nil {
+		observeRecord(st, servers, rec, pods)
 	}
+	if e := emptyStartOf(servers); e != nil && (rec == nil || !e.At.Before(rec.last())) {
+		// A server started empty after the last change the operator made (stats controller).
+		setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionFalse, WayStartedEmpty,
+			fmt.Sprintf("server %s started empty at %s: %s", e.Server, timeOf(&e.At), e.Why))
+	}
+}
+
+// observeRecord renders the record of the servers' last change (observeChange).
+func observeRecord(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, rec *resizeRecord, pods []corev1.Pod) {
 	done := 0
 	for _, p := range pods {
 		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == servers.UID && p.Labels[appsv1.StatefulSetRevisionLabel] == servers.Status.UpdateRevision {

@@ -88,6 +88,8 @@ type MemcachedStatsReconciler struct {
 	mu sync.Mutex
 	// last is each pod's previous read, by Memcached: rates are the difference of two reads.
 	last map[types.NamespacedName]map[types.UID]operand.Stats
+	// empty tells the servers that started empty from the reads.
+	empty emptyStarts
 }
 
 // podRead is one pod's answer.
@@ -103,11 +105,13 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
+			r.empty.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if mc.DeletionTimestamp != nil {
 		r.forget(req.NamespacedName)
+		r.empty.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	pods, err := r.readyPods(ctx, mc)
@@ -133,6 +137,9 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		if rd.err != nil {
 			log.FromContext(ctx).V(1).Info("memcached stats unreadable", "error", rd.err.Error())
 		}
+	}
+	if err := r.empty.observe(ctx, r.Client, r.Recorder, mc, reads); err != nil {
+		log.FromContext(ctx).Error(err, "a server that started empty is not in status") // its Event and metric are out
 	}
 	if was := mc.Status; !equality.Semantic.DeepEqual(*st, was) {
 		mc.Status = *st

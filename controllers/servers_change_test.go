@@ -181,8 +181,53 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 	})
 })
 
+var _ = Describe("Servers that start empty outside a change", func() {
+	ctx := context.Background()
+
+	It("says which server started empty after memcached crashed, and why", func() {
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "crash"}
+		server := startWarmMemcached(64)
+		server.file = "" // keepCacheAcross MemoryChanges: no memory file
+		server.restart(64)
+		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n")
+		servers := playServers(ctx, key, []string{server.host}, "rev-a")
+		storeKeys(server.host, "k", 1000)
+		fill(server.host, 2<<20) // a figure in status (whole MiB) that says so
+		// The stats controller has read the server with its items.
+		setPodReady(ctx, key.Namespace, servers.Name+"-0", false)
+		setPodReady(ctx, key.Namespace, servers.Name+"-0", true)
+		Eventually(func(g Gomega) string {
+			st := memcachedStatus(ctx, key)(g)
+			g.Expect(st.Stats).NotTo(BeNil())
+			return st.Stats.MemoryUsed.String()
+		}, timeout, interval).ShouldNot(Equal("0"))
+		Consistently(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), time.Second, interval).Should(HaveField("Type", BeEmpty()),
+			"nothing to say before anything happened")
+
+		By("memcached is killed at its memory limit and restarts in its pod, empty")
+		setPodReady(ctx, key.Namespace, servers.Name+"-0", false)
+		Expect(server.cmd.Process.Kill()).To(Succeed())
+		_ = server.cmd.Wait()
+		server.start(64)
+		Eventually(func(g Gomega) {
+			p := serverPod(g, ctx, servers, 0)
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+			cs := &p.Status.ContainerStatuses[0]
+			cs.RestartCount++
+			cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}
+			g.Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", controllers.WayStartedEmpty),
+			HaveField("Message", And(ContainSubstring("server crash-memcached-0 started empty"), ContainSubstring("OOMKilled, exit code 137"),
+				ContainSubstring("keepCacheAcross MemoryChanges")))))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.WayStartedEmpty))
+	})
+})
+
 // warmMemcached is a memcached with its memory file (-e), as with keepCacheAcross Restarts, that
-// the specs restart as the kubelet would.
+// the specs restart as the kubelet would; without a file ("") it runs as with MemoryChanges.
 type warmMemcached struct {
 	host, file string
 	cmd        *exec.Cmd
@@ -211,7 +256,11 @@ func (w *warmMemcached) start(mb int) {
 	GinkgoHelper()
 	bin, err := exec.LookPath("memcached")
 	Expect(err).NotTo(HaveOccurred(), "the specs run a real memcached: apt-get install memcached (hack/packages.txt)")
-	w.cmd = exec.Command(bin, "-l", w.host, "-p", strconv.Itoa(statsPort), "-U", "0", "-m", strconv.Itoa(mb), "-u", "nobody", "-e", w.file)
+	args := []string{"-l", w.host, "-p", strconv.Itoa(statsPort), "-U", "0", "-m", strconv.Itoa(mb), "-u", "nobody"}
+	if w.file != "" {
+		args = append(args, "-e", w.file)
+	}
+	w.cmd = exec.Command(bin, args...)
 	w.cmd.Stdout, w.cmd.Stderr = GinkgoWriter, GinkgoWriter
 	Expect(w.cmd.Start()).To(Succeed())
 	Eventually(func() error { return dialOnce(statsAddr(w.host)) }, 10*time.Second, 50*time.Millisecond).Should(Succeed())
@@ -224,8 +273,10 @@ func (w *warmMemcached) restart(mb int) {
 	GinkgoHelper()
 	Expect(w.cmd.Process.Signal(syscall.SIGUSR1)).To(Succeed())
 	Expect(w.cmd.Wait()).To(Succeed())
-	Expect(w.file + ".meta").To(BeAnExistingFile())
-	time.Sleep(1100 * time.Millisecond) // memcached refuses a file saved in the second it starts
+	if w.file != "" {
+		Expect(w.file + ".meta").To(BeAnExistingFile())
+		time.Sleep(1100 * time.Millisecond) // memcached refuses a file saved in the second it starts
+	}
 	w.start(mb)
 }
 

@@ -58,4 +58,9 @@ const (
 	// rollout (spec.updateStrategy.rollingUpdate.partition) to resize its servers in place: what
 	// the hold is for (controllers/memcached_resize.go).
 	ResizeHold = "cache.my.domain/resize-in-place"
+
+	// StartedEmpty is the annotation on a memcached StatefulSet that says which server last
+	// started empty outside a change the operator made (a pod replaced, a crash), why and when
+	// (controllers/servers_empty.go).
+	StartedEmpty = "cache.my.domain/started-empty"
 )
