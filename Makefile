@@ -358,11 +358,15 @@ BENCH_FLAGS ?=
 HELM_OPERATOR_PLUGINS_VERSION = $(shell go list -m -f '{{.Version}}' github.com/operator-framework/helm-operator-plugins)
 
 .PHONY: bench
-bench: envtest $(KUBE_BIN)/kube-controller-manager $(HELM) ## Measure this operator against the stock helm-operator and the raw-create limit into bench/results/ (quick: BENCH_FLAGS="-n 100 -reps 1 -once '' -large '' -extras ''").
+bench: bench-warm envtest $(KUBE_BIN)/kube-controller-manager $(HELM) ## Measure this operator against the stock helm-operator and the raw-create limit into bench/results/ (quick: BENCH_FLAGS="-n 100 -reps 1 -once '' -large '' -extras ''"); and memcached's warm restart (bench-warm).
 	CGO_ENABLED=0 go build -o $(LOCALBIN)/bench/manager .
 	CGO_ENABLED=0 go build -o $(LOCALBIN)/bench/helm-operator github.com/operator-framework/helm-operator-plugins
 	cd bench && go run . -repo $(CURDIR) -bin-dir $(LOCALBIN)/bench -kube-bin $(KUBE_BIN) -kube-version $(KUBE_VERSION) -helm $(HELM) -out $(CURDIR)/bench/results \
 		-versions "Kubernetes $(KUBE_VERSION) (kube-apiserver, etcd, kube-controller-manager), helm-operator-plugins $(HELM_OPERATOR_PLUGINS_VERSION)" $(BENCH_FLAGS)
+
+.PHONY: bench-warm
+bench-warm: test-packages ## Measure memcached's warm restart (keepCacheAcross Restarts) at 64 MiB and 1 GiB of items: stop to serving again, items kept, memory, into bench/results/warm-restart.md.
+	cd bench && go run . warm -out $(CURDIR)/bench/results
 
 CHAOS_FLAGS ?=
 

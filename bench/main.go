@@ -28,7 +28,8 @@ limitations under the License.
 // repetition) and results/results.png. `make bench` builds what it needs and runs it.
 //
 // `bench chaos` (`make chaos`) runs fault scenarios on the same control plane instead (chaos.go)
-// and writes results/chaos.md.
+// and writes results/chaos.md; `bench warm` (`make bench-warm`, also part of `make bench`) measures
+// memcached's warm restart (warm.go) into results/warm-restart.md.
 package main
 
 import (
@@ -70,6 +71,10 @@ type options struct {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "chaos" {
 		chaosMain(os.Args[2:])
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "warm" {
+		warmMain(os.Args[2:])
 		return
 	}
 	var o options

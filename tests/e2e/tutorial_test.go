@@ -374,6 +374,8 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 
 	It("changes the servers' memory in place: 30000 keys kept, no restart, memcached's own limit doubled and halved", proveMemoryInPlace)
 
+	It("keeps the keys through the changes it rolls out: annotations in place, a new image restarted warm one server at a time, a new item memory said to start empty", proveCacheKept)
+
 	It("sizes a cache from its own evictions: memory grown in place, then a server added, removed again once the load stops", proveAutopilot)
 
 	It("leaves no operator objects after make undeploy, and with CRs present removes them and their releases first", func() {
