@@ -26,7 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/kubectl/pkg/util/qos"
 
-	"github.com/example/memcached-operator/internal/labels")
+	"github.com/example/memcached-operator/internal/labels"
+)
 
 // How a change of the servers' pod template is made: the decision, from the template before and
 // after alone (docs/upgrades.md, "What keeps the cache warm"). The mechanics, holding the
@@ -202,4 +203,3 @@ func containerNamed(spec *corev1.PodSpec, name string) *corev1.Container {
 	}
 	return nil
 }
-
