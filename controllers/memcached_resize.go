@@ -581,9 +581,10 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	if deployed <= rec.Release {
 		// The upgrade the hold is for has not been applied: Helm applies it right after the
-		// hold, so one not applied by now failed, and nothing changed.
+		// hold, so one not applied by now failed, and nothing changed. Until then, look again
+		// soon: the new release record, which says it was applied, is not watched here.
 		if wait := holdWait - elapsed; wait > 0 {
-			return ctrl.Result{RequeueAfter: wait}, nil
+			return ctrl.Result{RequeueAfter: min(wait, resizePoll)}, nil
 		}
 		return ctrl.Result{}, r.abandon(ctx, servers, "the upgrade the servers were held for was not applied")
 	}

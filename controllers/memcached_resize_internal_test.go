@@ -98,6 +98,9 @@ func TestPlanTemplateChange(t *testing.T) {
 		{"memcached's and the exporter's images and annotations, warm", template("1.6.38", "64", "96Mi", "96Mi", warm), template("1.6.39", "64", "96Mi", "96Mi", with(warm, exporter, annotated)...),
 			WayWarmRestart, "", "pod labels or annotations, memcached 1.6.38 → 1.6.39, the exporter's image"},
 		{"more item memory, warm", template("1.6.38", "64", "96Mi", "96Mi", warm), template("1.6.38", "128", "160Mi", "160Mi", warm), WayStartedEmpty, "only into the item memory it saved them from", ""},
+		{"more item memory and the memory file's volume with it, warm", template("1.6.38", "64", "96Mi", "96Mi", warm), template("1.6.38", "128", "160Mi", "160Mi", warm, func(t *corev1.PodTemplateSpec) {
+			t.Spec.Volumes[0].EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}
+		}), WayStartedEmpty, "item memory 64 → 128 MiB", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := planTemplateChange(tc.from, tc.to)

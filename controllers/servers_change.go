@@ -140,6 +140,7 @@ func planTemplateChange(from, to *corev1.PodTemplateSpec) templatePlan {
 	a, before, ok1 := strip(from)
 	b, after, ok2 := strip(to)
 	plan.before, plan.after = before, after
+	plan.memory = ok1 && ok2 && (before.MB != after.MB || !equality.Semantic.DeepEqual(before.Resources, after.Resources))
 	emptyStart := func(why string) templatePlan {
 		plan.way, plan.why = WayStartedEmpty, why
 		return plan
@@ -153,11 +154,13 @@ func planTemplateChange(from, to *corev1.PodTemplateSpec) templatePlan {
 		return emptyStart("memcached's memory file is added (keepCacheAcross Restarts): each server starts with it empty once, and restarts with its items from then on")
 	case warmTemplate(from) != warm:
 		return emptyStart("memcached's memory file is removed (keepCacheAcross MemoryChanges): memcached cannot restore its items without it")
+	case warm && before.MB != after.MB:
+		// (The memory file's volume is sized by -m too.)
+		return emptyStart(fmt.Sprintf("item memory %d → %d MiB: memcached restores its items only into the item memory it saved them from (keepCacheAcross Restarts)", before.MB, after.MB))
 	case !equality.Semantic.DeepEqual(a, b):
 		return emptyStart(beyondInPlace(a, b))
 	}
 	plan.metadata = !equality.Semantic.DeepEqual(from.Labels, to.Labels) || !equality.Semantic.DeepEqual(from.Annotations, to.Annotations)
-	plan.memory = before.MB != after.MB || !equality.Semantic.DeepEqual(before.Resources, after.Resources)
 	for i := range to.Spec.Containers {
 		c := &to.Spec.Containers[i]
 		if was := containerNamed(&from.Spec, c.Name); was != nil && was.Image != c.Image {
@@ -165,8 +168,6 @@ func planTemplateChange(from, to *corev1.PodTemplateSpec) templatePlan {
 		}
 	}
 	switch {
-	case warm && before.MB != after.MB:
-		return emptyStart(fmt.Sprintf("item memory %d → %d MiB: memcached restores its items only into the item memory it saved them from (keepCacheAcross Restarts)", before.MB, after.MB))
 	case !warm && plan.restartsMemcached():
 		return emptyStart(fmt.Sprintf("memcached %s → %s restarts memcached, and without its memory file (keepCacheAcross MemoryChanges) a restarted memcached is empty", plan.fromVersion, plan.toVersion))
 	}
