@@ -358,11 +358,15 @@ BENCH_FLAGS ?=
 HELM_OPERATOR_PLUGINS_VERSION = $(shell go list -m -f '{{.Version}}' github.com/operator-framework/helm-operator-plugins)
 
 .PHONY: bench
-bench: bench-warm envtest $(KUBE_BIN)/kube-controller-manager $(HELM) ## Measure this operator against the stock helm-operator and the raw-create limit into bench/results/ (quick: BENCH_FLAGS="-n 100 -reps 1 -once '' -large '' -extras ''"); and memcached's warm restart (bench-warm).
+bench: bench-warm bench-noisy envtest $(KUBE_BIN)/kube-controller-manager $(HELM) ## Measure this operator against the stock helm-operator and the raw-create limit into bench/results/ (quick: BENCH_FLAGS="-n 100 -reps 1 -once '' -large '' -extras ''"); memcached's warm restart (bench-warm) and the noisy neighbour (bench-noisy).
 	CGO_ENABLED=0 go build -o $(LOCALBIN)/bench/manager .
 	CGO_ENABLED=0 go build -o $(LOCALBIN)/bench/helm-operator github.com/operator-framework/helm-operator-plugins
 	cd bench && go run . -repo $(CURDIR) -bin-dir $(LOCALBIN)/bench -kube-bin $(KUBE_BIN) -kube-version $(KUBE_VERSION) -helm $(HELM) -out $(CURDIR)/bench/results \
 		-versions "Kubernetes $(KUBE_VERSION) (kube-apiserver, etcd, kube-controller-manager), helm-operator-plugins $(HELM_OPERATOR_PLUGINS_VERSION)" $(BENCH_FLAGS)
+
+.PHONY: bench-noisy
+bench-noisy: test-packages envtest ## Measure a tenant's install, availability and in-place memory change alone and beside another tenant's stalling servers (an envtest spec) into bench/results/noisy-neighbour.md.
+	KUBEBUILDER_ASSETS="$(KUBE_BIN)" NOISY_NEIGHBOUR_REPORT=$(CURDIR)/bench/results/noisy-neighbour.md go test ./controllers/ -count=1 -timeout 10m -ginkgo.focus "stalling servers"
 
 .PHONY: bench-warm
 bench-warm: test-packages ## Measure memcached's warm restart (keepCacheAcross Restarts) at 64 MiB and 1 GiB of items: stop to serving again, items kept, memory, into bench/results/warm-restart.md.

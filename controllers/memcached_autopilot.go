@@ -18,9 +18,9 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"reflect"
 	"strconv"
 	"time"
@@ -39,6 +39,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -244,6 +245,8 @@ type MemcachedAutopilotReconciler struct {
 	StatsInterval time.Duration
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
+	// slots keep one namespace's caches from taking more than one worker at a time.
+	slots tenantSlots
 }
 
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
@@ -270,7 +273,9 @@ func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.R
 		removeMemcachedCondition(st, ConditionScalingLimited)
 	} else {
 		var err error
-		if step, recheck, err = r.decide(ctx, mc, st); err != nil {
+		if step, recheck, err = r.decide(ctx, mc, st); errors.Is(err, errTenantBusy) {
+			return ctrl.Result{RequeueAfter: tenantRetry}, nil // another of the namespace's caches asks its servers now
+		} else if err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -481,6 +486,9 @@ func (r *MemcachedAutopilotReconciler) nextStep(ctx context.Context, mc *cachev1
 				return nil, next, &limit{"TooFullToShrink", fmt.Sprintf("%s: at %d MiB the fullest server would use %d%% or more", figures, next.MaxMemoryMB, b.belowPercent), "bounds"}, nil
 			}
 			held, err := r.heldMemory(ctx, mc)
+			if errors.Is(err, errTenantBusy) {
+				return nil, next, nil, err
+			}
 			if err != nil {
 				return nil, next, &limit{"MemoryHeld", fmt.Sprintf("%s: %v", figures, err), "memory_held"}, nil
 			}
@@ -507,17 +515,23 @@ func (r *MemcachedAutopilotReconciler) heldMemory(ctx context.Context, mc *cache
 	if err != nil {
 		return 0, err
 	}
+	release, ok := r.slots.take(mc.Namespace)
+	if !ok {
+		return 0, errTenantBusy
+	}
+	defer release()
 	port := r.Port
 	if port == 0 {
 		port = memcachedPort
 	}
 	var most uint64
-	for _, p := range pods {
-		n, err := operand.ReadAllocated(ctx, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port))), statsTimeout)
-		if err != nil {
-			return 0, fmt.Errorf("server %s did not say how much memory it holds: %w", p.Name, err)
+	for _, a := range askServers(ctx, pods, port, func(ctx context.Context, addr string) (uint64, error) {
+		return operand.ReadAllocated(ctx, addr, cacheTimeout)
+	}) {
+		if a.err != nil {
+			return 0, fmt.Errorf("a server did not say how much memory it holds: %w", a.err)
 		}
-		most = max(most, n)
+		most = max(most, a.answer)
 	}
 	return most, nil
 }
@@ -719,6 +733,8 @@ func (r *MemcachedAutopilotReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		Named("memcached-autopilot").
 		For(MemcachedObject(), builder.WithPredicates(inputs)).
 		Watches(&corev1.ResourceQuota{}, quotaToMemcacheds).
+		// Two workers, of which a namespace takes one at most while it asks its servers (slots).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
 }
 

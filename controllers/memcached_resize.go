@@ -41,6 +41,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,6 +49,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
@@ -150,6 +152,8 @@ type resizeRecord struct {
 	Restart *serverRestart `json:"restart,omitempty"`
 	// Progress is when the last server was done: the timeout counts from it.
 	Progress *metav1.Time `json:"progress,omitempty"`
+	// Fits says every held server holds no more memory than a shrink's new limit (asked once).
+	Fits bool `json:"fits,omitempty"`
 	// Warm and Empty are the servers restarted so far: with their items, and without (server →
 	// why).
 	Warm  []string          `json:"warm,omitempty"`
@@ -365,6 +369,8 @@ type MemcachedResizeReconciler struct {
 	Support *resizeSupport
 	// Port is memcached's port in each pod (0: the chart's).
 	Port int32
+	// slots keep one namespace's caches from taking more than one worker at a time.
+	slots tenantSlots
 }
 
 // +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
@@ -412,7 +418,7 @@ func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client
 	}
 	why := plan.why
 	if why == "" {
-		why = r.inPlaceRefusal(ctx, live, plan)
+		why = r.inPlaceRefusal(live, plan)
 	}
 	// Since: when the servers are held, after the checks above (which read every server).
 	record := resizeRecord{Release: int32(last.Version), Revision: live.Status.CurrentRevision, FromMB: plan.before.MB, ToMB: plan.after.MB,
@@ -471,9 +477,9 @@ func (r *MemcachedResizeReconciler) announceRollout(cr client.Object, servers *a
 
 // inPlaceRefusal says why the StatefulSet's servers cannot take the plan's change in place, or
 // "" when they can: the last rollout must be complete (every server runs the revision the hold
-// names); for memory, the cluster must resize pods, and on a shrink each server must hold no more
-// than the new limit.
-func (r *MemcachedResizeReconciler) inPlaceRefusal(ctx context.Context, live *appsv1.StatefulSet, plan templatePlan) string {
+// names), and for memory the cluster must resize pods. It asks the servers nothing: it runs on a
+// Helm worker, which every tenant's installs share (a shrink's fit is checked by Reconcile).
+func (r *MemcachedResizeReconciler) inPlaceRefusal(live *appsv1.StatefulSet, plan templatePlan) string {
 	if plan.memory {
 		ok, err := r.Support.inPlace()
 		if err != nil {
@@ -487,36 +493,42 @@ func (r *MemcachedResizeReconciler) inPlaceRefusal(ctx context.Context, live *ap
 	if !ro.complete() || live.Status.CurrentRevision != live.Status.UpdateRevision {
 		return fmt.Sprintf("the servers were still rolling out (%d of %d updated)", ro.updated, ro.want)
 	}
-	after, before := plan.after, plan.before
-	if after.MB >= before.MB {
-		return ""
-	}
-	pods, err := r.serverPods(ctx, live)
-	if err != nil {
-		return err.Error()
-	}
+	return ""
+}
+
+// shrinkRefusal says why the held servers cannot shrink in place to the item memory after, or ""
+// when they can: each must hold no more than it (memcached keeps what it has allocated). All are
+// asked at once, within one deadline for the cache.
+func (r *MemcachedResizeReconciler) shrinkRefusal(ctx context.Context, pods []*corev1.Pod, after serverMemory) string {
 	for _, p := range pods {
 		if !podReady(p) || p.Status.PodIP == "" {
 			return fmt.Sprintf("server %s is not ready, so what it holds is unknown", p.Name)
 		}
-		held, err := operand.ReadAllocated(ctx, r.addr(p), statsTimeout)
-		if err != nil {
-			return fmt.Sprintf("server %s did not say how much memory it holds: %v", p.Name, err)
+	}
+	for _, a := range askServers(ctx, pods, r.port(), func(ctx context.Context, addr string) (uint64, error) {
+		return operand.ReadAllocated(ctx, addr, cacheTimeout)
+	}) {
+		if a.err != nil {
+			return fmt.Sprintf("a server did not say how much memory it holds: %v", a.err)
 		}
-		if held > uint64(after.MB)<<20 {
+		if a.answer > uint64(after.MB)<<20 {
 			return fmt.Sprintf("server %s holds %d MiB, above the new %d MiB: memcached gives memory back only as its items expire or are deleted",
-				p.Name, held>>20, after.MB)
+				a.pod.Name, a.answer>>20, after.MB)
 		}
 	}
 	return ""
 }
 
-func (r *MemcachedResizeReconciler) addr(p *corev1.Pod) string {
-	port := r.Port
-	if port == 0 {
-		port = memcachedPort
+// port is memcached's port in each pod.
+func (r *MemcachedResizeReconciler) port() int32 {
+	if r.Port == 0 {
+		return memcachedPort
 	}
-	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))
+	return r.Port
+}
+
+func (r *MemcachedResizeReconciler) addr(p *corev1.Pod) string {
+	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(r.port())))
 }
 
 // serverPods are the StatefulSet's pods, by ordinal.
@@ -557,10 +569,16 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, err
 	}
 	rec := resizeRecordOf(servers)
-	switch {
-	case rec == nil:
-		return ctrl.Result{}, nil // no memory change was ever made in place
-	case rec.Outcome != outcomeResizing:
+	if rec == nil {
+		return ctrl.Result{}, nil // no change was ever made in place
+	}
+	// What follows may talk to the servers: one of a namespace's caches at a time.
+	release, ok := r.slots.take(mc.Namespace)
+	if !ok {
+		return ctrl.Result{RequeueAfter: tenantRetry}, nil
+	}
+	defer release()
+	if rec.Outcome != outcomeResizing {
 		return ctrl.Result{}, r.keepLimits(ctx, servers)
 	}
 	if partitionOf(servers) == 0 {
@@ -610,21 +628,37 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		rec.ToMB, rec.ToLimit = plan.after.MB, plan.after.limit()
 		return ctrl.Result{}, r.record(ctx, servers, *rec)
 	}
+	pods, err := r.serverPods(ctx, servers)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	held := min(partitionOf(servers), replicasOf(servers))
+	if plan.memory && plan.after.MB < plan.before.MB && !warmTemplate(&to.Spec.Template) && !rec.Fits {
+		// A shrink in place needs every server to hold no more than the new limit: asked here,
+		// on the resize's own workers, not on Helm's before the upgrade.
+		var ask []*corev1.Pod
+		for n := range held {
+			if p := pods[n]; p != nil && p.Labels[appsv1.StatefulSetRevisionLabel] == rec.Revision {
+				ask = append(ask, p)
+			}
+		}
+		if why := r.shrinkRefusal(ctx, ask, plan.after); why != "" {
+			return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, why)
+		}
+		rec.Fits = true
+		return ctrl.Result{}, r.record(ctx, servers, *rec) // its event brings us back
+	}
 	// The StatefulSet must show the release's template, and its controller must have seen it:
 	// its update revision is then that template.
 	if !showsTemplate(&servers.Spec.Template, &to.Spec.Template) || servers.Status.ObservedGeneration < servers.Generation || servers.Status.UpdateRevision == "" {
 		return ctrl.Result{RequeueAfter: resizePoll}, nil
-	}
-	pods, err := r.serverPods(ctx, servers)
-	if err != nil {
-		return ctrl.Result{}, err
 	}
 	change := serverChange{plan: plan, from: &from.Spec.Template, to: &to.Spec.Template, update: servers.Status.UpdateRevision}
 	waiting, blocked := false, ""
 	// The held servers that still are (a smaller replicaCount removes the highest), the highest
 	// first, as the StatefulSet rolls them: one at a time where memcached restarts, so that only
 	// one server's share of the keys is away at any moment.
-	for n := min(partitionOf(servers), replicasOf(servers)) - 1; n >= 0; n-- {
+	for n := held - 1; n >= 0; n-- {
 		p := pods[n]
 		if p == nil {
 			waiting = true // the StatefulSet controller recreates it (at the revision it held)
@@ -824,7 +858,7 @@ func imagesToChange(p *corev1.Pod, images map[string]string) map[string]string {
 // which server restarts and how many items it held, so that its return can be checked.
 func (r *MemcachedResizeReconciler) changeImages(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rec *resizeRecord, p *corev1.Pod, images map[string]string) error {
 	if _, ok := images[labels.ChartName]; ok {
-		s, err := operand.ReadStats(ctx, r.addr(p), statsTimeout)
+		s, err := operand.ReadStats(ctx, r.addr(p), cacheTimeout)
 		if err != nil {
 			return fmt.Errorf("read the stats of server %s before its restart: %w", p.Name, err)
 		}
@@ -858,7 +892,7 @@ func (r *MemcachedResizeReconciler) restarted(ctx context.Context, mc *cachev1.M
 	if restartsOf(p, labels.ChartName) <= rec.Restart.Restarts || !podReady(p) || p.Status.PodIP == "" {
 		return false, nil // the kubelet's report brings us back
 	}
-	s, err := operand.ReadStats(ctx, r.addr(p), statsTimeout)
+	s, err := operand.ReadStats(ctx, r.addr(p), cacheTimeout)
 	if err != nil {
 		return false, fmt.Errorf("read the stats of server %s after its restart: %w", p.Name, err)
 	}
@@ -990,17 +1024,28 @@ func quantityBelow(a, b corev1.ResourceList) bool {
 
 // setLimit makes the memcached of pod p run with mb MiB of item memory, unless it does already.
 func (r *MemcachedResizeReconciler) setLimit(ctx context.Context, p *corev1.Pod, mb int32) error {
-	s, err := operand.ReadStats(ctx, r.addr(p), statsTimeout)
+	if err := setLimitAt(ctx, r.addr(p), mb); err != nil {
+		return fmt.Errorf("server %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// setLimitAt makes the memcached at addr run with mb MiB of item memory, unless it does already:
+// both exchanges within one cacheTimeout.
+func setLimitAt(ctx context.Context, addr string, mb int32) error {
+	ctx, cancel := context.WithTimeout(ctx, cacheTimeout)
+	defer cancel()
+	s, err := operand.ReadStats(ctx, addr, cacheTimeout)
 	if err != nil {
-		return fmt.Errorf("read the stats of server %s: %w", p.Name, err)
+		return fmt.Errorf("read the stats: %w", err)
 	}
 	if s.LimitMaxBytes == uint64(mb)<<20 {
 		return nil
 	}
-	if err := operand.SetMemoryLimit(ctx, r.addr(p), mb, statsTimeout); err != nil {
-		return fmt.Errorf("set the item memory of server %s to %d MiB: %w", p.Name, mb, err)
+	if err := operand.SetMemoryLimit(ctx, addr, mb, cacheTimeout); err != nil {
+		return fmt.Errorf("set the item memory to %d MiB: %w", mb, err)
 	}
-	log.FromContext(ctx).Info("memcached's item memory set in place", "pod", p.Name, "MiB", mb)
+	log.FromContext(ctx).Info("memcached's item memory set in place", "addr", addr, "MiB", mb)
 	return nil
 }
 
@@ -1016,7 +1061,7 @@ func (r *MemcachedResizeReconciler) keepLimits(ctx context.Context, servers *app
 	if err != nil {
 		return err
 	}
-	var failed error
+	var resized []*corev1.Pod
 	for _, p := range pods {
 		if p.Labels[appsv1.StatefulSetRevisionLabel] != servers.Status.UpdateRevision || !podReady(p) || p.Status.PodIP == "" {
 			continue
@@ -1025,9 +1070,13 @@ func (r *MemcachedResizeReconciler) keepLimits(ctx context.Context, servers *app
 		if !ok || has.MB == want.MB || !equality.Semantic.DeepEqual(has.Resources, want.Resources) {
 			continue // created with the template's -m, or not resized to the template
 		}
-		if err := r.setLimit(ctx, p, want.MB); err != nil {
-			failed = errors.Join(failed, err) // tried again with the error's back-off
-		}
+		resized = append(resized, p)
+	}
+	var failed error
+	for _, a := range askServers(ctx, resized, r.port(), func(ctx context.Context, addr string) (struct{}, error) {
+		return struct{}{}, setLimitAt(ctx, addr, want.MB)
+	}) {
+		failed = errors.Join(failed, a.err) // tried again with the error's back-off
 	}
 	return failed
 }
@@ -1260,7 +1309,10 @@ func (r *MemcachedResizeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, serverChanged)).
 		// A resize a ResourceQuota blocked is tried again when a quota changes.
 		Watches(&corev1.ResourceQuota{}, namespaceMemcacheds(r.Client, func(*unstructured.Unstructured) bool { return true })).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		// Two workers, of which a namespace takes one at most (slots); a failed conversation with a
+		// server is tried again after 1 s, doubling up to 5 minutes, not at once.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2,
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute)}).
 		Complete(r)
 }
 

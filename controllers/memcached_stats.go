@@ -21,8 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,10 +58,6 @@ const (
 const (
 	// DefaultStatsInterval is how often the stats of a Memcached's ready pods are read.
 	DefaultStatsInterval = 30 * time.Second
-	// statsTimeout bounds one pod's read: connect, ask, answer.
-	statsTimeout = 2 * time.Second
-	// statsReadsInParallel bounds the pods read at once for one Memcached.
-	statsReadsInParallel = 8
 	// saturatedPercent of maxConnections open on a pod counts as saturated.
 	saturatedPercent = 90
 	// memcachedPort is the chart's container port.
@@ -90,6 +85,10 @@ type MemcachedStatsReconciler struct {
 	last map[types.NamespacedName]map[types.UID]operand.Stats
 	// empty tells the servers that started empty from the reads.
 	empty emptyStarts
+	// unresponsive counts, per Memcached, the rounds in a row some of its servers did not answer.
+	unresponsive map[types.NamespacedName]int
+	// slots keep one namespace's caches from taking more than one worker at a time.
+	slots tenantSlots
 }
 
 // podRead is one pod's answer.
@@ -130,8 +129,14 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionUnknown, "NoReadyPods", msg)
 		setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionUnknown, "NoReadyPods", msg)
 	} else {
+		release, ok := r.slots.take(mc.Namespace)
+		if !ok {
+			return ctrl.Result{RequeueAfter: tenantRetry}, nil // another of the namespace's caches is read now
+		}
 		reads = readStats(ctx, pods, cmp.Or(r.Port, memcachedPort))
+		release()
 		r.observe(req.NamespacedName, st, reads, autopilotOn(&mc.Spec))
+		observeResponsive(st, reads)
 	}
 	for _, rd := range reads {
 		if rd.err != nil {
@@ -156,7 +161,60 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if len(pods) == 0 {
 		return ctrl.Result{}, nil // the pods' watch brings us back when one is ready
 	}
-	return ctrl.Result{RequeueAfter: r.Interval}, nil
+	return ctrl.Result{RequeueAfter: r.next(req.NamespacedName, st)}, nil
+}
+
+// next is when to read a Memcached again: after Interval, or, while servers of it do not answer,
+// after twice as long for each round in a row they did not, up to maxUnresponsiveBackoff.
+func (r *MemcachedStatsReconciler) next(key types.NamespacedName, st *cachev1.MemcachedStatus) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if memcachedCondition(*st, ConditionServersResponsive).Status != metav1.ConditionFalse {
+		delete(r.unresponsive, key)
+		return r.Interval
+	}
+	if r.unresponsive == nil {
+		r.unresponsive = map[types.NamespacedName]int{}
+	}
+	rounds := r.unresponsive[key]
+	r.unresponsive[key] = rounds + 1
+	return min(r.Interval<<min(rounds+1, 10), max(maxUnresponsiveBackoff, r.Interval))
+}
+
+// maxUnresponsiveBackoff is the longest a Memcached whose servers do not answer waits to be read
+// again (a server's readiness changing reads it at once).
+const maxUnresponsiveBackoff = 10 * time.Minute
+
+// ConditionServersResponsive says whether every ready server answered the operator as memcached
+// within cacheTimeout: False (ServersUnresponsive) names those that did not (stalled, or not
+// memcached), which are then read less and less often.
+const (
+	ConditionServersResponsive = "ServersResponsive"
+	ReasonServersUnresponsive  = "ServersUnresponsive"
+)
+
+// observeResponsive sets ServersResponsive from a round of reads.
+func observeResponsive(st *cachev1.MemcachedStatus, reads []podRead) {
+	var silent []string
+	var first error
+	for _, rd := range reads {
+		if rd.err != nil && !errors.Is(rd.err, operand.ErrTooManyConnections) {
+			silent = append(silent, rd.pod.Name)
+			if first == nil {
+				first = rd.err
+			}
+		}
+	}
+	if len(silent) == 0 {
+		if memcachedCondition(*st, ConditionServersResponsive).Type != "" {
+			setMemcachedCondition(st, ConditionServersResponsive, metav1.ConditionTrue, "ServersAnswer",
+				fmt.Sprintf("every ready server answered within %s", cacheTimeout))
+		}
+		return
+	}
+	setMemcachedCondition(st, ConditionServersResponsive, metav1.ConditionFalse, ReasonServersUnresponsive,
+		fmt.Sprintf("%d of %d ready servers did not answer as memcached within %s (%s; %v): the operator reads this cache less often while they do not",
+			len(silent), len(reads), cacheTimeout, strings.Join(silent, ", "), first))
 }
 
 // readyPods are the Memcached's ready pods: with the release's labels, made by a StatefulSet (or,
@@ -194,24 +252,18 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// readStats reads every pod's stats at port, a few at a time.
+// readStats reads every pod's stats at port, all at once within one deadline for the cache.
 func readStats(ctx context.Context, pods []*corev1.Pod, port int32) []podRead {
-	reads := make([]podRead, len(pods))
-	slots := make(chan struct{}, statsReadsInParallel)
-	var wg sync.WaitGroup
-	for i, p := range pods {
-		wg.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			addr := net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))
-			s, err := operand.ReadStats(ctx, addr, statsTimeout)
-			if err != nil {
-				err = fmt.Errorf("read stats of pod %s at %s: %w", p.Name, addr, err)
-			}
-			reads[i] = podRead{pod: p, stats: s, err: err}
-		})
+	answers := askServers(ctx, pods, port, func(ctx context.Context, addr string) (operand.Stats, error) {
+		return operand.ReadStats(ctx, addr, cacheTimeout)
+	})
+	reads := make([]podRead, len(answers))
+	for i, a := range answers {
+		reads[i] = podRead{pod: a.pod, stats: a.answer, err: a.err}
+		if a.err != nil {
+			reads[i].err = fmt.Errorf("read stats of pod %w", a.err)
+		}
 	}
-	wg.Wait()
 	return reads
 }
 
@@ -275,6 +327,14 @@ func (r *MemcachedStatsReconciler) announce(mc *cachev1.Memcached, before, after
 			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, typ+"Relieved", "ObserveStats", "%s", now.Message)
 		}
 	}
+	if was, now := memcachedCondition(before, ConditionServersResponsive), memcachedCondition(after, ConditionServersResponsive); now.Status != was.Status {
+		switch now.Status {
+		case metav1.ConditionFalse:
+			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, ReasonServersUnresponsive, "ObserveStats", "%s", now.Message)
+		case metav1.ConditionTrue:
+			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "ServersAnswer", "ObserveStats", "%s", now.Message)
+		}
+	}
 }
 
 // remember keeps the pods' reads for the next rates; pods gone are dropped.
@@ -300,6 +360,7 @@ func (r *MemcachedStatsReconciler) remember(key types.NamespacedName, reads []po
 func (r *MemcachedStatsReconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.last, key)
+	delete(r.unresponsive, key)
 	r.mu.Unlock()
 	operandMetrics.forget(key)
 }

@@ -1,0 +1,111 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// A conversation with a cache's servers is a tenant's input as much as its spec: the image is the
+// tenant's, and its "memcached" may answer slowly, never, or with garbage. Every conversation with
+// a cache is therefore bounded as a whole: its servers are asked at once, within one deadline
+// (cacheTimeout), so that no wait multiplies by the number of servers, and each answer is bounded
+// in size by the reader (internal/operand).
+
+// cacheTimeout bounds one conversation with all the servers of a cache: connect, ask, answer.
+const cacheTimeout = 2 * time.Second
+
+// serverTalksInParallel bounds the servers of one cache asked at once.
+const serverTalksInParallel = 16
+
+// serverAnswer is one server's answer.
+type serverAnswer[T any] struct {
+	pod    *corev1.Pod
+	answer T
+	err    error
+}
+
+// askServers asks every pod's memcached at port, all at once (serverTalksInParallel at a time)
+// and within one cacheTimeout for them all, and returns the answers in the pods' order.
+func askServers[T any](ctx context.Context, pods []*corev1.Pod, port int32, ask func(ctx context.Context, addr string) (T, error)) []serverAnswer[T] {
+	ctx, cancel := context.WithTimeout(ctx, cacheTimeout)
+	defer cancel()
+	answers := make([]serverAnswer[T], len(pods))
+	slots := make(chan struct{}, serverTalksInParallel)
+	var wg sync.WaitGroup
+	for i, p := range pods {
+		wg.Go(func() {
+			answers[i].pod = p
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+			case <-ctx.Done():
+				answers[i].err = fmt.Errorf("server %s was not asked within %s: %w", p.Name, cacheTimeout, ctx.Err())
+				return
+			}
+			addr := net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))
+			answers[i].answer, answers[i].err = ask(ctx, addr)
+			if answers[i].err != nil {
+				answers[i].err = fmt.Errorf("server %s at %s: %w", p.Name, addr, answers[i].err)
+			}
+		})
+	}
+	wg.Wait()
+	return answers
+}
+
+// tenantSlots keeps one tenant from holding more than one worker of a pool at a time for
+// conversations with its servers: a namespace takes at most one slot, and a reconcile that finds
+// its namespace's slot taken looks again after tenantRetry instead of waiting on a worker. Each
+// pool that talks to servers has at least two workers, so another namespace always has one; and
+// since each conversation is bounded (cacheTimeout), a slot is never held for long.
+type tenantSlots struct {
+	mu    sync.Mutex
+	taken map[string]bool
+}
+
+// errTenantBusy says a namespace's slot was taken: look again after tenantRetry.
+var errTenantBusy = errors.New("another of the namespace's caches talks to its servers now")
+
+// tenantRetry is how soon a reconcile whose namespace's slot was taken looks again.
+const tenantRetry = time.Second
+
+// take takes namespace ns's slot; ok is false when it is taken, else release gives it back.
+func (t *tenantSlots) take(ns string) (release func(), ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.taken[ns] {
+		return nil, false
+	}
+	if t.taken == nil {
+		t.taken = map[string]bool{}
+	}
+	t.taken[ns] = true
+	return func() {
+		t.mu.Lock()
+		delete(t.taken, ns)
+		t.mu.Unlock()
+	}, true
+}
