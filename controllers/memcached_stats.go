@@ -217,10 +217,14 @@ func observeResponsive(st *cachev1.MemcachedStatus, reads []podRead) {
 			len(silent), len(reads), cacheTimeout, strings.Join(silent, ", "), first))
 }
 
-// readyPods are the Memcached's ready pods: with the release's labels, made by a StatefulSet (or,
-// before the release moved to one, a ReplicaSet; a bare pod labelled alike is not read) and not
-// on the host network (its IP would be the node's).
+// readyPods are the Memcached's ready servers: with the release's labels, made by the release's
+// StatefulSet (its controller, by UID: a pod labelled alike, or one that names some StatefulSet as
+// its owner, is not read) and not on the host network (its IP would be the node's).
 func (r *MemcachedStatsReconciler) readyPods(ctx context.Context, mc *cachev1.Memcached) ([]*corev1.Pod, error) {
+	servers, err := serversOf(ctx, r.Client, mc)
+	if err != nil || servers == nil {
+		return nil, err
+	}
 	list := &corev1.PodList{}
 	if err := r.List(ctx, list, client.InNamespace(mc.Namespace), client.MatchingFields{instanceIndex: mc.Name},
 		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name, labels.PartOf: labels.Operator}); err != nil {
@@ -229,7 +233,7 @@ func (r *MemcachedStatsReconciler) readyPods(ctx context.Context, mc *cachev1.Me
 	var ready []*corev1.Pod
 	for i := range list.Items {
 		p := &list.Items[i]
-		if owner := metav1.GetControllerOf(p); owner == nil || (owner.Kind != "StatefulSet" && owner.Kind != "ReplicaSet") || p.DeletionTimestamp != nil {
+		if owner := metav1.GetControllerOf(p); owner == nil || owner.UID != servers.UID || p.DeletionTimestamp != nil {
 			continue
 		}
 		if p.Spec.HostNetwork {

@@ -29,6 +29,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +42,7 @@ import (
 )
 
 // The stats controller reads real memcached processes started on this machine's loopback: envtest
-// runs no kubelet, so each spec makes the pod a ReplicaSet would, with the process's address as
+// runs no kubelet, so each spec makes the pod the StatefulSet would, with the process's address as
 // its IP and port, and reads what the operator reports from it.
 var _ = Describe("Memcached stats", func() {
 	It("reports memcached's own figures, and MemoryPressure with Events while it evicts", func(ctx SpecContext) {
@@ -126,8 +127,15 @@ var _ = Describe("Memcached stats", func() {
 		createMemcached(ctx, key, "  replicaCount: 1\n")
 		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
 
-		By("ignoring a ready pod a tenant labelled like the release's, without its ReplicaSet")
+		By("ignoring a ready pod a tenant labelled like the release's, without its StatefulSet")
 		memcachedPod(ctx, key, "guarded-lookalike", host, false)
+		Consistently(memcachedStatus(ctx, key), 3*time.Second, interval).Should(HaveField("Stats", BeNil()))
+
+		By("ignoring a pod that names a StatefulSet of the release's name as its controller, but not the release's (another UID)")
+		memcachedPod(ctx, key, "guarded-forged", host, false, func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "guarded-memcached",
+				UID: types.UID("00000000-0000-0000-0000-000000000001"), Controller: ptr.To(true)}}
+		})
 		Consistently(memcachedStatus(ctx, key), 3*time.Second, interval).Should(HaveField("Stats", BeNil()))
 
 		By("ignoring a pod on its node's network, whose IP is the node's")
@@ -174,19 +182,20 @@ func startMemcached(memoryMB int, flags ...string) string {
 
 func statsAddr(host string) string { return net.JoinHostPort(host, strconv.Itoa(statsPort)) }
 
-// memcachedPod makes the pod the release's ReplicaSet would (madeByReplicaSet), or one that only
-// carries its labels, with the IP host, and marks it ready. Its spec names another port, as a
-// tenant may write: the operator reads statsPort all the same.
-func memcachedPod(ctx context.Context, key types.NamespacedName, name, host string, madeByReplicaSet bool, edits ...func(*corev1.Pod)) {
+// memcachedPod makes the pod the release's StatefulSet would (madeByServers: controlled by it), or
+// one that only carries its labels, with the IP host, and marks it ready. Its spec names another
+// port, as a tenant may write: the operator reads statsPort all the same.
+func memcachedPod(ctx context.Context, key types.NamespacedName, name, host string, madeByServers bool, edits ...func(*corev1.Pod)) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: key.Namespace, Labels: map[string]string{
 			labels.Name: labels.ChartName, labels.Instance: key.Name, labels.PartOf: labels.Operator}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: relatedImage,
 			Ports: []corev1.ContainerPort{{Name: "memcache", ContainerPort: 6443}}}}},
 	}
-	if madeByReplicaSet {
-		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: key.Name + "-5d4f8",
-			UID: types.UID("00000000-0000-0000-0000-000000000001"), Controller: ptr.To(true)}}
+	if madeByServers {
+		var s *appsv1.StatefulSet
+		Eventually(func() (err error) { s, err = serversOfRelease(ctx, key); return err }, timeout, interval).Should(Succeed())
+		pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(s, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}
 	}
 	for _, edit := range edits {
 		edit(pod)

@@ -91,6 +91,9 @@ func TranslateValues(obj *unstructured.Unstructured, defaults OperatorValues) (c
 			return nil, fmt.Errorf("spec.image: %w", err)
 		}
 	}
+	if err := checkKeepCacheAcross(obj); err != nil {
+		return nil, err
+	}
 	if defaults.Namespace != "" {
 		vals["operatorNamespace"] = defaults.Namespace
 	}
@@ -125,4 +128,29 @@ func fillImage(vals map[string]any, def *operand.Image, path ...string) {
 		}
 	}
 	_ = unstructured.SetNestedMap(vals, img, path...) // vals is JSON: nothing on the path is not a map
+}
+
+// minWarmMemoryMB is the least item memory memcached starts with its memory file: it gives each
+// slab class a page from the start ("max memory must be at least 39 megabytes").
+const minWarmMemoryMB = 39
+
+// checkKeepCacheAcross refuses what keepCacheAcross Restarts cannot run: too little item memory
+// for memcached's memory file, or an autopilot that would grow memory memcached cannot change.
+// (Admission cannot: a rule on the spec of the CRD of 1.2.0 would stop OLM v1's upgrade.)
+func checkKeepCacheAcross(obj *unstructured.Unstructured) error {
+	if keep, _, _ := unstructured.NestedString(obj.Object, "spec", "keepCacheAcross"); keep != cachev1.KeepAcrossRestarts {
+		return nil
+	}
+	spec, _, err := autopilotInputs(obj)
+	if err != nil {
+		return err
+	}
+	mb := specMaxMemoryMB(spec)
+	if mb < minWarmMemoryMB {
+		return fmt.Errorf("keepCacheAcross Restarts needs memcached.maxMemoryMB of at least %d, not %d: memcached's memory file holds a page of every slab class from the start", minWarmMemoryMB, mb)
+	}
+	if as := spec.Autoscaling; as != nil && as.MaxMemoryMB != nil && *as.MaxMemoryMB > mb {
+		return fmt.Errorf("autoscaling.maxMemoryMB %d cannot be above memcached.maxMemoryMB %d with keepCacheAcross Restarts: a server that restarts with its items keeps its item memory, so the autopilot adds servers instead (autoscaling.maxReplicas)", *as.MaxMemoryMB, mb)
+	}
+	return nil
 }

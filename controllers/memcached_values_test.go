@@ -17,6 +17,7 @@ limitations under the License.
 package controllers_test
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -122,3 +123,29 @@ func TestTranslateValuesRefusesNamesHelmCannotUse(t *testing.T) {
 }
 
 const sixtyFourHex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// What keepCacheAcross Restarts cannot run is refused with the reason, not installed.
+func TestTranslateValuesRefusesWhatWarmRestartsCannotRun(t *testing.T) {
+	for spec, want := range map[string]string{
+		`{"keepCacheAcross": "Restarts", "memcached": {"maxMemoryMB": 32}}`:                                    "needs memcached.maxMemoryMB of at least 39, not 32",
+		`{"keepCacheAcross": "Restarts", "memcached": {"memoryLimitMB": 16}}`:                                  "needs memcached.maxMemoryMB of at least 39, not 16",
+		`{"keepCacheAcross": "Restarts", "autoscaling": {"enabled": true, "maxMemoryMB": 128}}`:                "autoscaling.maxMemoryMB 128 cannot be above memcached.maxMemoryMB 64",
+		`{"keepCacheAcross": "Restarts", "memcached": {"maxMemoryMB": 39}, "autoscaling": {"maxReplicas": 4}}`: "",
+		`{"keepCacheAcross": "MemoryChanges", "memcached": {"maxMemoryMB": 16}}`:                               "",
+		`{"memcached": {"maxMemoryMB": 16}, "autoscaling": {"enabled": true, "maxMemoryMB": 128}}`:             "",
+	} {
+		obj := &unstructured.Unstructured{Object: map[string]any{"kind": "Memcached", "metadata": map[string]any{"name": "m"}}}
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(spec), &raw); err != nil {
+			t.Fatal(err)
+		}
+		obj.Object["spec"] = raw
+		_, err := controllers.TranslateValues(obj, controllers.OperatorValues{})
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: refused (%v), want it rendered", spec, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: got %v, want a refusal with %q", spec, err, want)
+		}
+	}
+}

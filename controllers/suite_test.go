@@ -149,15 +149,15 @@ type operatorProcess struct {
 
 // startOperatorProcess starts the operator against the API server of c, as user (the operator's
 // service account, with its own role: a missing permission fails here as it would in a cluster),
-// its requests through wrap (nil: none).
-func startOperatorProcess(c *rest.Config, user string, wrap func(http.RoundTripper) http.RoundTripper) *operatorProcess {
+// its requests through wrap (nil: none), watching namespaces (none: all).
+func startOperatorProcess(c *rest.Config, user string, wrap func(http.RoundTripper) http.RoundTripper, namespaces ...string) *operatorProcess {
 	GinkgoHelper()
 	mgrCfg := rest.CopyConfig(c)
 	mgrCfg.WrapTransport = wrap
 	mgrCfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	resync := 3 * time.Second // makes the Go controller reconcile periodically too
 	records := helm.NewRecords()
-	cacheOpts := controllers.CacheOptions(nil, records)
+	cacheOpts := controllers.CacheOptions(namespaces, records)
 	cacheOpts.SyncPeriod = &resync
 	mgr, err := ctrl.NewManager(mgrCfg, ctrl.Options{
 		Scheme:   scheme,
@@ -172,8 +172,9 @@ func startOperatorProcess(c *rest.Config, user string, wrap func(http.RoundTripp
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	Expect(controllers.Setup(ctx, mgr, controllers.Config{
-		WatchesFile:  "watches.yaml",
-		Namespace:    operatorNamespace,
+		WatchesFile:     "watches.yaml",
+		WatchNamespaces: namespaces,
+		Namespace:       operatorNamespace,
 		RelatedImage: relatedImage,
 		Helm: helm.Settings{ReconcilePeriod: reconcilePeriod, Workers: 2, MaxHistory: 10,
 			CapabilitiesTTL: capabilitiesTTL},
@@ -202,8 +203,15 @@ func (p *operatorProcess) stop() {
 // caches and memos are new.
 func restartOperator() {
 	GinkgoHelper()
+	restartOperatorWatching()
+}
+
+// restartOperatorWatching restarts the suite's operator watching only namespaces (none: all), as
+// OLM's OwnNamespace and MultiNamespace install modes run it.
+func restartOperatorWatching(namespaces ...string) {
+	GinkgoHelper()
 	operator.stop()
-	operator = startOperatorProcess(cfg, "system:serviceaccount:"+operatorNamespace+":"+operatorServiceAccount, writes.wrap)
+	operator = startOperatorProcess(cfg, "system:serviceaccount:"+operatorNamespace+":"+operatorServiceAccount, writes.wrap, namespaces...)
 	mgrCache = operator.cache
 }
 

@@ -33,8 +33,6 @@ import (
 // MemcachedSpec configures a memcached cluster: the values of the memcached Helm chart.
 // +kubebuilder:validation:XValidation:rule=`!has(self.resources) || !has(self.resources.limits) || !has(self.resources.limits.memory) || (type(self.resources.limits.memory) == int ? double(self.resources.limits.memory) : string(self.resources.limits.memory).matches(r'[eE][-+]?[0-9]') ? double(string(self.resources.limits.memory)) : double(string(self.resources.limits.memory).find(r'^[-+]?[0-9]*\.?[0-9]*')) * {"": 1.0, 'm': 0.001, 'k': 1000.0, 'M': 1000000.0, 'G': 1e9, 'T': 1e12, 'P': 1e15, 'E': 1e18, 'Ki': 1024.0, 'Mi': 1048576.0, 'Gi': 1073741824.0, 'Ti': 1099511627776.0, 'Pi': 1125899906842624.0, 'Ei': 1152921504606846976.0}[string(self.resources.limits.memory).substring(string(self.resources.limits.memory).find(r'^[-+]?[0-9]*\.?[0-9]*').size())]) >= double((has(self.memcached) && has(self.memcached.memoryLimitMB) ? self.memcached.memoryLimitMB : has(self.memcached) && has(self.memcached.maxMemoryMB) ? self.memcached.maxMemoryMB : 64) + 32) * 1048576.0`,message="resources.limits.memory must be at least memcached.maxMemoryMB + 32Mi: memcached uses that much beyond its item memory (connections, hash table), and is killed when it reaches the limit",fieldPath=".resources.limits.memory"
 // +kubebuilder:validation:XValidation:rule=`!has(self.metrics) || !has(self.metrics.enabled) || !self.metrics.enabled || !has(self.service) || !has(self.service.port) || !has(self.metrics.port) || self.service.port != self.metrics.port`,message="metrics.port and service.port must differ: the Service serves both",fieldPath=".metrics.port"
-// +kubebuilder:validation:XValidation:rule=`!has(self.keepCacheAcross) || self.keepCacheAcross != 'Restarts' || (has(self.memcached) && has(self.memcached.memoryLimitMB) ? self.memcached.memoryLimitMB : has(self.memcached) && has(self.memcached.maxMemoryMB) ? self.memcached.maxMemoryMB : 64) >= 39`,message="keepCacheAcross Restarts needs memcached.maxMemoryMB of at least 39: memcached's memory file holds a page of every slab class from the start",fieldPath=".keepCacheAcross"
-// +kubebuilder:validation:XValidation:rule=`!has(self.keepCacheAcross) || self.keepCacheAcross != 'Restarts' || !has(self.autoscaling) || !has(self.autoscaling.maxMemoryMB) || self.autoscaling.maxMemoryMB <= (has(self.memcached) && has(self.memcached.memoryLimitMB) ? self.memcached.memoryLimitMB : has(self.memcached) && has(self.memcached.maxMemoryMB) ? self.memcached.maxMemoryMB : 64)`,message="autoscaling.maxMemoryMB cannot be above memcached.maxMemoryMB with keepCacheAcross Restarts: a server that restarts warm keeps its item memory, so the autopilot adds servers instead (autoscaling.maxReplicas)",fieldPath=".autoscaling.maxMemoryMB"
 type MemcachedSpec struct {
 	// replicaCount is the number of memcached pods.
 	// +kubebuilder:validation:Minimum=0
@@ -185,7 +183,9 @@ type MemcachedSpec struct {
 	//     It needs at least 39 MiB of item memory, and memcached marks the file experimental.
 	// A pod replaced (a node drained, an eviction, a deletion) starts empty either way, and
 	// changing this field rolls the servers out once, each starting empty. Status says which
-	// server started empty and why (the CacheWarm condition).
+	// server started empty and why (the CacheWarm condition). With Restarts, a maxMemoryMB below
+	// 39 or an autoscaling.maxMemoryMB above maxMemoryMB is refused (Irreconcilable): not at
+	// admission, since a rule on the spec of 1.2.0's CRD would stop OLM v1's upgrade.
 	// +kubebuilder:validation:Enum=MemoryChanges;Restarts
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Keep the cache across",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:MemoryChanges","urn:alm:descriptor:com.tectonic.ui:select:Restarts"}

@@ -291,6 +291,11 @@ func (t fencedTransport) check(req *http.Request, verb string) error {
 	}
 	gvr := schema.GroupVersionResource{Group: m[2], Version: m[1] + m[3], Resource: m[5]}
 	namespace, name := m[4], m[6]
+	if m[7] != "" {
+		// Helm writes objects, never a subresource (status, scale, a ServiceAccount's token, a
+		// pod's eviction or binding): a request for one is not the release's.
+		return &FenceError{Verb: verb, Kind: gvr.Resource + "/" + m[7], Namespace: namespace, Name: name, Why: "Helm writes no subresource"}
+	}
 	gvk, err := t.fence.mapper.KindFor(gvr)
 	if err != nil {
 		return &FenceError{Verb: verb, Kind: gvr.Resource, Namespace: namespace, Name: name, Why: "the API server does not serve that resource"}

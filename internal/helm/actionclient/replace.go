@@ -37,7 +37,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/example/memcached-operator/internal/helm/library"
 	oplabels "github.com/example/memcached-operator/internal/labels"
 )
 
@@ -205,16 +204,14 @@ func madeByOperator(obj, cr client.Object) bool {
 	return ref != nil && ref.UID == cr.GetUID() && releaseOwns(obj, cr) == nil
 }
 
-// OwnedByRelease reports whether obj was made for the release of the CR cr: cr is its controller
-// (the Helm reconciler sets that on every object it renders in the CR's namespace, also on those
-// it recreates when it repairs drift), or it carries Helm's ownership annotations for the release
-// (what Helm itself sets when it installs or upgrades).
+// OwnedByRelease reports whether obj was made for the release of the CR cr, by the one rule the
+// fence applies to every write of the release (releaseOwns): it carries the release's marks (cr, by
+// UID, as its controller, which the Helm reconciler sets on every object it renders in the CR's
+// namespace, also on those it recreates when it repairs drift; or Helm's ownership annotations
+// for the release, what Helm itself sets when it installs or upgrades), and no mark of anyone
+// else's (another release's annotations, another controller).
 func OwnedByRelease(obj, cr client.Object) bool {
-	if ref := metav1.GetControllerOf(obj); ref != nil && ref.UID == cr.GetUID() {
-		return true
-	}
-	a := obj.GetAnnotations()
-	return a[library.ReleaseNameAnnotation] == cr.GetName() && a[library.ReleaseNamespaceAnnotation] == cr.GetNamespace()
+	return releaseOwns(obj, cr) == nil
 }
 
 // render renders the release an upgrade would make (a dry run).

@@ -328,3 +328,33 @@ func TestFenceUnderAPathPrefix(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The fence refuses every write to a subresource: Helm writes objects, never their status, scale,
+// a ServiceAccount's token or a pod's eviction, though the kinds are the chart's.
+func TestFenceRefusesSubresources(t *testing.T) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Service"), meta.RESTScopeNamespace)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ServiceAccount"), meta.RESTScopeNamespace)
+	f := &Fence{kinds: map[schema.GroupKind]bool{{Kind: "Service"}: true, {Kind: "ServiceAccount"}: true}, mapper: mapper, recorder: events.NewFakeRecorder(10)}
+	cr := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "mc", Namespace: "tenant-a", UID: "cr-1"}}
+	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "cache.my.domain", Version: "v1", Kind: "Memcached"})
+	sent := 0
+	rt := f.Wrap(cr, &rest.Config{Host: "https://api.example.com"}).WrapTransport(roundTripper(func(*http.Request) (*http.Response, error) {
+		sent++
+		return &http.Response{StatusCode: http.StatusCreated, Body: io.NopCloser(strings.NewReader("{}"))}, nil
+	}))
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodPost, "/api/v1/namespaces/tenant-a/serviceaccounts/mc-memcached/token"},
+		{http.MethodPatch, "/api/v1/namespaces/tenant-a/services/mc-memcached/status"},
+		{http.MethodPut, "/api/v1/namespaces/tenant-a/services/mc-memcached/status"},
+	} {
+		req, _ := http.NewRequest(tc.method, "https://api.example.com"+tc.path, strings.NewReader(`{"metadata":{"name":"mc-memcached"}}`))
+		resp, err := rt.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s %s: %v %v, want 403", tc.method, tc.path, resp.StatusCode, err)
+		}
+	}
+	if sent != 0 {
+		t.Errorf("%d requests sent, want none", sent)
+	}
+}
