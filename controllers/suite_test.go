@@ -175,7 +175,7 @@ func startOperatorProcess(c *rest.Config, user string, wrap func(http.RoundTripp
 		WatchesFile:     "watches.yaml",
 		WatchNamespaces: namespaces,
 		Namespace:       operatorNamespace,
-		RelatedImage: relatedImage,
+		RelatedImage:    relatedImage,
 		Helm: helm.Settings{ReconcilePeriod: reconcilePeriod, Workers: 2, MaxHistory: 10,
 			CapabilitiesTTL: capabilitiesTTL},
 		RetireDelay:       retireDelay,
