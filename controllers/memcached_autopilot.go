@@ -120,8 +120,8 @@ func boundsOf(spec *cachev1.MemcachedSpec) autopilotBounds {
 	b.maxMB = ptrOr(as.MaxMemoryMB, b.floorMB)
 	if spec.KeepCacheAcross == cachev1.KeepAcrossRestarts {
 		// A server that restarts with its items keeps its item memory (memcached restores its
-		// file only into the same -m): the autopilot adds servers instead. Admission refuses a
-		// larger maxMemoryMB; this holds for a CR the rule has not seen.
+		// file only into the same -m): the autopilot adds servers instead. The values
+		// translation refuses a larger maxMemoryMB (Irreconcilable); this holds meanwhile.
 		b.maxMB = min(b.maxMB, b.floorMB)
 	}
 	if b.belowPercent == 0 {
@@ -515,7 +515,7 @@ func (r *MemcachedAutopilotReconciler) heldMemory(ctx context.Context, mc *cache
 	if err != nil {
 		return 0, err
 	}
-	release, ok := r.slots.take(mc.Namespace)
+	release, ok := r.slots.take(client.ObjectKeyFromObject(mc))
 	if !ok {
 		return 0, errTenantBusy
 	}

@@ -454,11 +454,19 @@ func serversOf(ctx context.Context, c client.Reader, mc *cachev1.Memcached) (*ap
 		return nil, fmt.Errorf("list StatefulSets of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
 	for i := range list.Items {
-		if s := &list.Items[i]; s.DeletionTimestamp == nil && helm.OwnedByRelease(s, mc) {
+		// The Helm reconciler makes the CR the controller of every object it renders: one a
+		// tenant made with the release's labels and annotations alone is not the release's.
+		if s := &list.Items[i]; s.DeletionTimestamp == nil && helm.OwnedByRelease(s, mc) && controlledBy(s, mc) {
 			return s, nil
 		}
 	}
 	return nil, nil
+}
+
+// controlledBy says whether obj's controller is owner, by UID.
+func controlledBy(obj, owner client.Object) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == owner.GetUID()
 }
 
 // observeOperand computes the Go side's part of the status from the release's StatefulSet (nil:

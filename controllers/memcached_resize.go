@@ -470,7 +470,7 @@ func (r *MemcachedResizeReconciler) announceRollout(cr client.Object, servers *a
 		reason = "ResizeByRollout"
 		resizeMetrics.WithLabelValues("rollout").Inc()
 	}
-	r.Recorder.Eventf(cr, servers, corev1.EventTypeWarning, reason, "ChangeServers",
+	r.Recorder.Eventf(cr, servers, corev1.EventTypeNormal, reason, "ChangeServers",
 		"%s is rolled out one server at a time, each starting empty: %s", rec.what(), rec.Why)
 	changeMetrics.WithLabelValues(wayMetric(WayStartedEmpty)).Inc()
 }
@@ -573,7 +573,7 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, nil // no change was ever made in place
 	}
 	// What follows may talk to the servers: one of a namespace's caches at a time.
-	release, ok := r.slots.take(mc.Namespace)
+	release, ok := r.slots.take(req.NamespacedName)
 	if !ok {
 		return ctrl.Result{RequeueAfter: tenantRetry}, nil
 	}
@@ -581,14 +581,29 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if rec.Outcome != outcomeResizing {
 		return ctrl.Result{}, r.keepLimits(ctx, servers)
 	}
+	// A change in flight goes on from the StatefulSet as it is, not as the cache shows it: the
+	// record of a restart begun a moment ago must be seen before the pod's next event is taken
+	// for its end.
+	live := &appsv1.StatefulSet{}
+	if err := r.Live.Get(ctx, client.ObjectKeyFromObject(servers), live); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if live.UID != servers.UID {
+		return ctrl.Result{}, nil // replaced meanwhile: its own events bring us back
+	}
+	servers = live
+	if rec = resizeRecordOf(servers); rec == nil || rec.Outcome != outcomeResizing {
+		return ctrl.Result{}, nil
+	}
 	if partitionOf(servers) == 0 {
 		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, "the rollout was no longer held (someone set its partition to 0)")
 	}
-	// The annotation is the tenant's to edit: a time to come counts as now. Servers restarted one
-	// at a time each have resizeTimeout from the last one done.
-	elapsed, stalled := max(time.Since(rec.Since.Time), 0), max(time.Since(rec.Since.Time), 0)
+	// The annotation is the tenant's to edit: a time to come counts as long past (a hold that
+	// could never time out would be polled forever). Servers restarted one at a time each have
+	// resizeTimeout from the last one done.
+	elapsed, stalled := age(rec.Since), age(rec.Since)
 	if rec.Progress != nil {
-		stalled = max(time.Since(rec.Progress.Time), 0)
+		stalled = age(*rec.Progress)
 	}
 	if stalled > resizeTimeout && rec.Blocked == "" {
 		return ctrl.Result{}, r.letGo(ctx, mc, servers, *rec, fmt.Sprintf("the servers were not all changed in place within %s", resizeTimeout))
@@ -653,7 +668,11 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if !showsTemplate(&servers.Spec.Template, &to.Spec.Template) || servers.Status.ObservedGeneration < servers.Generation || servers.Status.UpdateRevision == "" {
 		return ctrl.Result{RequeueAfter: resizePoll}, nil
 	}
-	change := serverChange{plan: plan, from: &from.Spec.Template, to: &to.Spec.Template, update: servers.Status.UpdateRevision}
+	// Every conversation with the servers in this reconcile shares one deadline: a server that
+	// answers slowly holds the worker for cacheTimeout in all, however many servers it takes.
+	talk, cancel := context.WithTimeout(ctx, cacheTimeout)
+	defer cancel()
+	change := serverChange{plan: plan, from: &from.Spec.Template, to: &to.Spec.Template, update: servers.Status.UpdateRevision, talk: talk}
 	waiting, blocked := false, ""
 	// The held servers that still are (a smaller replicaCount removes the highest), the highest
 	// first, as the StatefulSet rolls them: one at a time where memcached restarts, so that only
@@ -662,6 +681,9 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		p := pods[n]
 		if p == nil {
 			waiting = true // the StatefulSet controller recreates it (at the revision it held)
+			if plan.restartsMemcached() {
+				break // its keys are away already: no other server restarts meanwhile
+			}
 			continue
 		}
 		switch p.Labels[appsv1.StatefulSetRevisionLabel] {
@@ -727,12 +749,22 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	return ctrl.Result{}, nil
 }
 
+// age is how long ago t was; a time to come (written by someone else) counts as a day ago.
+func age(t metav1.Time) time.Duration {
+	if d := time.Since(t.Time); d >= 0 {
+		return d
+	}
+	return 24 * time.Hour
+}
+
 // serverChange is what each held server is taken to: the plan, the templates it is between, and
 // the StatefulSet's revision of the template after.
 type serverChange struct {
 	plan     templatePlan
 	from, to *corev1.PodTemplateSpec
 	update   string
+	// talk bounds the reconcile's conversations with the servers.
+	talk context.Context
 }
 
 // showsTemplate says whether the StatefulSet's template live is the release's template want in
@@ -748,7 +780,19 @@ func showsTemplate(live, want *corev1.PodTemplateSpec) bool {
 			return false
 		}
 	}
-	return maps.Equal(live.Labels, want.Labels) && maps.Equal(live.Annotations, want.Annotations)
+	// Helm's three-way merge keeps what others added (kubectl rollout restart's annotation):
+	// the release's own must be there.
+	return holds(live.Labels, want.Labels) && holds(live.Annotations, want.Annotations)
+}
+
+// holds says whether every entry of want is in have.
+func holds(have, want map[string]string) bool {
+	for k, v := range want {
+		if w, ok := have[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
 }
 
 // serverStep is where updateServer took a server: done, or why it cannot be changed in place
@@ -775,7 +819,7 @@ func (r *MemcachedResizeReconciler) updateServer(ctx context.Context, mc *cachev
 		return serverStep{refusal: fmt.Sprintf("server %s has no memcached container with -m", p.Name)}, nil
 	}
 	if rec.Restart != nil && rec.Restart.Server == p.Name {
-		if done, err := r.restarted(ctx, mc, servers, rec, p); !done || err != nil {
+		if done, err := r.restarted(ctx, change.talk, mc, servers, rec, p); !done || err != nil {
 			return serverStep{}, err
 		}
 	}
@@ -788,12 +832,12 @@ func (r *MemcachedResizeReconciler) updateServer(ctx context.Context, mc *cachev
 		}
 	}
 	if change.plan.memory {
-		if step, err := r.resizeStep(ctx, p, change.plan.after); err != nil || !step.done {
+		if step, err := r.resizeStep(ctx, change.talk, p, change.plan.after); err != nil || !step.done {
 			return step, err
 		}
 	}
 	if images := imagesToChange(p, change.plan.images); len(images) > 0 {
-		return serverStep{}, r.changeImages(ctx, mc, servers, rec, p, images)
+		return serverStep{}, r.changeImages(ctx, change.talk, servers, rec, p, images)
 	}
 	before := p.DeepCopy()
 	p.Labels[appsv1.StatefulSetRevisionLabel] = change.update
@@ -856,9 +900,9 @@ func imagesToChange(p *corev1.Pod, images map[string]string) map[string]string {
 // changeImages changes the images of pod p's containers (the kubelet restarts each in the pod,
 // which keeps its address and its memory file). Before memcached's own restarts, the record says
 // which server restarts and how many items it held, so that its return can be checked.
-func (r *MemcachedResizeReconciler) changeImages(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rec *resizeRecord, p *corev1.Pod, images map[string]string) error {
+func (r *MemcachedResizeReconciler) changeImages(ctx, talk context.Context, servers *appsv1.StatefulSet, rec *resizeRecord, p *corev1.Pod, images map[string]string) error {
 	if _, ok := images[labels.ChartName]; ok {
-		s, err := operand.ReadStats(ctx, r.addr(p), cacheTimeout)
+		s, err := operand.ReadStats(talk, r.addr(p), cacheTimeout)
 		if err != nil {
 			return fmt.Errorf("read the stats of server %s before its restart: %w", p.Name, err)
 		}
@@ -888,11 +932,11 @@ func (r *MemcachedResizeReconciler) changeImages(ctx context.Context, mc *cachev
 // restarted checks the server whose memcached the record says restarts: done once it runs again,
 // ready, with the items it held (WarmRestart), or without (StartedEmpty, with an Event and the
 // metric). The record then moves on.
-func (r *MemcachedResizeReconciler) restarted(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rec *resizeRecord, p *corev1.Pod) (bool, error) {
+func (r *MemcachedResizeReconciler) restarted(ctx, talk context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rec *resizeRecord, p *corev1.Pod) (bool, error) {
 	if restartsOf(p, labels.ChartName) <= rec.Restart.Restarts || !podReady(p) || p.Status.PodIP == "" {
 		return false, nil // the kubelet's report brings us back
 	}
-	s, err := operand.ReadStats(ctx, r.addr(p), cacheTimeout)
+	s, err := operand.ReadStats(talk, r.addr(p), cacheTimeout)
 	if err != nil {
 		return false, fmt.Errorf("read the stats of server %s after its restart: %w", p.Name, err)
 	}
@@ -934,7 +978,7 @@ func restartsOf(p *corev1.Pod, container string) int32 {
 
 // resizeStep takes one server one step towards the memory after: growing, the container first,
 // then memcached; shrinking, memcached first. done once both hold it.
-func (r *MemcachedResizeReconciler) resizeStep(ctx context.Context, p *corev1.Pod, after serverMemory) (serverStep, error) {
+func (r *MemcachedResizeReconciler) resizeStep(ctx, talk context.Context, p *corev1.Pod, after serverMemory) (serverStep, error) {
 	now, _ := memoryOf(&p.Spec)
 	shrinking := after.MB < now.MB || quantityBelow(after.Resources.Limits, now.Resources.Limits)
 	containerDone := equality.Semantic.DeepEqual(now.Resources, after.Resources)
@@ -945,7 +989,7 @@ func (r *MemcachedResizeReconciler) resizeStep(ctx context.Context, p *corev1.Po
 				"observedGeneration", p.Status.ObservedGeneration, "status", resizeStatus(p), "want", after.Resources)
 			return serverStep{refusal: resizeTrouble(p)}, nil
 		}
-		if err := r.setLimit(ctx, p, after.MB); err != nil {
+		if err := r.setLimit(talk, p, after.MB); err != nil {
 			return serverStep{}, err
 		}
 	}

@@ -129,12 +129,12 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionUnknown, "NoReadyPods", msg)
 		setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionUnknown, "NoReadyPods", msg)
 	} else {
-		release, ok := r.slots.take(mc.Namespace)
+		release, ok := r.slots.take(req.NamespacedName)
 		if !ok {
 			return ctrl.Result{RequeueAfter: tenantRetry}, nil // another of the namespace's caches is read now
 		}
+		defer release()
 		reads = readStats(ctx, pods, cmp.Or(r.Port, memcachedPort))
-		release()
 		r.observe(req.NamespacedName, st, reads, autopilotOn(&mc.Spec))
 		observeResponsive(st, reads)
 	}
@@ -486,6 +486,7 @@ func (r *MemcachedStatsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("memcached-stats").
 		For(MemcachedObject(), builder.WithPredicates(created)).
 		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, readinessChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		// At least two workers, of which a namespace takes one at most (slots).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 2)}).
 		Complete(r)
 }

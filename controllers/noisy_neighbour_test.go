@@ -99,10 +99,12 @@ var _ = Describe("One tenant's stalling servers", Ordered, func() {
 			if len(alone) == 0 {
 				return
 			}
-			// 1.5x, and a quarter second for A's own upgrades (one every 0.6 s, each a chart
-			// rendered and applied on one of the 2 Helm workers of a machine of 2 cores), which
-			// queue beside B's as any tenant's do.
-			Expect(median(noisy)).To(BeNumerically("<=", median(alone)*3/2+250*time.Millisecond),
+			// 1.5x, and a second for A's own upgrades (one every 0.6 s, each a chart rendered and
+			// applied on one of the 2 Helm workers) and its 30 connections on a machine of 2 cores
+			// that the suite's earlier specs have loaded: B's figures are in the hundreds of
+			// milliseconds, where a busy core alone doubles them. What catches a worker held by
+			// A's servers is the count of slow Helm reconciles above.
+			Expect(median(noisy)).To(BeNumerically("<=", median(alone)*3/2+time.Second),
 				"%s: %s beside tenant A, %s alone", what, median(noisy), median(alone))
 		}
 		Expect(helmSlow).To(BeZero(),

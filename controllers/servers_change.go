@@ -40,7 +40,7 @@ import (
 //
 //	change                        MemoryChanges (no -e)        Restarts (-e)
 //	pod labels, annotations       InPlace                      InPlace
-//	container resources (cpu...)  InPlace (pods/resize)        InPlace (pods/resize)
+//	memcached's resources         InPlace (pods/resize)        InPlace (pods/resize)
 //	item memory (-m)              InPlace (+ cache_memlimit)   StartedEmpty (rolled out)
 //	memcached's image             StartedEmpty (rolled out)    WarmRestart
 //	the exporter's image          InPlace (it restarts alone)  InPlace

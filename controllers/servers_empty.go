@@ -140,12 +140,17 @@ func (e *emptyStarts) observe(ctx context.Context, c client.Client, r events.Eve
 	return nil
 }
 
+// rolloutWindow is how long after a change rolled out a new pod is counted as that rollout's: a
+// rollout replaces a server every few seconds (minReadySeconds), not for hours.
+const rolloutWindow = 30 * time.Minute
+
 // whyEmpty says why server p, which held was at the last read, started empty: its reason label
 // and words. rec is the record of the servers' last change; warm says whether they run with their
 // memory file.
 func whyEmpty(p *corev1.Pod, was serverHeld, rec *resizeRecord, warm bool) (reason, why string) {
 	if was.pod != p.UID {
-		if rec != nil && rec.Outcome == outcomeRolledOut && rec.At != nil && !p.CreationTimestamp.Before(rec.At) {
+		if rec != nil && rec.Outcome == outcomeRolledOut && rec.At != nil && !p.CreationTimestamp.Before(rec.At) &&
+			p.CreationTimestamp.Sub(rec.At.Time) < rolloutWindow {
 			return emptyRollout, fmt.Sprintf("its pod was replaced by the rollout of %s (%s)", rec.what(), rec.Why)
 		}
 		return emptyPodReplaced, "its pod was replaced (a node drained, an eviction or a deletion): a new pod's memory starts empty"

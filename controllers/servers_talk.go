@@ -21,11 +21,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // A conversation with a cache's servers is a tenant's input as much as its spec: the image is the
@@ -80,10 +82,20 @@ func askServers[T any](ctx context.Context, pods []*corev1.Pod, port int32, ask 
 // conversations with its servers: a namespace takes at most one slot, and a reconcile that finds
 // its namespace's slot taken looks again after tenantRetry instead of waiting on a worker. Each
 // pool that talks to servers has at least two workers, so another namespace always has one; and
-// since each conversation is bounded (cacheTimeout), a slot is never held for long.
+// since each conversation is bounded (cacheTimeout), a slot is never held for long. Within a
+// namespace its caches take the slot in turn (first come, first served), so that none of them
+// waits for ever behind the others.
 type tenantSlots struct {
 	mu    sync.Mutex
 	taken map[string]bool
+	// waiting are, per namespace, the caches that found its slot taken, in order, and since when
+	// each last asked: one that stops asking (deleted, or done otherwise) loses its turn.
+	waiting map[string][]waiter
+}
+
+type waiter struct {
+	name  string
+	asked time.Time
 }
 
 // errTenantBusy says a namespace's slot was taken: look again after tenantRetry.
@@ -92,13 +104,27 @@ var errTenantBusy = errors.New("another of the namespace's caches talks to its s
 // tenantRetry is how soon a reconcile whose namespace's slot was taken looks again.
 const tenantRetry = time.Second
 
-// take takes namespace ns's slot; ok is false when it is taken, else release gives it back.
-func (t *tenantSlots) take(ns string) (release func(), ok bool) {
+// take takes the slot of the namespace of cache key for it; ok is false when it is taken, or
+// another of the namespace's caches waits for it before key, else release gives it back.
+func (t *tenantSlots) take(key types.NamespacedName) (release func(), ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.taken[ns] {
+	ns, now := key.Namespace, time.Now()
+	queue := slices.DeleteFunc(t.waiting[ns], func(w waiter) bool { return now.Sub(w.asked) > 3*tenantRetry })
+	at := slices.IndexFunc(queue, func(w waiter) bool { return w.name == key.Name })
+	if t.taken[ns] || (len(queue) > 0 && at != 0) {
+		if at < 0 {
+			queue = append(queue, waiter{name: key.Name})
+			at = len(queue) - 1
+		}
+		queue[at].asked = now
+		t.setWaiting(ns, queue)
 		return nil, false
 	}
+	if at == 0 {
+		queue = queue[1:]
+	}
+	t.setWaiting(ns, queue)
 	if t.taken == nil {
 		t.taken = map[string]bool{}
 	}
@@ -108,4 +134,15 @@ func (t *tenantSlots) take(ns string) (release func(), ok bool) {
 		delete(t.taken, ns)
 		t.mu.Unlock()
 	}, true
+}
+
+func (t *tenantSlots) setWaiting(ns string, queue []waiter) {
+	if len(queue) == 0 {
+		delete(t.waiting, ns)
+		return
+	}
+	if t.waiting == nil {
+		t.waiting = map[string][]waiter{}
+	}
+	t.waiting[ns] = queue
 }

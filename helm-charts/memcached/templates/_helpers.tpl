@@ -186,7 +186,9 @@ The memcached container's shell with keepCacheAcross Restarts: memcached runs as
 the stop Kubernetes sends (SIGTERM) reaches memcached as SIGUSR1, on which it saves its items'
 metadata beside its memory file and exits; the next start finds both and restores the items.
 A save cut short (killed at the end of the grace period) would leave a metadata file memcached
-aborts on at every start: only one marked complete after a clean exit is kept. memcached refuses a
+aborts on at every start: only one marked complete after a clean exit is kept. A stop that comes
+before memcached runs is passed on as soon as it does; a wait the trap cut short is waited again
+(a shell that reaped memcached meanwhile gives its status then). memcached refuses a
 save of the second it starts in ("incompatible ... [stop_time]"): a start right after a save waits
 a second. The arguments ("$@") are memcached's flags.
 */}}
@@ -195,11 +197,14 @@ a second. The arguments ("$@") are memcached's flags.
 [ -e {{ $file }}.saved ] || rm -f {{ $file }}.meta
 rm -f {{ $file }}.saved
 [ ! -e {{ $file }}.meta ] || sleep 1
+pid=
+trap 'stop=1; [ -z "$pid" ] || kill -USR1 $pid' TERM INT
 memcached "$@" &
 pid=$!
-trap 'kill -USR1 $pid' TERM INT
+[ -z "$stop" ] || kill -USR1 $pid
 wait $pid; rc=$?
 while kill -0 $pid 2>/dev/null; do wait $pid; rc=$?; done
+if [ $rc -gt 128 ]; then wait $pid 2>/dev/null; r=$?; [ $r -eq 127 ] || rc=$r; fi
 [ $rc -ne 0 ] || [ ! -e {{ $file }}.meta ] || : > {{ $file }}.saved
 exit $rc
 {{- end }}
