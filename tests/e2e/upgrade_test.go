@@ -38,6 +38,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/Masterminds/semver/v3"
+
 	cachev1 "github.com/example/memcached-operator/api/v1"
 )
 
@@ -109,9 +111,19 @@ spec: {size: 2}
 	})
 	kubectl("-n", ns, "wait", "memcached/memcached-sample", "--for=condition=Deployed", "--timeout=3m")
 	kubectl("-n", ns, "wait", "memcachedbackup/memcachedbackup-sample", "--for=condition=Available", "--timeout=3m")
+	kind := "deployment"
+	if runsServers(version) {
+		kind = "statefulset"
+	}
 	Eventually(func() string {
-		return kubectl("-n", ns, "get", "deployment", "memcached-sample", "-o", "jsonpath={.status.readyReplicas}")
+		return kubectl("-n", ns, "get", kind, "memcached-sample", "-o", "jsonpath={.status.readyReplicas}")
 	}, timeout, poll).Should(Equal("3"))
+}
+
+// runsServers says whether release version runs memcached as a StatefulSet of servers, each
+// with a stable name that status.servers lists (1.2.0 on), not a Deployment.
+func runsServers(version string) bool {
+	return semver.MustParse(version).Compare(semver.MustParse("1.2.0")) >= 0
 }
 
 // liveProbe is memcache-probe running in a pod until stopped: it stores and reads a key through
@@ -180,14 +192,18 @@ func expectMigrated(ns, from string, uids map[string]types.UID, events bool) {
 }
 
 // migrationEvents are the reasons of the Events an upgrade from release from records on a
-// Memcached: the chart's new version, the Deployment replaced by the StatefulSet of servers (every
-// release before 1.2.0 ran a Deployment) and its pods retired one by one; from 0.1.0 also the
-// spec's renamed fields.
+// Memcached: the chart's new version; from a release before 1.2.0 the Deployment replaced by the
+// StatefulSet of servers and its pods retired one by one; from 0.1.0 also the spec's renamed
+// fields.
 func migrationEvents(from string) []string {
-	if from == "0.1.0" {
+	switch {
+	case runsServers(from):
+		return []string{"ChartUpgraded"}
+	case from == "0.1.0":
 		return []string{"ChartUpgraded", "ServersMigrated", "SpecMigrated", "PodRetiring"}
+	default:
+		return []string{"ChartUpgraded", "ServersMigrated", "PodRetiring"}
 	}
-	return []string{"ChartUpgraded", "ServersMigrated", "PodRetiring"}
 }
 
 // expectOperandsMigrated checks the operands after an upgrade to the current release, however it
@@ -299,7 +315,7 @@ var _ = Describe("Upgrades from earlier releases", Ordered, func() {
 		Expect(p.stop().Failures).To(BeZero(), "no client request fails during the upgrade")
 	})
 
-	It("upgrades from the previous release with operator-sdk run bundle-upgrade, then memcached through the CR, and reports a failing operand upgrade without rolling back", func() {
+	It("upgrades from the previous release with operator-sdk run bundle-upgrade keeping the keys, then memcached through the CR with warm restarts keeping them, and reports a failing operand upgrade without rolling back", func() {
 		ns := "memcached-bundle-upgrade"
 		kubectl("create", "namespace", ns)
 		DeferCleanup(func() {
@@ -310,23 +326,46 @@ var _ = Describe("Upgrades from earlier releases", Ordered, func() {
 			"--install-mode", "OwnNamespace", "--timeout", "5m")
 		createCRsOf(ns, previousVersion)
 		uids := crUIDs(ns)
+		key := types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
+		selector := map[string]string{"app.kubernetes.io/instance": key.Name, "app.kubernetes.io/name": "memcached"}
+		// An operator upgrade that changes no server's container keeps every key.
+		var keep func()
+		if runsServers(previousVersion) {
+			By("storing 10000 keys over the servers of " + previousVersion)
+			keep = keysKept(ns, key, selector, "before-upgrade", 10000, 10000)
+		}
 		p := startProbe(ns, "memcached-sample:11211")
 
 		sdk("run", "bundle-upgrade", bundleImage, "-n", ns, "--timeout", "5m")
 		expectMigrated(ns, previousVersion, uids, true)
+		if keep != nil {
+			By("reading back every key stored before the upgrade, from the same servers")
+			keep()
+		}
 
-		By("changing the memcached version through the CR")
-		kubectl("-n", ns, "patch", "memcached", "memcached-sample", "--type=merge", "-p", `{"spec":{"image":{"tag":"1.6.38"}}}`)
-		Eventually(func(g Gomega) {
-			mc := &cachev1.Memcached{}
-			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: ns, Name: "memcached-sample"}, mc)).To(Succeed())
-			g.Expect(mc.Status.Version).To(Equal("1.6.38"))
-			g.Expect(mc.Status.Conditions).To(ContainElement(And(HaveField("Type", "Progressing"), HaveField("Reason", "Complete"))))
-		}, timeout, poll).Should(Succeed())
+		By("turning warm restarts on: the servers roll out once more, and start empty")
+		kubectl("-n", ns, "patch", "memcached", key.Name, "--type=merge", "-p", `{"spec":{"keepCacheAcross":"Restarts"}}`)
+		Eventually(func(g Gomega) cachev1.HelmCondition { return memcachedConditionOf(g, key, "CacheWarm") }, timeout, poll).Should(
+			HaveField("Reason", "StartedEmpty"))
+		awaitComplete(key, func(g Gomega, _ *cachev1.Memcached) {
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx(), pods, client.InNamespace(ns), client.MatchingLabels(selector))).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(3))
+			for _, p := range pods.Items {
+				g.Expect(p.Spec.Volumes).To(ContainElement(HaveField("Name", "memory-file")), "%s keeps its items in a memory file", p.Name)
+			}
+		})
+
+		By("changing the memcached version through the CR: each server restarts in its pod with its keys")
+		keep = keysKept(ns, key, selector, "before-version", 10000, 9900)
+		kubectl("-n", ns, "patch", "memcached", key.Name, "--type=merge", "-p", `{"spec":{"image":{"tag":"1.6.38"}}}`)
+		Eventually(func(g Gomega) cachev1.HelmCondition { return memcachedConditionOf(g, key, "CacheWarm") }, timeout, poll).Should(
+			HaveField("Reason", "WarmRestart"))
+		awaitComplete(key, func(g Gomega, mc *cachev1.Memcached) { g.Expect(mc.Status.Version).To(Equal("1.6.38")) })
+		keep()
 
 		By("injecting a failing operand upgrade: an admission policy rejects the new pod template")
 		rejectAnnotated(ns)
-		key := types.NamespacedName{Namespace: ns, Name: "memcached-sample"}
 		kubectl("-n", ns, "patch", "memcached", "memcached-sample", "--type=merge", "-p", `{"spec":{"podAnnotations":{"e2e.memcached/reject":"yes"}}}`)
 		Eventually(func(g Gomega) {
 			mc := &cachev1.Memcached{}
@@ -458,4 +497,38 @@ func managerContainer(pod *corev1.Pod) (string, int32) {
 		}
 	}
 	return "", 0
+}
+
+// keysKept stores n keys (prefix-0 ...) with a hashing client over the servers status lists now,
+// and returns what checks, after a change, that the same pods are there and at least least of
+// the keys read back, none stale.
+func keysKept(ns string, key types.NamespacedName, selector map[string]string, prefix string, n, least int) func() {
+	GinkgoHelper()
+	list := strings.Join(awaitServers(key, 3), ",")
+	var stored clientCounts
+	runClient(ns, "store-"+prefix, &stored, "-servers", list, "-op", "store", "-prefix", prefix, "-keys", strconv.Itoa(n))
+	Expect(stored).To(And(HaveField("Hits", n), HaveField("Failures", 0)))
+	uids := podUIDs(ns, selector)
+	return func() {
+		GinkgoHelper()
+		Expect(podUIDs(ns, selector)).To(Equal(uids), "the same servers")
+		var read clientCounts
+		runClient(ns, "read-"+prefix, &read, "-servers", list, "-op", "read", "-prefix", prefix, "-keys", strconv.Itoa(n))
+		Expect(read.Failures).To(BeZero())
+		Expect(read.Wrong).To(BeZero(), "no stale value")
+		Expect(read.Hits).To(BeNumerically(">=", least), "%d of %d keys read back (%d misses)", read.Hits, n, read.Misses)
+		AddReportEntry("keys read back after the change ("+prefix+")", fmt.Sprintf("%d of %d", read.Hits, n))
+	}
+}
+
+// awaitComplete waits until a Memcached's rollout is complete, all 3 servers ready, and check holds.
+func awaitComplete(key types.NamespacedName, check func(Gomega, *cachev1.Memcached)) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		mc := &cachev1.Memcached{}
+		g.Expect(k8s.Get(ctx(), key, mc)).To(Succeed())
+		check(g, mc)
+		g.Expect(mc.Status.ReadyReplicas).To(BeEquivalentTo(3))
+		g.Expect(mc.Status.Conditions).To(ContainElement(And(HaveField("Type", "Progressing"), HaveField("Reason", "Complete"))))
+	}, 5*time.Minute, poll).Should(Succeed())
 }
