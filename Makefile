@@ -1,9 +1,9 @@
 # memcached-operator: a hybrid Helm + Go operator (Operator SDK hybrid Helm tutorial, as a product).
 
 # The version of the operator, its bundle and its chart: set here and only here.
-VERSION ?= 1.2.0
+VERSION ?= 1.3.0
 # When VERSION was released (the CSV's createdAt); set with VERSION, so bundles are reproducible.
-CREATED_AT ?= 2026-11-25T00:00:00Z
+CREATED_AT ?= 2026-11-28T00:00:00Z
 # Channels of the bundle, and the default one. Channel names follow OLM's conventions.
 CHANNELS ?= candidate,stable
 DEFAULT_CHANNEL ?= stable
