@@ -142,12 +142,16 @@ func proveOneCache() {
 	By("rolling a config change while an application reads every key each second")
 	watcher := startClient(ns, "watch", "-servers", list, "-op", "watch", "-keys", "3000", "-prefix", "warm", "-duration", "150s", "-interval", "1s")
 	Eventually(podPhase(watcher), timeout, poll).Should(Equal(corev1.PodRunning))
-	time.Sleep(15 * time.Second) // the first passes store every key
+	Eventually(func() string {
+		logs, _ := kubectlOut("-n", ns, "logs", watcher.Name)
+		return logs
+	}, timeout, poll).Should(ContainSubstring("a pass hit every key"), "the first passes store every key")
 	before := map[string]string{}
 	for _, p := range runningPodsIn(ns, map[string]string{"app.kubernetes.io/instance": key.Name})(Default) {
 		before[p] = kubectl("-n", ns, "get", "pod", p, "-o", "jsonpath={.metadata.uid}")
 	}
-	kubectl("-n", ns, "patch", "memcached", key.Name, "--type=merge", "-p", `{"spec":{"podAnnotations":{"example.com/rolled":"1"}}}`)
+	// (A change of pod annotations alone would be made in place: memcached's flags roll out.)
+	kubectl("-n", ns, "patch", "memcached", key.Name, "--type=merge", "-p", `{"spec":{"memcached":{"maxConnections":2048}}}`)
 	Eventually(func(g Gomega) {
 		for p, uid := range before {
 			g.Expect(kubectlOut("-n", ns, "get", "pod", p, "-o", "jsonpath={.metadata.uid}")).NotTo(Equal(uid), "pod %s replaced", p)
