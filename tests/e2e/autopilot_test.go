@@ -156,6 +156,8 @@ func proveAutopilot() {
 			Autoscaling: &cachev1.AutoscalingSpec{Enabled: ptr.To(true), MaxReplicas: ptr.To[int32](2), MaxMemoryMB: ptr.To[int32](64),
 				ScaleUpAfter: "30s", ScaleInAfter: "30s", CoolDown: "30s", ScaleInBelowPercent: 40}}})).To(Succeed())
 	awaitServers(key, 1)
+	server := map[string]string{"app.kubernetes.io/instance": key.Name}
+	uids := podUIDs(ns, server)
 	status := func(g Gomega) cachev1.MemcachedStatus {
 		mc := &cachev1.Memcached{}
 		g.Expect(k8s.Get(ctx(), key, mc)).To(Succeed())
@@ -174,7 +176,9 @@ func proveAutopilot() {
 	Eventually(eventReasonsOf(ns, key.Name), timeout, poll).Should(ContainElement("MemoryGrown"))
 	Eventually(func(g Gomega) cachev1.HelmCondition { return memcachedConditionOf(g, key, "Resizing") }, timeout, poll).Should(
 		And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "ResizedInPlace")))
-	Expect(restartsOf(ns, map[string]string{"app.kubernetes.io/instance": key.Name})).To(HaveKeyWithValue("cache-memcached-0", BeZero()))
+	// A replaced server has the same name and no restarts: the UID says it is the same pod.
+	Expect(podUIDs(ns, server)).To(Equal(uids), "the server was not replaced")
+	Expect(restartsOf(ns, server)).To(HaveKeyWithValue("cache-memcached-0", BeZero()), "its memcached did not restart")
 	mc := &cachev1.Memcached{}
 	Expect(k8s.Get(ctx(), key, mc)).To(Succeed())
 	Expect(mc.Spec.Memcached.MaxMemoryMB).To(BeEquivalentTo(32), "the spec stays what the user asked")

@@ -20,6 +20,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -201,7 +202,14 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 	It("serves: an application's sharding client stores and reads keys over the server list in status", func() {
 		mc := &cachev1.Memcached{}
 		Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, mc)).To(Succeed())
-		Expect(mc.Status.Servers).To(HaveLen(3))
+		servers := &appsv1.StatefulSet{}
+		Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, servers)).To(Succeed())
+		var want []string
+		for _, pod := range runningPods(memcachedPods)(Default) {
+			want = append(want, fmt.Sprintf("%s.%s.%s.svc:11211", pod, servers.Spec.ServiceName, e2eNamespace))
+		}
+		Expect(want).To(HaveLen(3))
+		Expect(mc.Status.Servers).To(Equal(want), "each server by its stable DNS name, in ordinal order")
 		var check struct{ Stored, Read clientCounts }
 		runClient(e2eNamespace, "check", &check, "-servers", strings.Join(mc.Status.Servers, ","), "-op", "check", "-keys", "500")
 		Expect(check.Stored).To(And(HaveField("Hits", 500), HaveField("Failures", 0)))
@@ -213,11 +221,12 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 		kubectl("-n", e2eNamespace, "patch", "memcachedbackup", backupName, "--type=merge", "-p", `{"spec":{"size":3}}`)
 		Eventually(runningPods(memcachedPods), timeout, poll).Should(HaveLen(2))
 		Eventually(runningPods(backupPods), timeout, poll).Should(HaveLen(3))
-		Eventually(func(g Gomega) []string {
+		Eventually(func(g Gomega) {
 			b := &cachev1.MemcachedBackup{}
 			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: backupName}, b)).To(Succeed())
-			return b.Status.Nodes
-		}, timeout, poll).Should(HaveLen(3))
+			g.Expect(b.Status.Nodes).To(HaveLen(3))
+			g.Expect(b.Status.Nodes).To(Equal(runningPods(backupPods)(g)), "status.nodes names the running pods")
+		}, timeout, poll).Should(Succeed())
 	})
 
 	It("repairs drift: a deleted StatefulSet or Deployment comes back, a hand-scaled one is scaled back", func() {
