@@ -1221,6 +1221,13 @@ func observeChange(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, pod
 
 // observeRecord renders the record of the servers' last change (observeChange).
 func observeRecord(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, rec *resizeRecord, pods []corev1.Pod) {
+	if rec.Outcome == outcomeRolledOut && servers.Status.UpdateRevision == rec.Revision {
+		// The record of a rollout is written before Helm applies the change: while the
+		// StatefulSet's template is still the one the servers ran then, nothing was rolled out
+		// (the upgrade failed, or the StatefulSet controller has not seen it yet), and no server
+		// started empty.
+		return
+	}
 	done := 0
 	for _, p := range pods {
 		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == servers.UID && p.Labels[appsv1.StatefulSetRevisionLabel] == servers.Status.UpdateRevision {

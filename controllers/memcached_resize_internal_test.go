@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/labels"
 )
 
@@ -202,4 +203,30 @@ func TestResizeRecordSaysWhatChanged(t *testing.T) {
 
 func statefulSetWithAnnotation(v string) *appsv1.StatefulSet {
 	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{labels.ResizeHold: v}}}
+}
+
+// A rollout's record is written before Helm applies the change: CacheWarm claims servers started
+// empty only once the StatefulSet's template has moved on from the one the servers ran.
+func TestObserveRolloutOnlyOnceApplied(t *testing.T) {
+	rec := resizeRecord{Revision: "servers-1", Way: WayStartedEmpty, Change: "memcached's flags", Outcome: outcomeRolledOut,
+		Why: "memcached's flags changed", Since: metav1.Now(), At: ptrTo(metav1.Now())}
+	servers := statefulSetWithAnnotation(rec.annotation())
+	servers.Generation = 2
+	for _, tc := range []struct {
+		name     string
+		status   appsv1.StatefulSetStatus
+		claimed  bool
+		contains string
+	}{
+		{"the upgrade failed: the template is the one the servers ran", appsv1.StatefulSetStatus{ObservedGeneration: 2, CurrentRevision: "servers-1", UpdateRevision: "servers-1"}, false, ""},
+		{"rolling out", appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 1, CurrentRevision: "servers-1", UpdateRevision: "servers-2"}, true, "rolling out"},
+	} {
+		servers.Status = tc.status
+		st := &cachev1.MemcachedStatus{}
+		observeChange(st, servers, nil)
+		got := memcachedCondition(*st, ConditionCacheWarm)
+		if claimed := got.Reason == WayStartedEmpty; claimed != tc.claimed || !strings.Contains(got.Message, tc.contains) {
+			t.Errorf("%s: CacheWarm %s %q, want started empty claimed: %v", tc.name, got.Reason, got.Message, tc.claimed)
+		}
+	}
 }
