@@ -144,8 +144,12 @@ verify-bundle: $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM) ## Fail if 
 
 .PHONY: test
 test: test-packages verify-generated vet lint lint-chart envtest ## Unit and envtest tests, staticcheck, chart lint, stale generated code.
-	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test $(TEST_PACKAGES) -coverprofile cover.out
-	cd hack/cluster && go test ./...
+	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test $(TEST_PACKAGES) -coverprofile cover.out -timeout $(ENVTEST_TIMEOUT)
+	cd hack/cluster && go test ./... -timeout 5m
+
+# What one package's tests may take: the controllers' envtest suite takes about 7 minutes on 2
+# cores (go test's default of 10 would stop it on a slower machine).
+ENVTEST_TIMEOUT ?= 20m
 
 # make test's packages: all but those make test-artifacts runs (tests/monitoring with promtool,
 # tests/sbom and tests/arm64 with the images it builds).
@@ -153,8 +157,8 @@ TEST_PACKAGES = $(shell go list ./... | grep -Ev '/tests/(monitoring|sbom|arm64)
 
 .PHONY: test-artifacts
 test-artifacts: test-packages artifacts-packages verify-bundle $(PROMTOOL) envtest image-build sbom-operator ## What a release ships beside the code: bundle and catalog regenerated and validated (operator-sdk, opm), the operator image's SBOMs (syft) and its arm64 manager run under QEMU, alert rules and dashboard tested (promtool); CI runs it after make test.
-	PROMTOOL="$(PROMTOOL)" go test ./tests/monitoring/
-	IMAGES_DIR="$(IMAGES_DIR)" go test ./tests/sbom/
+	PROMTOOL="$(PROMTOOL)" go test ./tests/monitoring/ -timeout 5m
+	IMAGES_DIR="$(IMAGES_DIR)" go test ./tests/sbom/ -timeout 5m
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" MANAGER_ARM64="$(IMAGES_DIR)/manager-arm64" go test ./tests/arm64/ -timeout 20m
 
 # The Debian packages of make test-artifacts beside make test's (hack/packages.txt, scope artifacts).
@@ -170,7 +174,7 @@ test-packages:
 
 .PHONY: test-floor
 test-floor: test-packages envtest-floor ## The envtest suites again on the oldest supported Kubernetes (its kube-apiserver is built first); CI runs it after make test.
-	KUBEBUILDER_ASSETS="$(FLOOR_KUBE_BIN)" go test $(FLOOR_TEST_PACKAGES)
+	KUBEBUILDER_ASSETS="$(FLOOR_KUBE_BIN)" go test $(FLOOR_TEST_PACKAGES) -timeout $(ENVTEST_TIMEOUT)
 
 # The suites that talk to an API server, run again on the oldest supported Kubernetes.
 FLOOR_TEST_PACKAGES = ./controllers/ ./tests/integration/ ./internal/leader/
