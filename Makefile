@@ -505,7 +505,8 @@ e2e-olm-images: cluster-tool $(OPERATOR_SDK) $(SCORECARD_TEST) $(OPM) e2e-images
 	$(CLUSTER_TOOL) image catalog --state-dir=$(CLUSTER_STATE) --opm=$(OPM) --configs=$(CLUSTER_STATE)/catalog --ref=$(E2E_CATALOG_IMG)
 
 # The release before VERSION and the first release, whose images e2e-release-images rebuilds (the
-# upgrade tests start there).
+# upgrade tests start there; the catalog's skipRange leads from the oldest to VERSION, so OLM
+# never pulls the images of a release between).
 PREVIOUS_VERSION = $(shell go run ./hack/release versions -except $(VERSION) | tail -n 1)
 OLDEST_VERSION = $(shell go run ./hack/release versions -except $(VERSION) | head -n 1)
 # Prints the image of a repository that a manager.yaml names (its RELATED_IMAGE_* value):
@@ -515,8 +516,8 @@ MEMCACHED_IMAGE_OF = $(call image_of,docker.io/library/memcached)
 
 
 .PHONY: e2e-release-images
-e2e-release-images: cluster-tool ## Rebuild the operator and bundle images of earlier releases from their commits (releases.yaml), and stand-ins for every release's memcached image.
-	for v in $$(go run ./hack/release versions -except $(VERSION)); do \
+e2e-release-images: cluster-tool ## Rebuild the operator and bundle images of the releases the upgrade specs start from (the oldest and the previous) from their commits (releases.yaml), and stand-ins for their memcached images and this tree's.
+	for v in $$(echo $(OLDEST_VERSION) $(PREVIOUS_VERSION) | tr ' ' '\n' | sort -u); do \
 	  dir=$(CLUSTER_STATE)/releases/$$v; \
 	  go run ./hack/release checkout -version $$v -dir $$dir && \
 	  (cd $$dir && $(MANAGER_BUILD) -o $(IMAGES_DIR)/manager-$$v .) && \
