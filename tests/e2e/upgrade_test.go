@@ -522,13 +522,21 @@ func keysKept(ns string, key types.NamespacedName, selector map[string]string, p
 	return func() {
 		GinkgoHelper()
 		Expect(podUIDs(ns, selector)).To(Equal(uids), "the same servers")
-		var read clientCounts
-		runClient(ns, "read-"+prefix, &read, "-servers", list, "-op", "read", "-prefix", prefix, "-keys", strconv.Itoa(n))
-		Expect(read.Failures).To(BeZero())
-		Expect(read.Wrong).To(BeZero(), "no stale value")
-		Expect(read.Hits).To(BeNumerically(">=", least), "%d of %d keys read back (%d misses)", read.Hits, n, read.Misses)
+		read := expectReadBack(ns, "read-"+prefix, list, prefix, n, least)
 		AddReportEntry("keys read back after the change ("+prefix+")", fmt.Sprintf("%d of %d", read.Hits, n))
 	}
+}
+
+// expectReadBack reads keys prefix-0 ... prefix-<n-1> with a hashing client over list (pod name
+// name) and expects no failure, no stale value and at least least hits.
+func expectReadBack(ns, name, list, prefix string, n, least int) clientCounts {
+	GinkgoHelper()
+	var read clientCounts
+	runClient(ns, name, &read, "-servers", list, "-op", "read", "-prefix", prefix, "-keys", strconv.Itoa(n))
+	Expect(read.Failures).To(BeZero())
+	Expect(read.Wrong).To(BeZero(), "no stale value")
+	Expect(read.Hits).To(BeNumerically(">=", least), "%d of %d keys read back (%d misses)", read.Hits, n, read.Misses)
+	return read
 }
 
 // awaitComplete waits until a Memcached's rollout is complete, all 3 servers ready, and check holds.

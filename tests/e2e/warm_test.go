@@ -66,11 +66,7 @@ func proveCacheKept() {
 	Expect(uids).To(HaveLen(3))
 	readBack := func(name string, least int) {
 		GinkgoHelper()
-		var read clientCounts
-		runClient(ns, name, &read, "-servers", list, "-op", "read", "-keys", "30000")
-		Expect(read.Failures).To(BeZero())
-		Expect(read.Wrong).To(BeZero(), "no stale value")
-		Expect(read.Hits).To(BeNumerically(">=", least), "%d of 30000 keys read back (%d misses)", read.Hits, read.Misses)
+		expectReadBack(ns, name, list, "key", 30000, least)
 	}
 	awaitCacheWarm := func(reason string, parts ...string) {
 		GinkgoHelper()
