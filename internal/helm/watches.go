@@ -59,9 +59,11 @@ import (
 //   - the release's objects (see dependentWatches): not their creation, their status, or what
 //     Kubernetes controllers record in them.
 //
+// Its queue serves namespaces in turns (newFairQueue).
+//
 // The periodic reconcile (RequeueAfter) re-checks everything else.
 func setupController(mgr ctrl.Manager, r *reconciler.Reconciler, gvk schema.GroupVersionKind, workers int, selector *metav1.LabelSelector, dependents *dependentWatches, statusInputs []string) error {
-	c, err := controller.New(library.ControllerName(gvk), mgr, controller.Options{Reconciler: r, MaxConcurrentReconciles: workers})
+	c, err := controller.New(library.ControllerName(gvk), mgr, controller.Options{Reconciler: r, MaxConcurrentReconciles: workers, NewQueue: newFairQueue})
 	if err != nil {
 		return err
 	}
