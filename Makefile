@@ -369,7 +369,7 @@ bench: bench-warm bench-noisy envtest $(KUBE_BIN)/kube-controller-manager $(HELM
 		-versions "Kubernetes $(KUBE_VERSION) (kube-apiserver, etcd, kube-controller-manager), helm-operator-plugins $(HELM_OPERATOR_PLUGINS_VERSION)" $(BENCH_FLAGS)
 
 .PHONY: bench-noisy
-bench-noisy: test-packages envtest ## Measure a tenant's install, availability and in-place memory change alone and beside another tenant's stalling servers (an envtest spec) into bench/results/noisy-neighbour.md.
+bench-noisy: test-packages envtest ## Measure a tenant's install, availability and in-place memory change beside another tenant's servers, refusing at once and then stalling (an envtest spec) into bench/results/noisy-neighbour.md.
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" NOISY_NEIGHBOUR_REPORT=$(CURDIR)/bench/results/noisy-neighbour.md go test ./controllers/ -count=1 -timeout 10m -ginkgo.focus "stalling servers"
 
 .PHONY: bench-warm
