@@ -379,6 +379,9 @@ type MemcachedResizeReconciler struct {
 // upgrade's change of the servers is made in place: then it holds the StatefulSet's rollout; else
 // it records why not, and the StatefulSet rolls the servers.
 func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client.Object, last, target *release.Release) error {
+	if err := r.servingBeforeUpgrade(ctx, cr, target); err != nil {
+		return err
+	}
 	if last == nil || last.Info == nil || last.Info.Status != release.StatusDeployed {
 		return nil // a failed or pending release: what the servers run is not the last manifest's
 	}
@@ -579,7 +582,11 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	defer release()
 	if rec.Outcome != outcomeResizing {
-		return ctrl.Result{}, r.keepLimits(ctx, servers)
+		pods, err := r.serverPods(ctx, servers)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, errors.Join(r.restoreServing(ctx, pods, ""), r.keepLimits(ctx, servers))
 	}
 	// A change in flight goes on from the StatefulSet as it is, not as the cache shows it: the
 	// record of a restart begun a moment ago must be seen before the pod's next event is taken
@@ -645,6 +652,13 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	pods, err := r.serverPods(ctx, servers)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	restarting := ""
+	if rec.Restart != nil {
+		restarting = rec.Restart.Server
+	}
+	if err := r.restoreServing(ctx, pods, restarting); err != nil {
 		return ctrl.Result{}, err
 	}
 	held := min(partitionOf(servers), replicasOf(servers))
@@ -910,6 +924,10 @@ func (r *MemcachedResizeReconciler) changeImages(ctx, talk context.Context, serv
 		if err := r.record(ctx, servers, *rec); err != nil {
 			return err
 		}
+		// Out of the ClusterIP Service before memcached stops (servers_serving.go).
+		if err := r.setServing(ctx, p, false); err != nil {
+			return err
+		}
 	}
 	var containers []any
 	for _, name := range slices.Sorted(maps.Keys(images)) {
@@ -951,6 +969,9 @@ func (r *MemcachedResizeReconciler) restarted(ctx, talk context.Context, mc *cac
 	} else {
 		rec.Warm = append(rec.Warm, p.Name)
 		log.FromContext(ctx).Info("server restarted with its items", "pod", p.Name, "items", s.CurrItems, "before", was)
+	}
+	if err := r.setServing(ctx, p, true); err != nil {
+		return false, err
 	}
 	rec.Restart, rec.Progress = nil, ptrTo(metav1.Now())
 	return true, r.record(ctx, servers, *rec)

@@ -123,17 +123,25 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		}, timeout, interval).Should(Succeed())
 		setServerRevisions(ctx, servers, "rev-a", "rev-b", 0)
 
-		By("server 1 first: its image changes, server 0's not until server 1 serves again")
+		svc := &corev1.Service{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-memcached"}, svc)).To(Succeed())
+		Expect(svc.Spec.Selector).To(HaveKeyWithValue(labels.Serving, "true"), "the ClusterIP Service selects the servers that serve")
+		Expect(servingLabels(ctx, servers, 2)).To(Equal([]string{"true", "true"}))
+
+		By("server 1 first: out of the Service, then its image changes; server 0's not until server 1 serves again")
 		awaitImage(ctx, servers, 1, ":1.6.39")
+		Expect(servingLabels(ctx, servers, 2)).To(Equal([]string{"true", "false"}), "server 1 left the Service before its image changed")
 		Consistently(serverImage(ctx, servers, 0), 2*time.Second, interval).Should(HaveSuffix(":1.6.38"))
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.WayWarmRestart),
 			HaveField("Message", ContainSubstring("memcached 1.6.38 → 1.6.39: restarting the servers in their pods one at a time"))))
 		kubeletRestarts(ctx, servers, 1, warm[1], 64)
 
-		By("then server 0")
+		By("then server 0, once server 1 is back in the Service")
 		awaitImage(ctx, servers, 0, ":1.6.39")
+		Expect(servingLabels(ctx, servers, 2)).To(Equal([]string{"false", "true"}))
 		kubeletRestarts(ctx, servers, 0, warm[0], 64)
+		Eventually(func() []string { return servingLabels(ctx, servers, 2) }, timeout, interval).Should(Equal([]string{"true", "true"}))
 
 		Eventually(func(g Gomega) {
 			s := getStatefulSet(g, ctx, servers)
@@ -151,6 +159,22 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 			Expect(countKeys(w.host, "k", 1000)).To(Equal(1000), "every key restored")
 		}
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.WayWarmRestart))
+	})
+
+	It("labels the running servers as serving before the Service selects by it, when warm restarts are turned on", func() {
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "turn-warm"}
+		createMemcached(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n")
+		servers := playServers(ctx, key, []string{startMemcached(64), startMemcached(64)}, "rev-a")
+		Expect(servingLabels(ctx, servers, 2)).To(Equal([]string{"", ""}), "without warm restarts the servers have no such label")
+
+		updateSpec(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n")
+		Eventually(func(g Gomega) map[string]string {
+			svc := &corev1.Service{}
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-memcached"}, svc)).To(Succeed())
+			return svc.Spec.Selector
+		}, timeout, interval).Should(HaveKeyWithValue(labels.Serving, "true"))
+		Expect(servingLabels(ctx, servers, 2)).To(Equal([]string{"true", "true"}),
+			"the servers made from the old template were labelled before Helm applied the Service: it never selected none")
 	})
 
 	It("says which server started empty when memcached did not restore its memory file", func() {
@@ -296,6 +320,16 @@ func kubeletRestarts(ctx context.Context, s *appsv1.StatefulSet, i int, w *warmM
 		}
 		g.Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
+}
+
+// servingLabels are the labels.Serving of the StatefulSet's pods 0 to n-1.
+func servingLabels(ctx context.Context, s *appsv1.StatefulSet, n int) []string {
+	GinkgoHelper()
+	var out []string
+	for i := range n {
+		out = append(out, serverPod(Default, ctx, s, i).Labels[labels.Serving])
+	}
+	return out
 }
 
 // serverImage is the memcached image in the spec of the StatefulSet's pod i.

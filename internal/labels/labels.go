@@ -59,6 +59,11 @@ const (
 	// the hold is for (controllers/memcached_resize.go).
 	ResizeHold = "cache.my.domain/resize-in-place"
 
+	// Serving is the label by which the ClusterIP Service of a cache with keepCacheAcross
+	// Restarts selects its servers ("true"), besides the chart's selector: the operator sets it
+	// to "false" on a server while memcached restarts in its pod (controllers/servers_serving.go).
+	Serving = "cache.my.domain/serving"
+
 	// StartedEmpty is the annotation on a memcached StatefulSet that says which server last
 	// started empty outside a change the operator made (a pod replaced, a crash), why and when
 	// (controllers/servers_empty.go).

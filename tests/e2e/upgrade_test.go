@@ -359,19 +359,15 @@ var _ = Describe("Upgrades from earlier releases", Ordered, func() {
 				g.Expect(p.Spec.Volumes).To(ContainElement(HaveField("Name", "memory-file")), "%s keeps its items in a memory file", p.Name)
 			}
 		})
-		Expect(p.stop().Failures).To(BeZero(), "no client request fails during the upgrade and the rollout that follows")
 
-		// A warm restart stops memcached in its pod, which the Service still routes to for the
-		// second the endpoints take to drop it: requests through the Service fail meanwhile
-		// (docs/upgrades.md, what keeps the cache warm), so no probe runs through it.
-
-		By("changing the memcached version through the CR: each server restarts in its pod with its keys")
+		By("changing the memcached version through the CR: each server restarts in its pod with its keys, out of the Service meanwhile")
 		keep = keysKept(ns, key, selector, "before-version", 10000, 9900)
 		kubectl("-n", ns, "patch", "memcached", key.Name, "--type=merge", "-p", `{"spec":{"image":{"tag":"1.6.38"}}}`)
 		Eventually(func(g Gomega) cachev1.HelmCondition { return memcachedConditionOf(g, key, "CacheWarm") }, timeout, poll).Should(
 			HaveField("Reason", "WarmRestart"))
 		awaitComplete(key, func(g Gomega, mc *cachev1.Memcached) { g.Expect(mc.Status.Version).To(Equal("1.6.38")) })
 		keep()
+		Expect(p.stop().Failures).To(BeZero(), "no client request through the Service fails during the upgrade, the rollout that turns warm restarts on, and the warm restarts")
 
 		By("injecting a failing operand upgrade: an admission policy rejects the new pod template")
 		p = startProbeNamed(ns, "failure-probe", "memcached-sample:11211")

@@ -69,6 +69,17 @@ still serving through the ClusterIP Service during the move, for a server.
 cache.my.domain/server: "true"
 {{- end }}
 
+{{/*
+The label by which the ClusterIP Service selects the servers with keepCacheAcross Restarts. The
+operator sets it to "false" on a server before it restarts memcached in its pod (a new image),
+so that the Service stops sending connections there during the restart (the pod's preStop sleep
+gives it the time), and back to "true" once memcached serves again: a pod that stays Ready while
+its memcached restarts is otherwise still behind the Service.
+*/}}
+{{- define "memcached.servingLabels" -}}
+cache.my.domain/serving: "true"
+{{- end }}
+
 {{/* Labels of every object. */}}
 {{- define "memcached.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}

@@ -1,0 +1,137 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/example/memcached-operator/internal/helm"
+	"github.com/example/memcached-operator/internal/labels"
+)
+
+// A warm restart (a new image, memcached restarted in its pod with its items) happens in a pod
+// that stays Ready until the kubelet sees memcached stopped, so the ClusterIP Service would go on
+// sending new connections to it for about a second, and they would be refused. With
+// keepCacheAcross Restarts the Service therefore also selects labels.Serving=true, which the
+// chart puts on every server; the operator sets it to false before it changes a server's image
+// (the Service drops the server while the container's preStop sleeps, before memcached stops) and
+// back to true once memcached serves again. The headless Service, the server list of clients that
+// shard, is not changed: a server restarting is down for them, as with any restart.
+
+// setServing sets labels.Serving of server p to serving, where p carries it (only the servers of
+// a cache with keepCacheAcross Restarts do).
+func (r *MemcachedResizeReconciler) setServing(ctx context.Context, p *corev1.Pod, serving bool) error {
+	want := strconv.FormatBool(serving)
+	if v, ok := p.Labels[labels.Serving]; !ok || v == want {
+		return nil
+	}
+	return r.labelServing(ctx, p, want)
+}
+
+func (r *MemcachedResizeReconciler) labelServing(ctx context.Context, p *corev1.Pod, value string) error {
+	before := p.DeepCopy()
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels[labels.Serving] = value
+	if err := r.Live.Patch(ctx, p, client.MergeFrom(before)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("label server %s %s=%s: %w", p.Name, labels.Serving, value, err)
+	}
+	return nil
+}
+
+// restoreServing sets labels.Serving back to true on every server but the one restarting (the
+// record's): a server left out of the Service by a restart the operator did not see through (a
+// hold let go, an operator stopped meanwhile) serves again.
+func (r *MemcachedResizeReconciler) restoreServing(ctx context.Context, pods map[int32]*corev1.Pod, restarting string) error {
+	var failed error
+	for _, p := range pods {
+		if p.Name != restarting && p.Labels[labels.Serving] == "false" {
+			failed = errors.Join(failed, r.setServing(ctx, p, true))
+		}
+	}
+	return failed
+}
+
+// servingBeforeUpgrade labels the running servers with labels.Serving=true before Helm applies a
+// release whose ClusterIP Service selects it (keepCacheAcross Restarts turned on), so that the
+// Service never selects none of them: servers made from the old template lack it.
+func (r *MemcachedResizeReconciler) servingBeforeUpgrade(ctx context.Context, cr client.Object, target *release.Release) error {
+	if target == nil || !selectsServing(target.Manifest) {
+		return nil
+	}
+	to := statefulSetOf(target.Manifest)
+	if to == nil {
+		return nil
+	}
+	live := &appsv1.StatefulSet{}
+	if err := r.Live.Get(ctx, client.ObjectKey{Namespace: cr.GetNamespace(), Name: to.Name}, live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !helm.OwnedByRelease(live, cr) {
+		return nil
+	}
+	pods, err := r.serverPods(ctx, live)
+	if err != nil {
+		return err
+	}
+	restarting := ""
+	if rec := resizeRecordOf(live); rec != nil && rec.Restart != nil {
+		restarting = rec.Restart.Server
+	}
+	var failed error
+	for _, p := range pods {
+		if _, ok := p.Labels[labels.Serving]; !ok && p.Name != restarting {
+			failed = errors.Join(failed, r.labelServing(ctx, p.DeepCopy(), "true"))
+		}
+	}
+	return failed
+}
+
+// selectsServing says whether a release manifest has a Service that selects labels.Serving.
+func selectsServing(manifest string) bool {
+	for _, doc := range releaseutil.SplitManifests(manifest) {
+		var svc struct {
+			metav1.TypeMeta `json:",inline"`
+			Spec            struct {
+				Selector map[string]string `json:"selector"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &svc); err != nil || svc.Kind != "Service" || svc.APIVersion != "v1" {
+			continue
+		}
+		if _, ok := svc.Spec.Selector[labels.Serving]; ok {
+			return true
+		}
+	}
+	return false
+}
