@@ -573,7 +573,9 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	rec := resizeRecordOf(servers)
 	if rec == nil {
-		return ctrl.Result{}, nil // no change was ever made in place
+		// No change was ever made in place; a server left out of the Service (a record the
+		// tenant removed mid-restart) serves again.
+		return ctrl.Result{}, r.keepServing(ctx, servers)
 	}
 	// What follows may talk to the servers: one of a namespace's caches at a time.
 	release, ok := r.slots.take(req.NamespacedName)
@@ -833,6 +835,14 @@ func (r *MemcachedResizeReconciler) updateServer(ctx context.Context, mc *cachev
 		return serverStep{refusal: fmt.Sprintf("server %s has no memcached container with -m", p.Name)}, nil
 	}
 	if rec.Restart != nil && rec.Restart.Server == p.Name {
+		if images := imagesToChange(p, change.plan.images); len(images) > 0 && restartsOf(p, labels.ChartName) <= rec.Restart.Restarts {
+			// The restart is recorded, but its images did not reach the pod (a write that
+			// failed): out of the Service again, and the images once more.
+			if err := r.setServing(ctx, p, false); err != nil {
+				return serverStep{}, err
+			}
+			return serverStep{}, r.patchImages(ctx, p, images)
+		}
 		if done, err := r.restarted(ctx, change.talk, mc, servers, rec, p); !done || err != nil {
 			return serverStep{}, err
 		}
@@ -929,6 +939,11 @@ func (r *MemcachedResizeReconciler) changeImages(ctx, talk context.Context, serv
 			return err
 		}
 	}
+	return r.patchImages(ctx, p, images)
+}
+
+// patchImages sets the images of pod p's containers (container → image).
+func (r *MemcachedResizeReconciler) patchImages(ctx context.Context, p *corev1.Pod, images map[string]string) error {
 	var containers []any
 	for _, name := range slices.Sorted(maps.Keys(images)) {
 		containers = append(containers, map[string]any{"name": name, "image": images[name]})

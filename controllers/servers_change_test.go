@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -131,6 +132,14 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		By("server 1 first: out of the Service, then its image changes; server 0's not until server 1 serves again")
 		awaitImage(ctx, servers, 1, ":1.6.39")
 		Expect(servingLabels(ctx, servers, 2)).To(Equal([]string{"true", "false"}), "server 1 left the Service before its image changed")
+		By("an image change that did not reach the pod is made again, the server still out of the Service")
+		Eventually(func(g Gomega) {
+			p := serverPod(g, ctx, servers, 1)
+			p.Spec.Containers[0].Image = strings.Replace(p.Spec.Containers[0].Image, ":1.6.39", ":1.6.38", 1)
+			g.Expect(k8sClient.Update(ctx, p)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+		awaitImage(ctx, servers, 1, ":1.6.39")
+		Expect(servingLabels(ctx, servers, 2)).To(Equal([]string{"true", "false"}))
 		Consistently(serverImage(ctx, servers, 0), 2*time.Second, interval).Should(HaveSuffix(":1.6.38"))
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.WayWarmRestart),

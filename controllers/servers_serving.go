@@ -82,6 +82,19 @@ func (r *MemcachedResizeReconciler) restoreServing(ctx context.Context, pods map
 	return failed
 }
 
+// keepServing sets labels.Serving back to true on every server of a cache whose template has it,
+// when no restart is recorded.
+func (r *MemcachedResizeReconciler) keepServing(ctx context.Context, servers *appsv1.StatefulSet) error {
+	if _, ok := servers.Spec.Template.Labels[labels.Serving]; !ok {
+		return nil
+	}
+	pods, err := r.serverPods(ctx, servers)
+	if err != nil {
+		return err
+	}
+	return r.restoreServing(ctx, pods, "")
+}
+
 // servingBeforeUpgrade labels the running servers with labels.Serving=true before Helm applies a
 // release whose ClusterIP Service selects it (keepCacheAcross Restarts turned on), so that the
 // Service never selects none of them: servers made from the old template lack it.

@@ -26,11 +26,31 @@ import (
 // order of arrival. The Helm workers install and upgrade every tenant's releases: in order of
 // arrival, a tenant who changes many CRs at once queues their upgrades ahead of every other
 // tenant's; in turns, another namespace's CR waits for at most one of theirs.
-// (controller-runtime's priority queue has no such order yet: kubernetes-sigs/controller-runtime#3261.)
+//
+// It replaces controller-runtime's priority queue, which has no such order yet
+// (kubernetes-sigs/controller-runtime#3261) and puts the initial list and resyncs behind real
+// changes: here a change made while the operator starts waits behind its own namespace's initial
+// reconciles, not behind every namespace's.
 func newFairQueue(name string, limiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	queue := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{Name: name, Queue: &namespaceTurns{}})
 	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{Name: name, Queue: queue})
-	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, DelayingQueue: delaying})
+	return stopsAtShutdown{workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name, DelayingQueue: delaying})}
+}
+
+// stopsAtShutdown hands out no more requests once the queue shuts down, as controller-runtime's
+// priority queue does: client-go's would hand out every request still waiting, each reconciled
+// with the manager's context already cancelled.
+type stopsAtShutdown struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+}
+
+func (q stopsAtShutdown) Get() (reconcile.Request, bool) {
+	r, shutdown := q.TypedRateLimitingInterface.Get()
+	if !shutdown && q.ShuttingDown() {
+		q.Done(r)
+		return r, true
+	}
+	return r, shutdown
 }
 
 // namespaceTurns orders requests by namespace in turns: each namespace with requests waiting has

@@ -84,3 +84,14 @@ func TestFairQueueOneNamespaceIsFirstInFirstOut(t *testing.T) {
 		t.Errorf("not empty after every request was taken: %+v", q)
 	}
 }
+
+// Once shut down, the queue hands out nothing more, though requests still wait.
+func TestFairQueueStopsAtShutdown(t *testing.T) {
+	q := newFairQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	q.Add(req("a", "1"))
+	q.Add(req("b", "1"))
+	q.ShutDown()
+	if r, shutdown := q.Get(); !shutdown {
+		t.Errorf("Get() after ShutDown handed out %s", r)
+	}
+}
