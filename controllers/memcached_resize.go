@@ -305,17 +305,26 @@ func releaseManifest(rel *release.Release) string {
 
 // statefulSetOf is the StatefulSet of a release manifest (the chart renders one), or nil.
 func statefulSetOf(manifest string) *appsv1.StatefulSet {
-	for _, doc := range releaseutil.SplitManifests(manifest) {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil || meta.Kind != "StatefulSet" || meta.APIVersion != "apps/v1" {
-			continue
-		}
-		s := &appsv1.StatefulSet{}
-		if err := yaml.Unmarshal([]byte(doc), s); err == nil {
-			return s
-		}
+	if s := objectsOf[appsv1.StatefulSet](manifest, "apps/v1", "StatefulSet"); len(s) > 0 {
+		return s[0]
 	}
 	return nil
+}
+
+// objectsOf decodes the objects of a kind in a release manifest, in no particular order.
+func objectsOf[T any](manifest, apiVersion, kind string) []*T {
+	var out []*T
+	for _, doc := range releaseutil.SplitManifests(manifest) {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil || meta.Kind != kind || meta.APIVersion != apiVersion {
+			continue
+		}
+		o := new(T)
+		if err := yaml.Unmarshal([]byte(doc), o); err == nil {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // resizeSupport says whether the cluster resizes pods in place: whether its API server serves the
@@ -584,11 +593,7 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	defer release()
 	if rec.Outcome != outcomeResizing {
-		pods, err := r.serverPods(ctx, servers)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, errors.Join(r.restoreServing(ctx, pods, ""), r.keepLimits(ctx, servers))
+		return ctrl.Result{}, errors.Join(r.keepServing(ctx, servers), r.keepLimits(ctx, servers))
 	}
 	// A change in flight goes on from the StatefulSet as it is, not as the cache shows it: the
 	// record of a restart begun a moment ago must be seen before the pod's next event is taken

@@ -23,13 +23,10 @@ import (
 	"strconv"
 
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/labels"
@@ -83,7 +80,7 @@ func (r *MemcachedResizeReconciler) restoreServing(ctx context.Context, pods map
 }
 
 // keepServing sets labels.Serving back to true on every server of a cache whose template has it,
-// when no restart is recorded.
+// when no restart is in flight (none listed for a cache without it).
 func (r *MemcachedResizeReconciler) keepServing(ctx context.Context, servers *appsv1.StatefulSet) error {
 	if _, ok := servers.Spec.Template.Labels[labels.Serving]; !ok {
 		return nil
@@ -132,16 +129,7 @@ func (r *MemcachedResizeReconciler) servingBeforeUpgrade(ctx context.Context, cr
 
 // selectsServing says whether a release manifest has a Service that selects labels.Serving.
 func selectsServing(manifest string) bool {
-	for _, doc := range releaseutil.SplitManifests(manifest) {
-		var svc struct {
-			metav1.TypeMeta `json:",inline"`
-			Spec            struct {
-				Selector map[string]string `json:"selector"`
-			} `json:"spec"`
-		}
-		if err := yaml.Unmarshal([]byte(doc), &svc); err != nil || svc.Kind != "Service" || svc.APIVersion != "v1" {
-			continue
-		}
+	for _, svc := range objectsOf[corev1.Service](manifest, "v1", "Service") {
 		if _, ok := svc.Spec.Selector[labels.Serving]; ok {
 			return true
 		}
