@@ -154,7 +154,9 @@ func proveAutopilot() {
 		Spec: cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](1), MinReadySeconds: ptr.To[int32](2),
 			Memcached: &cachev1.MemcachedServer{MaxMemoryMB: 32},
 			Autoscaling: &cachev1.AutoscalingSpec{Enabled: ptr.To(true), MaxReplicas: ptr.To[int32](2), MaxMemoryMB: ptr.To[int32](64),
-				ScaleUpAfter: "30s", ScaleInAfter: "30s", CoolDown: "30s", ScaleInBelowPercent: 40}}})).To(Succeed())
+				// The shortest the API allows: with the suite's stats every 10 s a figure lasts two
+				// reads (20 s) before a step.
+				ScaleUpAfter: "10s", ScaleInAfter: "10s", CoolDown: "10s", ScaleInBelowPercent: 40}}})).To(Succeed())
 	awaitServers(key, 1)
 	server := map[string]string{"app.kubernetes.io/instance": key.Name}
 	uids := podUIDs(ns, server)
@@ -165,9 +167,10 @@ func proveAutopilot() {
 	}
 	metrics := operatorMetricsReader(ns)
 
-	By("overfilling the first server with items that expire in a minute")
+	By("overfilling the first server with items that expire in 20 s")
 	addr := fmt.Sprintf("cache-memcached-0.cache-memcached-headless.%s.svc:11211", ns)
-	load := probePod(ns, "load", "-addr", addr, "-value-size", "100000", "-ttl", "60", "-interval", "5ms", "-wait-ready", "1m")
+	// 20 MB/s of items that live 20 s: 400 MB live, more than the 64 MiB the autopilot may give.
+	load := probePod(ns, "load", "-addr", addr, "-value-size", "100000", "-ttl", "20", "-interval", "5ms", "-wait-ready", "1m")
 	Expect(k8s.Create(ctx(), load)).To(Succeed())
 
 	By("growing the item memory in place first: 32 → 64 MiB, no restart")

@@ -23,7 +23,11 @@ limitations under the License.
 //	memcache-client -servers ... -op delete -keys 100                 delete keys, then read each from
 //	                                                                  every server: a copy left is stale
 //	memcache-client -servers ... -op watch -keys 3000 -duration 3m    every second read every key (a
-//	                                                                  miss is stored again), per server
+//	                                                                  miss is stored again), per server,
+//	                                                                  until duration or -op stop
+//	memcache-client -op stop                                          (kubectl exec into a watch's pod)
+//	                                                                  end the watch at its next pass
+//	                                                                  that hits every key
 //	memcache-client -srv _memcache._tcp.svc.ns.svc -op servers        the servers SRV lists
 //	memcache-client -srv ... -op check -keys 1000                      store keys, read them back, say so
 //	memcache-client -servers ... -op stats                            each server's own figures (its
@@ -42,9 +46,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
@@ -53,12 +59,22 @@ import (
 func main() {
 	servers := flag.String("servers", "", "comma-separated host:port list (a Memcached's status.servers)")
 	srv := flag.String("srv", "", "SRV name that lists the servers, instead of -servers")
-	op := flag.String("op", "read", "store, read, check, delete, watch, servers or stats")
+	op := flag.String("op", "read", "store, read, check, delete, watch, stop, servers or stats")
 	keys := flag.Int("keys", 1000, "how many keys (key-0 ... key-<n-1>)")
 	prefix := flag.String("prefix", "key", "key prefix")
-	duration := flag.Duration("duration", time.Minute, "watch: how long")
+	duration := flag.Duration("duration", time.Minute, "watch: how long at most (-op stop ends it sooner)")
 	interval := flag.Duration("interval", time.Second, "watch: pause between passes")
 	flag.Parse()
+
+	if *op == "stop" {
+		// The watch is this container's first process: a test that has seen what it waited for
+		// (a rollout done) ends the watch once every key hits again, instead of waiting out its
+		// duration.
+		if err := syscall.Kill(1, syscall.SIGUSR1); err != nil {
+			fail(fmt.Errorf("stopping the watch: %w", err))
+		}
+		return
+	}
 
 	list := func() ([]string, error) {
 		if *srv != "" {
@@ -218,7 +234,8 @@ type pass struct {
 	counts
 }
 
-// watch reads every key once a pass, every interval, for duration; a key missed is stored again
+// watch reads every key once a pass, every interval, for duration or, after -op stop, until a
+// pass hits every key; a key missed is stored again
 // (cache-aside, as an application does), so a restarted server warms up. Names are resolved
 // again before each pass. A server that fails a request is taken as down for the rest of the
 // pass, as memcached clients mark a dead server (pymemcache's dead_timeout, Mimir's circuit
@@ -228,9 +245,11 @@ type pass struct {
 func watch(mc *memcache.Client, ring *rendezvous, list func() ([]string, error), n int, duration, interval time.Duration,
 	key func(int) string, value func(int) []byte) map[string]any {
 	var passes []pass
-	warm := false
-	end := time.Now().Add(duration)
-	for time.Now().Before(end) {
+	warm, stopping := false, false
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGUSR1) // -op stop
+	end := time.After(duration)
+	for {
 		if addrs, err := list(); err == nil {
 			_ = ring.set(addrs) // a name that does not resolve keeps its place; its keys fail
 		}
@@ -254,9 +273,17 @@ func watch(mc *memcache.Client, ring *rendezvous, list func() ([]string, error),
 			warm = true // what a test waits for before it changes the servers
 			fmt.Fprintln(os.Stderr, "watch: a pass hit every key")
 		}
-		time.Sleep(interval)
+		if stopping && p.Hits == p.Requests {
+			return map[string]any{"passes": passes}
+		}
+		select {
+		case <-stop:
+			stopping = true
+		case <-end:
+			return map[string]any{"passes": passes}
+		case <-time.After(interval):
+		}
 	}
-	return map[string]any{"passes": passes}
 }
 
 // rendezvous is a gomemcache ServerSelector with rendezvous (highest random weight) hashing: a
