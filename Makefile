@@ -548,12 +548,13 @@ $(CLUSTER_TOOL): $(wildcard hack/cluster/*.go hack/cluster/*/*.go) hack/cluster/
 $(PROBE_ARM64): $(wildcard hack/cluster/grpc-health-probe/*.go) hack/cluster/go.mod
 	cd hack/cluster && CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -o $@ ./grpc-health-probe
 
+# Binaries of one module that share most packages are built by one go build (a grouped target):
+# it compiles each package once and links them side by side on the cores.
+# (Defined before the rules that name it: a rule's prerequisites expand where it is read.)
+CLUSTER_KUBE_BINARIES = kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
 .PHONY: cluster-binaries
 cluster-binaries: envtest $(addprefix $(KUBE_BIN)/,$(CLUSTER_KUBE_BINARIES)) ## Build the Kubernetes binaries of the local cluster.
 
-# Binaries of one module that share most packages are built by one go build (a grouped target):
-# it compiles each package once and links them side by side on the cores.
-CLUSTER_KUBE_BINARIES = kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
 $(addprefix $(KUBE_BIN)/,$(CLUSTER_KUBE_BINARIES)) &: hack/kube/go.mod
 	cd hack/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $(KUBE_BIN)/ $(addprefix k8s.io/kubernetes/cmd/,$(CLUSTER_KUBE_BINARIES))
 
