@@ -76,10 +76,13 @@ SDK_VERSION_PKG := github.com/operator-framework/operator-sdk/internal/version
 SDK_LDFLAGS := -X $(SDK_VERSION_PKG).Version=$(OPERATOR_SDK_VERSION) -X $(SDK_VERSION_PKG).GitVersion=$(OPERATOR_SDK_VERSION) \
 	-X $(SDK_VERSION_PKG).GitCommit=none -X $(SDK_VERSION_PKG).KubernetesVersion=$(KUBE_VERSION) \
 	-X $(SDK_VERSION_PKG).ImageVersion=$(OPERATOR_SDK_VERSION)
-OLM_BINARIES := olm catalog package-server copy-content cpb
+# OLM's commands (one go build) and cpb (without the build tags).
+OLM_CMD_BINARIES := olm catalog package-server copy-content
+OLM_BINARIES := $(OLM_CMD_BINARIES) cpb
 OPM_VERSION := $(shell cd hack/olm && go list -m -f '{{.Version}}' github.com/operator-framework/operator-registry)
 # OLM v1 (operator-controller with catalogd) is pinned in hack/olmv1/go.mod.
 OLMV1_MODULE := github.com/operator-framework/operator-controller
+OLMV1_BINARIES := operator-controller catalogd
 OLMV1_VERSION := $(shell cd hack/olmv1 && go list -m -f '{{.Version}}' $(OLMV1_MODULE))
 
 # Setting SHELL to bash allows bash commands to be executed by recipes.
@@ -592,9 +595,9 @@ olm-uninstall: cluster-tool ## Remove OLM from the local cluster (idempotent: no
 
 .PHONY: olm-binaries
 olm-binaries: $(addprefix $(LOCALBIN)/olm/,$(OLM_BINARIES)) ## Build OLM's binaries for the local cluster's OLM image.
-$(addprefix $(LOCALBIN)/olm/,olm catalog package-server copy-content) &: hack/olm/go.mod
+$(addprefix $(LOCALBIN)/olm/,$(OLM_CMD_BINARIES)) &: hack/olm/go.mod
 	cd hack/olm && CGO_ENABLED=0 go build -tags json1,containers_image_openpgp -o $(LOCALBIN)/olm/ \
-		$(addprefix github.com/operator-framework/operator-lifecycle-manager/cmd/,olm catalog package-server copy-content)
+		$(addprefix github.com/operator-framework/operator-lifecycle-manager/cmd/,$(OLM_CMD_BINARIES))
 $(LOCALBIN)/olm/cpb: hack/olm/go.mod
 	cd hack/olm && CGO_ENABLED=0 go build -o $@ github.com/operator-framework/operator-lifecycle-manager/util/cpb
 
@@ -609,9 +612,9 @@ olmv1-uninstall: cluster-tool ## Remove OLM v1 (and the extensions it installed)
 	$(CLUSTER_TOOL) olmv1-uninstall $(CLUSTER_FLAGS)
 
 .PHONY: olmv1-binaries
-olmv1-binaries: $(LOCALBIN)/olmv1/operator-controller $(LOCALBIN)/olmv1/catalogd ## Build OLM v1's binaries for the local cluster's OLM v1 images.
-$(LOCALBIN)/olmv1/operator-controller $(LOCALBIN)/olmv1/catalogd &: hack/olmv1/go.mod
-	cd hack/olmv1 && CGO_ENABLED=0 go build -tags containers_image_openpgp -o $(LOCALBIN)/olmv1/ $(OLMV1_MODULE)/cmd/operator-controller $(OLMV1_MODULE)/cmd/catalogd
+olmv1-binaries: $(addprefix $(LOCALBIN)/olmv1/,$(OLMV1_BINARIES)) ## Build OLM v1's binaries for the local cluster's OLM v1 images.
+$(addprefix $(LOCALBIN)/olmv1/,$(OLMV1_BINARIES)) &: hack/olmv1/go.mod
+	cd hack/olmv1 && CGO_ENABLED=0 go build -tags containers_image_openpgp -o $(LOCALBIN)/olmv1/ $(addprefix $(OLMV1_MODULE)/cmd/,$(OLMV1_BINARIES))
 
 ##@ Tools (built from hack/tools/go.mod and hack/kube/go.mod into bin/)
 
