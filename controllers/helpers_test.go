@@ -423,13 +423,22 @@ func withSpec(ctx context.Context, kind string, key types.NamespacedName, spec s
 // skipBelowKubernetes skips a spec on an API server older than 1.minor (make test also runs the
 // suite on the oldest supported Kubernetes), saying which capability that version lacks.
 func skipBelowKubernetes(minor int, lacks string) {
+	if v := serverVersion(); !v.AtLeast(version.MajorMinor(1, uint(minor))) {
+		Skip(fmt.Sprintf("Kubernetes %s lacks %s (1.%d+)", v, lacks, minor))
+	}
+}
+
+// kubernetesAtLeast says whether the test API server is 1.<minor> or later.
+func kubernetesAtLeast(minor int) bool {
+	return serverVersion().AtLeast(version.MajorMinor(1, uint(minor)))
+}
+
+func serverVersion() *version.Version {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	Expect(err).NotTo(HaveOccurred())
 	info, err := dc.ServerVersion()
 	Expect(err).NotTo(HaveOccurred())
 	v, err := version.ParseGeneric(info.GitVersion)
 	Expect(err).NotTo(HaveOccurred())
-	if !v.AtLeast(version.MajorMinor(1, uint(minor))) {
-		Skip(fmt.Sprintf("Kubernetes %s lacks %s (1.%d+)", info.GitVersion, lacks, minor))
-	}
+	return v
 }

@@ -96,9 +96,13 @@ var _ = Describe("What was made before 1.0.0", func() {
 			Expect(k8sClient.Patch(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}},
 				client.RawPatch(types.MergePatchType, []byte(`{"spec":{"image":{"tag":"1.5.22"}}}`)))).To(Succeed())
 		})
-		Eventually(memcachedCondition(ctx, key, "Irreconcilable"), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring(`"1.5.22" is not supported`))))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("UnsupportedVersion"))
+		// Before 1.30 the API server checks a status write against the whole schema, the spec the
+		// rule now refuses included, so the Event is all the operator can say there (docs/security.md).
+		if kubernetesAtLeast(30) {
+			Eventually(memcachedCondition(ctx, key, "Irreconcilable"), timeout, interval).Should(And(
+				HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring(`"1.5.22" is not supported`))))
+		}
 		Consistently(func(g Gomega) string {
 			s := &appsv1.StatefulSet{}
 			g.Expect(k8sClient.Get(ctx, key, s)).To(Succeed())
