@@ -74,7 +74,9 @@ func main() {
 	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "Address of Go's pprof endpoints (/debug/pprof), for profiling. 0 disables them.")
 	flag.BoolVar(&o.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
 	flag.BoolVar(&o.enableHTTP2, "enable-http2", false, "Allow HTTP/2 for the metrics server (off: CVE-2023-44487, CVE-2023-39325).")
-	flag.StringVar(&o.tlsProfile, "tls-profile", "Intermediate", "TLS security profile of the metrics server (Old, Intermediate or Modern, as OpenShift defines them). On OpenShift the cluster's (APIServer cluster, spec.tlsSecurityProfile) is followed instead.")
+	flag.StringVar(&o.tlsProfile, "tls-profile", "Intermediate", "TLS security profile of the metrics server and of memcached's TLS (Old, Intermediate or Modern, as OpenShift defines them; memcached never below TLS 1.2). On OpenShift the cluster's (APIServer cluster, spec.tlsSecurityProfile) is followed instead.")
+	flag.DurationVar(&o.controllers.CertificateValidity, "tls-certificate-validity", controllers.DefaultCertificateValidity, "How long the certificates the operator makes for a Memcached's TLS (spec.tls) are valid; each is renewed with a third of its life left.")
+	flag.DurationVar(&o.controllers.CAValidity, "tls-ca-validity", controllers.DefaultCAValidity, "How long the certificate authority the operator makes for each Memcached's TLS is valid; it is renewed with its own key, with a third of its life left.")
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "Become the leader (operator-lib leader for life) before reconciling. Skipped outside a cluster.")
 	flag.StringVar(&o.lockName, "leader-election-id", "memcached-operator-lock", "Name of the leader lock ConfigMap in the operator's namespace.")
 	flag.StringVar(&o.controllers.WatchesFile, "watches-file", "watches.yaml", "Path of the Helm watches file.")
@@ -191,6 +193,7 @@ func run(ctx context.Context, o options) error {
 			o.controllers.MayRecoverPending = lease.MayRecover
 		}
 	}
+	o.controllers.TLSProfile = metricsTLS
 	if err := controllers.Setup(ctx, mgr, o.controllers); err != nil {
 		return err
 	}

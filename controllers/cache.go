@@ -94,7 +94,8 @@ func partlyCached() map[client.Object]cache.ByObject {
 
 // podWithoutSpec is the cache's transform of memcached pods: the controllers read a pod's
 // metadata and status (readiness, its address, why a container waits) and, of its spec, only
-// hostNetwork (whose pods share the node's address) and the memcached container's arguments and
+// hostNetwork (whose pods share the node's address), its stable name (hostname and subdomain, which
+// a server's TLS certificate holds) and the memcached container's arguments and
 // resources (a server resized in place runs with other memory than its arguments say); the rest
 // of the spec, as much again as the pod's status, is the template of its StatefulSet or
 // Deployment, which the cache holds already.
@@ -104,7 +105,7 @@ func podWithoutSpec(obj any) (any, error) {
 		return obj, nil
 	}
 	pod.ManagedFields = nil
-	spec := corev1.PodSpec{HostNetwork: pod.Spec.HostNetwork}
+	spec := corev1.PodSpec{HostNetwork: pod.Spec.HostNetwork, Hostname: pod.Spec.Hostname, Subdomain: pod.Spec.Subdomain}
 	if c := memcachedContainer(&pod.Spec); c != nil {
 		spec.Containers = []corev1.Container{{Name: c.Name, Args: c.Args, Resources: c.Resources}}
 	}

@@ -173,8 +173,8 @@ const releaseName = "memcached-sample"
 // podSpecFields and containerFields are what the chart means to set in a pod; anything else in a
 // rendered pod came from a value.
 var (
-	podSpecFields   = []string{"affinity", "automountServiceAccountToken", "containers", "imagePullSecrets", "nodeSelector", "priorityClassName", "securityContext", "serviceAccountName", "tolerations"}
-	containerFields = []string{"args", "image", "imagePullPolicy", "lifecycle", "livenessProbe", "name", "ports", "readinessProbe", "resources", "securityContext"}
+	podSpecFields   = []string{"affinity", "automountServiceAccountToken", "containers", "imagePullSecrets", "nodeSelector", "priorityClassName", "securityContext", "serviceAccountName", "tolerations", "volumes"}
+	containerFields = []string{"args", "image", "imagePullPolicy", "lifecycle", "livenessProbe", "name", "ports", "readinessProbe", "resources", "securityContext", "volumeMounts"}
 )
 
 // renderedObjects are the objects the chart means to render with every feature on, by kind and
@@ -245,7 +245,7 @@ func checkRendered(manifest string, vals map[string]any) []string {
 		var typed corev1.ConfigMap
 		if err := strictDecode(cm, &typed); err != nil {
 			problems = append(problems, "ConfigMap: "+err.Error())
-		} else if got := slices.Sorted(maps.Keys(typed.Data)); !slices.Equal(got, []string{"MEMCACHED_SERVERS", "MEMCACHED_SRV"}) {
+		} else if got := slices.Sorted(maps.Keys(typed.Data)); !slices.Equal(got, []string{"MEMCACHED_SERVERS", "MEMCACHED_SRV", "MEMCACHED_TLS", "MEMCACHED_TLS_SECRET", "MEMCACHED_TLS_SERVER_NAME"}) {
 			problems = append(problems, fmt.Sprintf("the server list ConfigMap holds %v", got))
 		}
 	}
@@ -368,19 +368,42 @@ func checkServers(obj map[string]any, vals map[string]any) []string {
 	}
 	extraArgs, _ := dig(vals, "memcached", "extraArgs").([]any)
 	args := spec.Containers[0].Args
-	if len(args) != 10+len(extraArgs) {
-		problems = append(problems, fmt.Sprintf("memcached has %d args, want the chart's 10 and %d extraArgs", len(args), len(extraArgs)))
+	if len(args) != 10+len(extraArgs)+3 {
+		problems = append(problems, fmt.Sprintf("memcached has %d args, want the chart's 10, %d extraArgs and TLS's 3", len(args), len(extraArgs)))
 	} else {
 		for i, a := range extraArgs {
 			if args[10+i] != a {
 				problems = append(problems, fmt.Sprintf("extra arg %d is %.80q, want %.80q", i, args[10+i], a))
 			}
 		}
+		problems = append(problems, checkTLSOptions(args[10+len(extraArgs):])...)
+	}
+	for _, v := range spec.Volumes {
+		if v.Secret == nil || !strings.HasPrefix(v.Secret.SecretName, releaseName+"-") || !strings.HasSuffix(v.Secret.SecretName, "tls") {
+			problems = append(problems, fmt.Sprintf("volume %.80q %.200v is not a TLS Secret of the release", v.Name, v.VolumeSource))
+		}
 	}
 	for _, c := range spec.Containers {
 		if c.SecurityContext == nil || c.SecurityContext.Privileged != nil || c.SecurityContext.Capabilities == nil ||
 			len(c.SecurityContext.Capabilities.Add) > 0 || len(c.Ports) != 1 {
 			problems = append(problems, fmt.Sprintf("container %s: security context %+v, ports %v", c.Name, c.SecurityContext, c.Ports))
+		}
+	}
+	return problems
+}
+
+// checkTLSOptions: -Z and one -o of memcached's TLS options alone, whatever the values held
+// (memcached splits its options at commas).
+func checkTLSOptions(args []string) []string {
+	if args[0] != "-Z" || args[1] != "-o" {
+		return []string{fmt.Sprintf("memcached's TLS args %.200q, want -Z -o <options>", args)}
+	}
+	var problems []string
+	allowed := []string{"ssl_chain_cert", "ssl_key", "ssl_ca_cert", "ssl_verify_mode", "ssl_min_version", "ssl_ciphers"}
+	for _, opt := range strings.Split(args[2], ",") {
+		name, value, _ := strings.Cut(opt, "=")
+		if !slices.Contains(allowed, name) || (name == "ssl_min_version" && value != "2" && value != "3") {
+			problems = append(problems, fmt.Sprintf("memcached's TLS options hold %.120q", opt))
 		}
 	}
 	return problems

@@ -44,6 +44,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/example/memcached-operator/controllers"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -344,6 +345,42 @@ func TestPreStopOnEveryKubernetes(t *testing.T) {
 			if !equality.Semantic.DeepEqual(*got, tt.want) {
 				t.Errorf("Kubernetes %s: the chart's preStop %+v, want %+v", tt.kube.Version, *got, tt.want)
 			}
+		}
+	}
+}
+
+// The operator makes a cache's TLS Secrets before the chart's pods mount them, under the names the
+// chart gives: the same for every release name, long ones cut and hashed included.
+func TestTLSSecretNamesAreTheChartsNames(t *testing.T) {
+	for _, release := range []string{"tls", "memcached-sample", "my-memcached", strings.Repeat("a", 50), strings.Repeat("b", 53),
+		strings.Repeat("memcached", 5) + "x", strings.Repeat("c-", 26) + "d"} {
+		servers, headless, serverTLS, clientTLS := controllers.ChartNamesOf(release)
+		var volumes []string
+		var listed string
+		for _, o := range renderChartNamed(t, release, map[string]any{"tls": map[string]any{"enabled": true}, "metrics": map[string]any{"enabled": true}}) {
+			switch o.GetKind() {
+			case "StatefulSet":
+				if o.GetName() != servers {
+					t.Errorf("%s: the StatefulSet is %s, the operator says %s", release, o.GetName(), servers)
+				}
+				if svc, _, _ := unstructured.NestedString(o.Object, "spec", "serviceName"); svc != headless {
+					t.Errorf("%s: the headless Service is %s, the operator says %s", release, svc, headless)
+				}
+				vols, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes")
+				for _, v := range vols {
+					if name, ok, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName"); ok {
+						volumes = append(volumes, name)
+					}
+				}
+			case "ConfigMap":
+				listed, _, _ = unstructured.NestedString(o.Object, "data", "MEMCACHED_TLS_SECRET")
+			}
+		}
+		if !slices.Equal(volumes, []string{serverTLS, clientTLS}) {
+			t.Errorf("%s: the pods mount Secrets %v, the operator makes %s and %s", release, volumes, serverTLS, clientTLS)
+		}
+		if listed != clientTLS {
+			t.Errorf("%s: the server list names Secret %q, the operator makes %s", release, listed, clientTLS)
 		}
 	}
 }

@@ -237,9 +237,8 @@ func autopilotInputs(obj *unstructured.Unstructured) (*cachev1.MemcachedSpec, *c
 type MemcachedAutopilotReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
-	// Port is memcached's port in each pod (0: the chart's): a shrink asks each server how much
-	// memory it holds.
-	Port int32
+	// Reach is how the operator reaches the servers: a shrink asks each how much memory it holds.
+	Reach *ServerReach
 	// StatsInterval is how often the stats controller reads the servers: figures must last two
 	// reads before a step.
 	StatsInterval time.Duration
@@ -520,13 +519,9 @@ func (r *MemcachedAutopilotReconciler) heldMemory(ctx context.Context, mc *cache
 		return 0, errTenantBusy
 	}
 	defer release()
-	port := r.Port
-	if port == 0 {
-		port = memcachedPort
-	}
 	var most uint64
-	for _, a := range askServers(ctx, pods, port, func(ctx context.Context, addr string) (uint64, error) {
-		return operand.ReadAllocated(ctx, addr, cacheTimeout)
+	for _, a := range askServers(ctx, pods, r.Reach, func(ctx context.Context, srv operand.Server) (uint64, error) {
+		return operand.ReadAllocated(ctx, srv, cacheTimeout)
 	}) {
 		if a.err != nil {
 			return 0, fmt.Errorf("a server did not say how much memory it holds: %w", a.err)

@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -376,8 +375,8 @@ type MemcachedResizeReconciler struct {
 	// read from its sealed record, not from objects a tenant may edit.
 	Records *helm.Records
 	Support *resizeSupport
-	// Port is memcached's port in each pod (0: the chart's).
-	Port int32
+	// Reach is how the operator reaches the servers.
+	Reach *ServerReach
 	// slots keep one namespace's caches from taking more than one worker at a time.
 	slots tenantSlots
 }
@@ -517,8 +516,8 @@ func (r *MemcachedResizeReconciler) shrinkRefusal(ctx context.Context, pods []*c
 			return fmt.Sprintf("server %s is not ready, so what it holds is unknown", p.Name)
 		}
 	}
-	for _, a := range askServers(ctx, pods, r.port(), func(ctx context.Context, addr string) (uint64, error) {
-		return operand.ReadAllocated(ctx, addr, cacheTimeout)
+	for _, a := range askServers(ctx, pods, r.Reach, func(ctx context.Context, srv operand.Server) (uint64, error) {
+		return operand.ReadAllocated(ctx, srv, cacheTimeout)
 	}) {
 		if a.err != nil {
 			return fmt.Sprintf("a server did not say how much memory it holds: %v", a.err)
@@ -529,18 +528,6 @@ func (r *MemcachedResizeReconciler) shrinkRefusal(ctx context.Context, pods []*c
 		}
 	}
 	return ""
-}
-
-// port is memcached's port in each pod.
-func (r *MemcachedResizeReconciler) port() int32 {
-	if r.Port == 0 {
-		return memcachedPort
-	}
-	return r.Port
-}
-
-func (r *MemcachedResizeReconciler) addr(p *corev1.Pod) string {
-	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(r.port())))
 }
 
 // serverPods are the StatefulSet's pods, by ordinal.
@@ -931,7 +918,7 @@ func imagesToChange(p *corev1.Pod, images map[string]string) map[string]string {
 // which server restarts and how many items it held, so that its return can be checked.
 func (r *MemcachedResizeReconciler) changeImages(ctx, talk context.Context, servers *appsv1.StatefulSet, rec *resizeRecord, p *corev1.Pod, images map[string]string) error {
 	if _, ok := images[labels.ChartName]; ok {
-		s, err := operand.ReadStats(talk, r.addr(p), cacheTimeout)
+		s, err := r.readStats(talk, p)
 		if err != nil {
 			return fmt.Errorf("read the stats of server %s before its restart: %w", p.Name, err)
 		}
@@ -974,7 +961,7 @@ func (r *MemcachedResizeReconciler) restarted(ctx, talk context.Context, mc *cac
 	if restartsOf(p, labels.ChartName) <= rec.Restart.Restarts || !podReady(p) || p.Status.PodIP == "" {
 		return false, nil // the kubelet's report brings us back
 	}
-	s, err := operand.ReadStats(talk, r.addr(p), cacheTimeout)
+	s, err := r.readStats(talk, p)
 	if err != nil {
 		return false, fmt.Errorf("read the stats of server %s after its restart: %w", p.Name, err)
 	}
@@ -1107,30 +1094,43 @@ func quantityBelow(a, b corev1.ResourceList) bool {
 	return okA && okB && x.Cmp(y) < 0
 }
 
+// readStats reads the stats of pod p's memcached.
+func (r *MemcachedResizeReconciler) readStats(ctx context.Context, p *corev1.Pod) (operand.Stats, error) {
+	srv, err := r.Reach.server(ctx, p)
+	if err != nil {
+		return operand.Stats{}, err
+	}
+	return operand.ReadStats(ctx, srv, cacheTimeout)
+}
+
 // setLimit makes the memcached of pod p run with mb MiB of item memory, unless it does already.
 func (r *MemcachedResizeReconciler) setLimit(ctx context.Context, p *corev1.Pod, mb int32) error {
-	if err := setLimitAt(ctx, r.addr(p), mb); err != nil {
+	srv, err := r.Reach.server(ctx, p)
+	if err == nil {
+		err = setLimitAt(ctx, srv, mb)
+	}
+	if err != nil {
 		return fmt.Errorf("server %s: %w", p.Name, err)
 	}
 	return nil
 }
 
-// setLimitAt makes the memcached at addr run with mb MiB of item memory, unless it does already:
+// setLimitAt makes the memcached srv run with mb MiB of item memory, unless it does already:
 // both exchanges within one cacheTimeout.
-func setLimitAt(ctx context.Context, addr string, mb int32) error {
+func setLimitAt(ctx context.Context, srv operand.Server, mb int32) error {
 	ctx, cancel := context.WithTimeout(ctx, cacheTimeout)
 	defer cancel()
-	s, err := operand.ReadStats(ctx, addr, cacheTimeout)
+	s, err := operand.ReadStats(ctx, srv, cacheTimeout)
 	if err != nil {
 		return fmt.Errorf("read the stats: %w", err)
 	}
 	if s.LimitMaxBytes == uint64(mb)<<20 {
 		return nil
 	}
-	if err := operand.SetMemoryLimit(ctx, addr, mb, cacheTimeout); err != nil {
+	if err := operand.SetMemoryLimit(ctx, srv, mb, cacheTimeout); err != nil {
 		return fmt.Errorf("set the item memory to %d MiB: %w", mb, err)
 	}
-	log.FromContext(ctx).Info("memcached's item memory set in place", "addr", addr, "MiB", mb)
+	log.FromContext(ctx).Info("memcached's item memory set in place", "addr", srv.Addr, "MiB", mb)
 	return nil
 }
 
@@ -1158,8 +1158,8 @@ func (r *MemcachedResizeReconciler) keepLimits(ctx context.Context, servers *app
 		resized = append(resized, p)
 	}
 	var failed error
-	for _, a := range askServers(ctx, resized, r.port(), func(ctx context.Context, addr string) (struct{}, error) {
-		return struct{}{}, setLimitAt(ctx, addr, want.MB)
+	for _, a := range askServers(ctx, resized, r.Reach, func(ctx context.Context, srv operand.Server) (struct{}, error) {
+		return struct{}{}, setLimitAt(ctx, srv, want.MB)
 	}) {
 		failed = errors.Join(failed, a.err) // tried again with the error's back-off
 	}

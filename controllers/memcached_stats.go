@@ -17,7 +17,6 @@ limitations under the License.
 package controllers
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,9 +75,9 @@ type MemcachedStatsReconciler struct {
 	Interval time.Duration
 	// Workers read that many Memcacheds at once.
 	Workers int
-	// Port is memcached's port in each pod (the chart's; 0: 11211). Not the port the pod spec
-	// names: a pod's spec is the tenant's to write.
-	Port int32
+	// Reach is how the operator reaches the servers: memcached's port in each pod (the chart's),
+	// not the port the pod spec names, since a pod's spec is the tenant's to write, and TLS.
+	Reach *ServerReach
 
 	mu sync.Mutex
 	// last is each pod's previous read, by Memcached: rates are the difference of two reads.
@@ -134,7 +133,7 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			return ctrl.Result{RequeueAfter: tenantRetry}, nil // another of the namespace's caches is read now
 		}
 		defer release()
-		reads = readStats(ctx, pods, cmp.Or(r.Port, memcachedPort))
+		reads = readStats(ctx, pods, r.Reach)
 		r.observe(req.NamespacedName, st, reads, autopilotOn(&mc.Spec))
 		observeResponsive(st, reads)
 	}
@@ -221,12 +220,17 @@ func observeResponsive(st *cachev1.MemcachedStatus, reads []podRead) {
 // StatefulSet (its controller, by UID: a pod labelled alike, or one that names some StatefulSet as
 // its owner, is not read) and not on the host network (its IP would be the node's).
 func (r *MemcachedStatsReconciler) readyPods(ctx context.Context, mc *cachev1.Memcached) ([]*corev1.Pod, error) {
-	servers, err := serversOf(ctx, r.Client, mc)
+	return readyServers(ctx, r.Client, mc)
+}
+
+// readyServers is readyPods' work, for every controller that talks to the servers.
+func readyServers(ctx context.Context, c client.Reader, mc *cachev1.Memcached) ([]*corev1.Pod, error) {
+	servers, err := serversOf(ctx, c, mc)
 	if err != nil || servers == nil {
 		return nil, err
 	}
 	list := &corev1.PodList{}
-	if err := r.List(ctx, list, client.InNamespace(mc.Namespace), client.MatchingFields{instanceIndex: mc.Name},
+	if err := c.List(ctx, list, client.InNamespace(mc.Namespace), client.MatchingFields{instanceIndex: mc.Name},
 		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name, labels.PartOf: labels.Operator}); err != nil {
 		return nil, fmt.Errorf("list pods of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
@@ -256,10 +260,10 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// readStats reads every pod's stats at port, all at once within one deadline for the cache.
-func readStats(ctx context.Context, pods []*corev1.Pod, port int32) []podRead {
-	answers := askServers(ctx, pods, port, func(ctx context.Context, addr string) (operand.Stats, error) {
-		return operand.ReadStats(ctx, addr, cacheTimeout)
+// readStats reads every pod's stats, all at once within one deadline for the cache.
+func readStats(ctx context.Context, pods []*corev1.Pod, reach *ServerReach) []podRead {
+	answers := askServers(ctx, pods, reach, func(ctx context.Context, srv operand.Server) (operand.Stats, error) {
+		return operand.ReadStats(ctx, srv, cacheTimeout)
 	})
 	reads := make([]podRead, len(answers))
 	for i, a := range answers {
@@ -467,15 +471,17 @@ func ptrTo[T any](v T) *T { return &v }
 // SetupWithManager reads each Memcached when it is created (and, for each one there, when the
 // operator starts) and when one of its pods becomes ready or stops being ready; after that, every
 // Interval while it has a ready pod.
+// readinessChanged passes a pod's events when it comes, goes, or becomes ready or not.
+var readinessChanged = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return podReady(e.Object.(*corev1.Pod)) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return podReady(e.ObjectOld.(*corev1.Pod)) != podReady(e.ObjectNew.(*corev1.Pod))
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
 func (r *MemcachedStatsReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	readinessChanged := predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return podReady(e.Object.(*corev1.Pod)) },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return podReady(e.ObjectOld.(*corev1.Pod)) != podReady(e.ObjectNew.(*corev1.Pod))
-		},
-		DeleteFunc:  func(event.DeleteEvent) bool { return true },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-	}
 	created := predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return true },
 		UpdateFunc:  func(event.UpdateEvent) bool { return false },

@@ -18,8 +18,10 @@ package controllers
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/values"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -30,6 +32,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/operand"
+	"github.com/example/memcached-operator/internal/tlsprofile"
 )
 
 // ValuesTranslator turns a Memcached CR into chart values. It is a pure function of the CR and
@@ -66,6 +69,9 @@ type OperatorValues struct {
 	// Namespace is the operator's: the NetworkPolicy lets its pods reach memcached ("" when it
 	// runs outside a cluster).
 	Namespace string
+	// TLSProfile is the cluster's TLS security profile, which memcached follows when it serves
+	// TLS; nil: Intermediate.
+	TLSProfile *tlsprofile.Server
 }
 
 // TranslateValues is ValuesTranslator's work, exported for table tests.
@@ -97,10 +103,27 @@ func TranslateValues(obj *unstructured.Unstructured, defaults OperatorValues) (c
 	if defaults.Namespace != "" {
 		vals["operatorNamespace"] = defaults.Namespace
 	}
+	if on, _, _ := unstructured.NestedBool(vals, "tls", "enabled"); on {
+		// Only then: a profile change rolls out the caches that serve TLS, no other.
+		vals["tlsProfile"] = memcachedTLSProfile(defaults.TLSProfile)
+	}
 	if err := withAutopilotSize(obj, vals); err != nil {
 		return nil, err
 	}
 	return vals, nil
+}
+
+// memcachedTLSProfile is the profile as memcached takes it: its ssl_min_version (2 for TLS 1.2,
+// 3 for 1.3; never below TLS 1.2, whatever the profile allows) and its TLS 1.2 ciphers.
+func memcachedTLSProfile(profile *tlsprofile.Server) map[string]any {
+	s, _ := tlsprofile.Named("Intermediate")
+	if profile != nil {
+		s = profile.Current()
+	}
+	if s.MinVersion >= tls.VersionTLS13 {
+		return map[string]any{"minVersion": int64(3), "ciphers": ""}
+	}
+	return map[string]any{"minVersion": int64(2), "ciphers": strings.Join(s.OpenSSLCiphers, ":")}
 }
 
 // fillImage fills the fields of the image at path that vals leaves unset from def (nil: nothing

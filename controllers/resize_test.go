@@ -282,7 +282,7 @@ var _ = Describe("Memory changes in place", func() {
 		setServerRevisions(ctx, servers, "rev-b", "rev-b", 1)
 
 		By("memcached restarts in the pod, with the -m its arguments say")
-		Expect(operand.SetMemoryLimit(ctx, statsAddr(host), 64, time.Second)).To(Succeed()) // what a restart with -m 64 leaves
+		Expect(operand.SetMemoryLimit(ctx, operand.Server{Addr: statsAddr(host)}, 64, time.Second)).To(Succeed()) // what a restart with -m 64 leaves
 		setPodReady(ctx, key.Namespace, servers.Name+"-0", false)
 		setPodReady(ctx, key.Namespace, servers.Name+"-0", true)
 		Eventually(func() int { return memoryLimitMB(host) }, timeout, interval).Should(Equal(96))
@@ -447,7 +447,7 @@ func kubeletResized(ctx context.Context, s *appsv1.StatefulSet, i int) {
 // memoryLimitMB is the item memory of the memcached at host, by its own stats.
 func memoryLimitMB(host string) int {
 	GinkgoHelper()
-	s, err := operand.ReadStats(context.Background(), statsAddr(host), time.Second)
+	s, err := operand.ReadStats(context.Background(), operand.Server{Addr: statsAddr(host)}, time.Second)
 	Expect(err).NotTo(HaveOccurred())
 	return int(s.LimitMaxBytes >> 20)
 }

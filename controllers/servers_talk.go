@@ -20,14 +20,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/example/memcached-operator/internal/operand"
 )
 
 // A conversation with a cache's servers is a tenant's input as much as its spec: the image is the
@@ -49,9 +49,10 @@ type serverAnswer[T any] struct {
 	err    error
 }
 
-// askServers asks every pod's memcached at port, all at once (serverTalksInParallel at a time)
-// and within one cacheTimeout for them all, and returns the answers in the pods' order.
-func askServers[T any](ctx context.Context, pods []*corev1.Pod, port int32, ask func(ctx context.Context, addr string) (T, error)) []serverAnswer[T] {
+// askServers asks every pod's memcached, reached as reach says, all at once
+// (serverTalksInParallel at a time) and within one cacheTimeout for them all, and returns the
+// answers in the pods' order.
+func askServers[T any](ctx context.Context, pods []*corev1.Pod, reach *ServerReach, ask func(ctx context.Context, srv operand.Server) (T, error)) []serverAnswer[T] {
 	ctx, cancel := context.WithTimeout(ctx, cacheTimeout)
 	defer cancel()
 	answers := make([]serverAnswer[T], len(pods))
@@ -67,10 +68,12 @@ func askServers[T any](ctx context.Context, pods []*corev1.Pod, port int32, ask 
 				answers[i].err = fmt.Errorf("server %s was not asked within %s: %w", p.Name, cacheTimeout, ctx.Err())
 				return
 			}
-			addr := net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))
-			answers[i].answer, answers[i].err = ask(ctx, addr)
-			if answers[i].err != nil {
-				answers[i].err = fmt.Errorf("server %s at %s: %w", p.Name, addr, answers[i].err)
+			srv, err := reach.server(ctx, p)
+			if err == nil {
+				answers[i].answer, err = ask(ctx, srv)
+			}
+			if err != nil {
+				answers[i].err = fmt.Errorf("server %s at %s: %w", p.Name, srv.Addr, err)
 			}
 		})
 	}

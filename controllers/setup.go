@@ -17,6 +17,7 @@ limitations under the License.
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,7 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/operand"
+	"github.com/example/memcached-operator/internal/tlsprofile"
 )
 
 // Config is what the operator's controllers need from the command line and environment.
@@ -62,6 +64,13 @@ type Config struct {
 	// StatsPort is memcached's port in the pods (0: the chart's, 11211); tests serve several
 	// memcacheds on one machine.
 	StatsPort int32
+	// CAValidity and CertificateValidity are how long the certificates the operator makes for a
+	// cache that serves TLS are valid (0: DefaultCAValidity, DefaultCertificateValidity); each
+	// is renewed with a third of its life left.
+	CAValidity, CertificateValidity time.Duration
+	// TLSProfile is the TLS security profile the operator follows (the metrics server's): memcached
+	// takes it when it serves TLS. nil: Intermediate.
+	TLSProfile *tlsprofile.Server
 	// Live is the operator's one uncached client, for what the manager's cache does not hold
 	// (main shares it with the leader lock); nil: Setup makes one.
 	Live client.Client
@@ -113,7 +122,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	defaults := OperatorValues{Namespace: cfg.Namespace}
+	defaults := OperatorValues{Namespace: cfg.Namespace, TLSProfile: cfg.TLSProfile}
 	if overridden {
 		defaults.Image = &img // else the chart's values.yaml already holds it
 	}
@@ -132,8 +141,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("discovery client: %w", err)
 	}
+	tlsSecrets, err := TLSSecretsCache(mgr, cfg.WatchNamespaces)
+	if err != nil {
+		return fmt.Errorf("the cache of TLS Secrets: %w", err)
+	}
+	reach := &ServerReach{Port: cfg.StatsPort, Secrets: tlsSecrets}
 	resizes := &MemcachedResizeReconciler{Client: mgr.GetClient(), Live: direct, Recorder: mgr.GetEventRecorder("memcached-resize-controller"),
-		Records: cfg.Records, Support: &resizeSupport{discovery: dc}, Port: cfg.StatsPort}
+		Records: cfg.Records, Support: &resizeSupport{discovery: dc}, Reach: reach}
 	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, defaults, direct, operands.FirstReport, resizes.BeforeUpgrade); err != nil {
 		return err
 	}
@@ -153,15 +167,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err := resizes.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached resize controller: %w", err)
 	}
-	autopilot := &MemcachedAutopilotReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-autopilot-controller"), Port: cfg.StatsPort,
+	autopilot := &MemcachedAutopilotReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-autopilot-controller"), Reach: reach,
 		StatsInterval: cfg.StatsInterval}
 	if err := autopilot.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached autopilot: %w", err)
 	}
 
+	tlsCerts := &MemcachedTLSReconciler{Client: mgr.GetClient(), Secrets: tlsSecrets, Recorder: mgr.GetEventRecorder("memcached-tls-controller"),
+		Reach: reach, CAValidity: cmp.Or(cfg.CAValidity, DefaultCAValidity), CertValidity: cmp.Or(cfg.CertificateValidity, DefaultCertificateValidity)}
+	if err := tlsCerts.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the Memcached TLS controller: %w", err)
+	}
+
 	if cfg.StatsInterval > 0 {
 		stats := &MemcachedStatsReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-stats-controller"),
-			Interval: cfg.StatsInterval, Workers: cfg.Helm.Workers, Port: cfg.StatsPort}
+			Interval: cfg.StatsInterval, Workers: cfg.Helm.Workers, Reach: reach}
 		if err := stats.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up the Memcached stats controller: %w", err)
 		}

@@ -72,6 +72,9 @@ const (
 	statsPort = 21211
 	// capabilitiesTTL is short: the capabilities test waits for a refresh.
 	capabilitiesTTL = 5 * time.Second
+	// certificateValidity is how long the certificates of caches with spec.tls live: one is renewed
+	// within a spec.
+	certificateValidity = 30 * time.Second
 	// operatorNamespace is the operator's own namespace (POD_NAMESPACE), where it keeps its keys,
 	// and operatorServiceAccount its account there.
 	operatorNamespace      = "memcached-operator-system"
@@ -178,11 +181,12 @@ func startOperatorProcess(c *rest.Config, user string, wrap func(http.RoundTripp
 		RelatedImage:    relatedImage,
 		Helm: helm.Settings{ReconcilePeriod: reconcilePeriod, Workers: 2, MaxHistory: 10,
 			CapabilitiesTTL: capabilitiesTTL},
-		RetireDelay:       retireDelay,
-		StatsInterval:     statsInterval,
-		StatsPort:         statsPort,
-		MayRecoverPending: recovery.mayRecover,
-		Records:           records,
+		RetireDelay:         retireDelay,
+		StatsInterval:       statsInterval,
+		StatsPort:           statsPort,
+		CertificateValidity: certificateValidity,
+		MayRecoverPending:   recovery.mayRecover,
+		Records:             records,
 	})).To(Succeed())
 	p := &operatorProcess{cache: mgr.GetCache(), cancel: cancel, done: make(chan struct{})}
 	go func() {

@@ -190,7 +190,43 @@ type MemcachedSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Keep the cache across",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:MemoryChanges","urn:alm:descriptor:com.tectonic.ui:select:Restarts"}
 	KeepCacheAcross string `json:"keepCacheAcross,omitempty"`
+
+	// tls makes memcached serve TLS on its port, and only TLS, with certificates the operator
+	// makes for this cache and renews before they expire: a certificate authority of the cache's
+	// own (Secret <servers>-ca), the servers' certificate for their stable names (Secret
+	// <servers>-tls) and a client certificate for applications (Secret <servers>-client-tls, a
+	// kubernetes.io/tls Secret whose ca.crt is the CA clients verify the servers with). The least
+	// TLS version and the ciphers follow the cluster's TLS security profile. Turning it on or off
+	// rolls the servers out. See docs/security.md. Off unless enabled. (Added in 1.4.0 without a
+	// schema default: an earlier operator's chart refuses values it does not know.)
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS"
+	TLS *TLSSpec `json:"tls,omitempty"`
 }
+
+// TLSSpec configures memcached's TLS.
+type TLSSpec struct {
+	// enabled turns TLS on: memcached then refuses plain-text clients.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Enabled bool `json:"enabled,omitempty"`
+
+	// clientAuth says which clients memcached serves:
+	//   - Required (unset: the default): only clients that present a certificate signed by the
+	//     cache's CA (mutual TLS), such as the one in Secret <servers>-client-tls; memcached has
+	//     no other authentication that its exporter can use.
+	//   - None: every client that completes the handshake (the NetworkPolicy still fences them).
+	// +kubebuilder:validation:Enum=Required;None
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Client authentication",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Required","urn:alm:descriptor:com.tectonic.ui:select:None"}
+	ClientAuth string `json:"clientAuth,omitempty"`
+}
+
+// Values of spec.tls.clientAuth.
+const (
+	ClientAuthRequired = "Required"
+	ClientAuthNone     = "None"
+)
 
 // Values of spec.keepCacheAcross.
 const (

@@ -163,9 +163,11 @@ func Due(certPEM []byte, now time.Time) bool {
 	return !now.Before(RenewAt(cert)) || now.Before(cert.NotBefore)
 }
 
-// RenewAt is when a certificate is renewed: a third of its lifetime before it expires.
+// RenewAt is when a certificate is renewed: a third of its lifetime before it expires. Its
+// lifetime counts from when it was issued, backdate after its NotBefore.
 func RenewAt(cert *x509.Certificate) time.Time {
-	return cert.NotAfter.Add(-cert.NotAfter.Sub(cert.NotBefore) / 3)
+	issued := cert.NotBefore.Add(backdate)
+	return cert.NotAfter.Add(-cert.NotAfter.Sub(issued) / 3)
 }
 
 // SignedBy says whether the certificate (PEM) was signed by the CA's key and is for leaf: its

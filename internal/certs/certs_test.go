@@ -153,6 +153,11 @@ func TestDue(t *testing.T) {
 			t.Errorf("%s: Due = %v, want %v", c.name, got, c.want)
 		}
 	}
+	// A short-lived certificate (the tests') lives two thirds of its life before renewal too.
+	short := mustSign(t, ca, server, now, 30*time.Second)
+	if Due(short.Cert, now.Add(19*time.Second)) || !Due(short.Cert, now.Add(20*time.Second)) {
+		t.Error("a 30 s certificate is not due at 20 s of age")
+	}
 	if !Due([]byte("garbage"), now) {
 		t.Error("an unreadable certificate is not due")
 	}

@@ -37,6 +37,17 @@ var OperatorValues = map[string]any{
 		"maxLength":   63,
 		"pattern":     `^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`,
 	},
+	"tlsProfile": map[string]any{
+		"type":                 "object",
+		"description":          "the cluster's TLS security profile as memcached takes it (tls.enabled); the operator sets it.",
+		"additionalProperties": false,
+		"properties": map[string]any{
+			"minVersion": map[string]any{"type": "integer", "minimum": 2, "maximum": 3,
+				"description": "memcached's ssl_min_version: 2 for TLS 1.2, 3 for TLS 1.3."},
+			"ciphers": map[string]any{"type": "string", "maxLength": 4096, "pattern": `^[A-Za-z0-9_+-]*(:[A-Za-z0-9_+-]+)*$`,
+				"description": "memcached's ssl_ciphers: the TLS 1.2 ciphers, OpenSSL names separated by ':'."},
+		},
+	},
 }
 
 // SpecSchema returns the OpenAPI schema of spec in the served version of a CRD.

@@ -51,6 +51,10 @@ const (
 	// records: those created before are an earlier version's.
 	SealingSince = "cache.my.domain/sealing-since"
 
+	// TLSSecret marks the Secrets the operator makes for a cache that serves TLS, and what each
+	// holds: "ca", "server" or "client" (controllers/memcached_tls.go).
+	TLSSecret = "cache.my.domain/tls"
+
 	// RetiredAt marks a pod of an earlier release that left the Service, and when (an annotation).
 	RetiredAt = "cache.my.domain/retired-at"
 

@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -34,10 +33,10 @@ import (
 // allocated (`stats slabs` total_malloced) and evicts to store new items; it gives memory back
 // only as slab pages empty (items expire or are deleted) and its slab mover frees them.
 
-// SetMemoryLimit sets the item memory of the memcached server at addr to mb megabytes
+// SetMemoryLimit sets the item memory of the memcached server srv to mb megabytes
 // (`cache_memlimit`), within timeout for the whole exchange.
-func SetMemoryLimit(ctx context.Context, addr string, mb int32, timeout time.Duration) error {
-	reply, err := exchange(ctx, addr, fmt.Sprintf("cache_memlimit %d\r\n", mb), timeout, func(line string) bool { return true })
+func SetMemoryLimit(ctx context.Context, srv Server, mb int32, timeout time.Duration) error {
+	reply, err := exchange(ctx, srv, fmt.Sprintf("cache_memlimit %d\r\n", mb), timeout, func(line string) bool { return true })
 	if err != nil {
 		return err
 	}
@@ -47,11 +46,11 @@ func SetMemoryLimit(ctx context.Context, addr string, mb int32, timeout time.Dur
 	return nil
 }
 
-// ReadAllocated reads how many bytes of item memory the memcached server at addr has allocated
+// ReadAllocated reads how many bytes of item memory the memcached server srv has allocated
 // (`stats slabs` total_malloced): what it holds whatever its limit, and the least its container
 // must keep.
-func ReadAllocated(ctx context.Context, addr string, timeout time.Duration) (uint64, error) {
-	reply, err := exchange(ctx, addr, "stats slabs\r\n", timeout, func(line string) bool { return line == "END" })
+func ReadAllocated(ctx context.Context, srv Server, timeout time.Duration) (uint64, error) {
+	reply, err := exchange(ctx, srv, "stats slabs\r\n", timeout, func(line string) bool { return line == "END" })
 	if err != nil {
 		return 0, err
 	}
@@ -68,20 +67,30 @@ func ReadAllocated(ctx context.Context, addr string, timeout time.Duration) (uin
 	return 0, errors.New("memcached's stats slabs lack total_malloced")
 }
 
-// exchange sends one command to the memcached server at addr and returns the reply's lines up to
+// RefreshCertificates makes the memcached server srv read its certificate files again
+// (`refresh_certs`, memcached 1.5.13 and later): the kubelet has brought a renewed certificate into
+// the pod, and memcached serves it to the next handshake, without a restart.
+func RefreshCertificates(ctx context.Context, srv Server, timeout time.Duration) error {
+	reply, err := exchange(ctx, srv, "refresh_certs\r\n", timeout, func(line string) bool { return true })
+	if err != nil {
+		return err
+	}
+	if len(reply) != 1 || reply[0] != "OK" {
+		return fmt.Errorf("memcached refused refresh_certs: %s", strings.Join(reply, " "))
+	}
+	return nil
+}
+
+// exchange sends one command to the memcached server srv and returns the reply's lines up to
 // and including the one last says ends it; a reply beyond StatsReplyLimit is not memcached's.
-func exchange(ctx context.Context, addr, command string, timeout time.Duration, last func(string) bool) ([]string, error) {
+func exchange(ctx context.Context, srv Server, command string, timeout time.Duration, last func(string) bool) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	conn, err := srv.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = conn.Close() }()
-	deadline, _ := ctx.Deadline()
-	if err := conn.SetDeadline(deadline); err != nil {
-		return nil, err
-	}
 	if _, err := io.WriteString(conn, command); err != nil {
 		return nil, err
 	}

@@ -19,10 +19,10 @@ package operand
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +46,8 @@ type Stats struct {
 	RejectedConnections, ListenDisabled uint64
 	// CurrItems are the items it holds: a restart with its memory file keeps them.
 	CurrItems uint64
+	// Certificate is the one the server proved over TLS; nil in plain text.
+	Certificate *x509.Certificate
 }
 
 // ErrTooManyConnections is memcached's answer to a connection beyond its maxConnections: the
@@ -56,24 +58,25 @@ var ErrTooManyConnections = errors.New("memcached refused the connection: too ma
 // answers more is not memcached.
 const StatsReplyLimit = 64 << 10
 
-// ReadStats asks the memcached server at addr (host:port) for its `stats` over the text protocol,
-// within timeout for the whole exchange.
-func ReadStats(ctx context.Context, addr string, timeout time.Duration) (Stats, error) {
+// ReadStats asks the memcached server srv for its `stats` over the text protocol, within timeout
+// for the whole exchange. Over TLS, the certificate the server proved goes with them.
+func ReadStats(ctx context.Context, srv Server, timeout time.Duration) (Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	conn, err := srv.dial(ctx)
 	if err != nil {
 		return Stats{}, err
 	}
 	defer func() { _ = conn.Close() }()
-	deadline, _ := ctx.Deadline()
-	if err := conn.SetDeadline(deadline); err != nil {
-		return Stats{}, err
-	}
 	if _, err := io.WriteString(conn, "stats\r\n"); err != nil {
 		return Stats{}, err
 	}
-	return ParseStats(io.LimitReader(conn, StatsReplyLimit))
+	s, err := ParseStats(io.LimitReader(conn, StatsReplyLimit))
+	if err != nil {
+		return Stats{}, err
+	}
+	s.Certificate = servedCertificate(conn)
+	return s, nil
 }
 
 // ParseStats reads a `stats` reply up to its END line. Each figure the operator reports must be

@@ -54,6 +54,8 @@ type Settings struct {
 	Profile    string
 	MinVersion uint16
 	Ciphers    []uint16
+	// OpenSSLCiphers are Ciphers by their OpenSSL names, for servers built on OpenSSL (memcached).
+	OpenSSLCiphers []string
 }
 
 // FromSpec turns a profile's spec into settings. A Custom profile (custom) must name only
@@ -72,8 +74,32 @@ func FromSpec(name string, spec configv1.TLSProfileSpec, custom bool) (Settings,
 	if minVersion < tls.VersionTLS13 && len(ciphers) == 0 {
 		return Settings{}, fmt.Errorf("TLS profile %s allows %s but names no cipher for it that this operator can use", name, spec.MinTLSVersion)
 	}
-	return Settings{Profile: name, MinVersion: minVersion, Ciphers: ciphers}, nil
+	return Settings{Profile: name, MinVersion: minVersion, Ciphers: ciphers, OpenSSLCiphers: openSSLNames(ciphers)}, nil
 }
+
+// openSSLNames are the OpenSSL names of Go's cipher suites (Go knows them by their IANA names).
+func openSSLNames(ciphers []uint16) []string {
+	var out []string
+	for _, id := range ciphers {
+		if name, ok := openSSLName[tls.CipherSuiteName(id)]; ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// openSSLName maps the IANA names of the TLS 1.2 ciphers OpenShift's profiles name to OpenSSL's.
+var openSSLName = func() map[string]string {
+	m := map[string]string{}
+	for _, spec := range configv1.TLSProfiles {
+		for _, c := range spec.Ciphers {
+			if iana := libgocrypto.OpenSSLToIANACipherSuites([]string{c}); len(iana) == 1 && iana[0] != c {
+				m[iana[0]] = c
+			}
+		}
+	}
+	return m
+}()
 
 // goCiphers are the ciphers of a profile that Go's TLS can use below TLS 1.3 (whose own Go does
 // not let be chosen), and the names it does not know.
@@ -106,7 +132,7 @@ func NoWeakerThan(name string, spec configv1.TLSProfileSpec) Settings {
 	if minVersion >= tls.VersionTLS13 || len(ciphers) == 0 {
 		return Settings{Profile: name + ", TLS 1.3 alone", MinVersion: tls.VersionTLS13}
 	}
-	return Settings{Profile: name + ", the ciphers the operator knows", MinVersion: minVersion, Ciphers: ciphers}
+	return Settings{Profile: name + ", the ciphers the operator knows", MinVersion: minVersion, Ciphers: ciphers, OpenSSLCiphers: openSSLNames(ciphers)}
 }
 
 // Named is one of OpenShift's predefined profiles: Old, Intermediate or Modern.

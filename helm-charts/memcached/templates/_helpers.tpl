@@ -219,3 +219,43 @@ if [ $rc -gt 128 ]; then wait $pid 2>/dev/null; r=$?; [ $r -eq 127 ] || rc=$r; f
 [ $rc -ne 0 ] || [ ! -e {{ $file }}.meta ] || : > {{ $file }}.saved
 exit $rc
 {{- end }}
+
+{{/*
+TLS (tls.enabled): the Secrets the operator makes for the release, where the containers mount
+them, and memcached's options. memcached re-reads its files on `refresh_certs`, which the
+operator sends when a server still serves a certificate the Secret no longer holds.
+*/}}
+{{- define "memcached.tlsSecret" -}}
+{{- printf "%s-tls" (include "memcached.serversName" .) }}
+{{- end }}
+
+{{- define "memcached.clientTLSSecret" -}}
+{{- printf "%s-client-tls" (include "memcached.serversName" .) }}
+{{- end }}
+
+{{- define "memcached.tlsDir" -}}
+/etc/memcached/tls
+{{- end }}
+
+{{- define "memcached.clientTLSDir" -}}
+/etc/memcached/client-tls
+{{- end }}
+
+{{/* The name the servers' certificate holds that a client on a server's own pod verifies. */}}
+{{- define "memcached.tlsServerName" -}}
+{{- printf "%s.%s.svc" (include "memcached.headlessName" .) .Release.Namespace }}
+{{- end }}
+
+{{- define "memcached.tlsOptions" -}}
+{{- $dir := include "memcached.tlsDir" . }}
+{{- $opts := list (printf "ssl_chain_cert=%s/tls.crt" $dir) (printf "ssl_key=%s/tls.key" $dir) (printf "ssl_ca_cert=%s/ca.crt" $dir) }}
+{{- /* 2: ask for a client certificate and refuse a client without one; 0: ask for none. */}}
+{{- $opts = append $opts (printf "ssl_verify_mode=%d" (ternary 0 2 (eq .Values.tls.clientAuth "None"))) }}
+{{- /* memcached splits its options at commas: only a version and cipher names get through. */}}
+{{- $opts = append $opts (printf "ssl_min_version=%d" (max 2 (min 3 (int .Values.tlsProfile.minVersion)))) }}
+{{- $ciphers := toString .Values.tlsProfile.ciphers }}
+{{- if and $ciphers (regexMatch "^[A-Za-z0-9_+-]+(:[A-Za-z0-9_+-]+)*$" $ciphers) }}
+{{- $opts = append $opts (printf "ssl_ciphers=%s" $ciphers) }}
+{{- end }}
+{{- join "," $opts }}
+{{- end }}

@@ -1,0 +1,446 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/certs"
+	"github.com/example/memcached-operator/internal/labels"
+	"github.com/example/memcached-operator/internal/operand"
+)
+
+// A cache with spec.tls serves TLS with certificates the operator makes for it, in the cache's
+// namespace, each Secret controlled by the Memcached (deleted with it):
+//   - <servers>-ca: the cache's CA (ca.crt, ca.key), renewed with its own key, so that what it
+//     signed stays valid and clients holding the old ca.crt keep connecting;
+//   - <servers>-tls: the servers' certificate (kubernetes.io/tls, with ca.crt) for their stable
+//     names (<pod>.<headless>.<namespace>.svc) and the Services' names, which the pods mount;
+//   - <servers>-client-tls: a client certificate (kubernetes.io/tls, with ca.crt) for
+//     applications and the exporter, and the one the operator's own conversations present.
+//
+// Each is renewed with a third of its life left. The kubelet brings a renewed Secret into the
+// running pods; memcached reads its files again on `refresh_certs`, which this controller sends to
+// every server that still serves a certificate the Secret no longer holds, until none does. A
+// handshake under way keeps the certificate it began with: no request fails.
+
+const (
+	caCertKey = "ca.crt"
+	caKeyKey  = "ca.key"
+
+	// ConditionCertificatesReady says whether every ready server serves the cache's current
+	// certificate (only while spec.tls is on).
+	ConditionCertificatesReady = "CertificatesReady"
+
+	// DefaultCAValidity and DefaultCertificateValidity are how long a cache's CA and the
+	// certificates it signs are valid (kubeadm's CA; cert-manager's certificates).
+	DefaultCAValidity          = 10 * 365 * 24 * time.Hour
+	DefaultCertificateValidity = 90 * 24 * time.Hour
+
+	// refreshRetry is how soon the servers are looked at again while one still serves a replaced
+	// certificate: the kubelet brings a changed Secret into a pod within a minute or so.
+	refreshRetry = 5 * time.Second
+	// conflictLookAgain is how soon a cache whose Secret names are taken is looked at again.
+	conflictLookAgain = time.Minute
+
+	tlsFieldOwner = "memcached-tls-controller"
+)
+
+// tlsSecretRoles are the values of labels.TLSSecret: what each Secret holds.
+const (
+	roleCA     = "ca"
+	roleServer = "server"
+	roleClient = "client"
+)
+
+// TLSSecretSelector selects the Secrets the operator makes for caches that serve TLS: its own
+// cache of Secrets holds those alone (TLSSecretsCache).
+func TLSSecretSelector() k8slabels.Selector {
+	role, err := k8slabels.NewRequirement(labels.TLSSecret, selection.In, []string{roleCA, roleServer, roleClient})
+	if err != nil {
+		panic(err) // constant arguments
+	}
+	managed, err := k8slabels.NewRequirement(labels.ManagedBy, selection.Equals, []string{labels.Operator})
+	if err != nil {
+		panic(err)
+	}
+	return k8slabels.NewSelector().Add(*role, *managed)
+}
+
+// TLSSecretsCache is a cache of the Secrets the operator made for TLS, in the watched namespaces
+// (empty: all). The manager's own Secret cache holds the Helm release records alone, and one
+// cache takes one selector per kind; this one is started with the manager (mgr.Add).
+func TLSSecretsCache(mgr ctrl.Manager, watchNamespaces []string) (cache.Cache, error) {
+	opts := cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: TLSSecretSelector(), Transform: cache.TransformStripManagedFields()}},
+	}
+	for _, ns := range watchNamespaces {
+		if opts.DefaultNamespaces == nil {
+			opts.DefaultNamespaces = map[string]cache.Config{}
+		}
+		opts.DefaultNamespaces[ns] = cache.Config{}
+	}
+	c, err := cache.New(mgr.GetConfig(), opts)
+	if err != nil {
+		return nil, err
+	}
+	return c, mgr.Add(c)
+}
+
+// MemcachedTLSReconciler makes, renews and removes the certificates of the caches that serve TLS,
+// and makes their servers serve the renewed ones (see above).
+type MemcachedTLSReconciler struct {
+	client.Client
+	// Secrets reads the Secrets the operator made for TLS (TLSSecretsCache).
+	Secrets      cache.Cache
+	Recorder     events.EventRecorder
+	Reach        *ServerReach
+	CAValidity   time.Duration
+	CertValidity time.Duration
+}
+
+// errNameTaken is a Secret name of the cache's that something else already holds.
+type errNameTaken struct{ name string }
+
+func (e errNameTaken) Error() string {
+	return fmt.Sprintf("Secret %s exists and was not made by the operator for this Memcached: the operator neither adopts nor changes it; delete or rename it", e.name)
+}
+
+// Reconcile brings a Memcached's certificates and what its servers serve to what spec.tls says.
+func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	mc := &cachev1.Memcached{}
+	if err := r.Get(ctx, req.NamespacedName, mc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if mc.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil // its Secrets go with it (owner references)
+	}
+	if !tlsOn(&mc.Spec) {
+		r.Reach.forget(mc.Namespace, serversNameOf(mc.Name))
+		if err := r.removeSecrets(ctx, mc); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.setCondition(ctx, mc, nil)
+	}
+	now := time.Now()
+	made, renewAt, err := r.ensureCertificates(ctx, mc, now)
+	var taken errNameTaken
+	if errors.As(err, &taken) {
+		if c := memcachedCondition(mc.Status, ConditionCertificatesReady); c.Reason != "SecretNameTaken" {
+			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, "SecretNameTaken", "IssueCertificates", "%v", err)
+		}
+		return ctrl.Result{RequeueAfter: conflictLookAgain}, r.setCondition(ctx, mc, &cachev1.HelmCondition{
+			Type: ConditionCertificatesReady, Status: metav1.ConditionFalse, Reason: "SecretNameTaken", Message: err.Error()})
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(made.issued) > 0 {
+		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "CertificateIssued", "IssueCertificates", "issued %s", strings.Join(made.issued, "; "))
+	}
+	if len(made.renewed) > 0 {
+		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "CertificateRenewed", "RenewCertificates", "renewed %s", strings.Join(made.renewed, "; "))
+	}
+
+	cond, settled, err := r.serve(ctx, mc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.setCondition(ctx, mc, &cond); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !settled {
+		return ctrl.Result{RequeueAfter: refreshRetry}, nil
+	}
+	return ctrl.Result{RequeueAfter: max(time.Until(renewAt), time.Second)}, nil
+}
+
+func tlsOn(spec *cachev1.MemcachedSpec) bool { return spec.TLS != nil && spec.TLS.Enabled }
+
+// madeCertificates says what a reconcile issued for the first time and what it renewed.
+type madeCertificates struct{ issued, renewed []string }
+
+// ensureCertificates makes or renews what is due of the cache's three Secrets, and says what it
+// made and when the first of them is next due.
+func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cachev1.Memcached, now time.Time) (madeCertificates, time.Time, error) {
+	var made madeCertificates
+	ca, err := r.ensure(ctx, mc, caSecretName(mc.Name), roleCA, corev1.SecretTypeOpaque,
+		func(data map[string][]byte) bool {
+			return certs.Matches(data[caCertKey], data[caKeyKey]) && !certs.Due(data[caCertKey], now)
+		},
+		func(old map[string][]byte) (map[string][]byte, error) {
+			was := certs.KeyPair{Cert: old[caCertKey], Key: old[caKeyKey]}
+			kp, err := certs.RenewCA(was, now, r.CAValidity)
+			if err != nil { // none yet, or unreadable: a new CA, whose leaves are issued again below
+				kp, err = certs.NewCA(fmt.Sprintf("%s/%s memcached CA", mc.Namespace, mc.Name), now, r.CAValidity)
+				made.issued = append(made.issued, "a certificate authority for this cache (Secret "+caSecretName(mc.Name)+")")
+			} else {
+				made.renewed = append(made.renewed, "the cache's certificate authority, with its key (Secret "+caSecretName(mc.Name)+")")
+			}
+			return map[string][]byte{caCertKey: kp.Cert, caKeyKey: kp.Key}, err
+		})
+	if err != nil {
+		return made, time.Time{}, err
+	}
+	caPair := certs.KeyPair{Cert: ca[caCertKey], Key: ca[caKeyKey]}
+	renewAt := renewTime(ca[caCertKey])
+	headless := headlessNameOf(mc.Name)
+	server := certs.Leaf{CommonName: serversNameOf(mc.Name), Server: true, DNSNames: []string{
+		"*." + serverDomain(headless, mc.Namespace), serverDomain(headless, mc.Namespace),
+		chartFullname(mc.Name) + "." + mc.Namespace + ".svc",
+	}}
+	client := certs.Leaf{CommonName: fmt.Sprintf("%s/%s memcached client", mc.Namespace, mc.Name)}
+	for _, leaf := range []struct {
+		name, role string
+		leaf       certs.Leaf
+	}{{serverTLSSecretName(mc.Name), roleServer, server}, {clientTLSSecretOf(mc.Name), roleClient, client}} {
+		data, err := r.ensure(ctx, mc, leaf.name, leaf.role, corev1.SecretTypeTLS,
+			func(data map[string][]byte) bool {
+				return bytes.Equal(data[caCertKey], caPair.Cert) && certs.SignedBy(data[corev1.TLSCertKey], caPair, leaf.leaf) &&
+					certs.Matches(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]) && !certs.Due(data[corev1.TLSCertKey], now)
+			},
+			func(old map[string][]byte) (map[string][]byte, error) {
+				kp, err := certs.Sign(caPair, leaf.leaf, now, r.CertValidity)
+				what := fmt.Sprintf("the %s certificate (Secret %s)", leaf.role, leaf.name)
+				if old == nil {
+					made.issued = append(made.issued, what)
+				} else {
+					made.renewed = append(made.renewed, what)
+				}
+				return map[string][]byte{corev1.TLSCertKey: kp.Cert, corev1.TLSPrivateKeyKey: kp.Key, caCertKey: caPair.Cert}, err
+			})
+		if err != nil {
+			return made, time.Time{}, err
+		}
+		if at := renewTime(data[corev1.TLSCertKey]); at.Before(renewAt) {
+			renewAt = at
+		}
+	}
+	return made, renewAt, nil
+}
+
+func renewTime(certPEM []byte) time.Time {
+	cert, err := certs.ParseCert(certPEM)
+	if err != nil {
+		return time.Now()
+	}
+	return certs.RenewAt(cert)
+}
+
+// ensure makes the Secret name of the cache, or makes its data again when current says it is not;
+// make gets the data it had. A Secret of that name the operator did not make for this Memcached
+// is errNameTaken, and left as it is.
+func (r *MemcachedTLSReconciler) ensure(ctx context.Context, mc *cachev1.Memcached, name, role string, typ corev1.SecretType,
+	current func(map[string][]byte) bool, make func(old map[string][]byte) (map[string][]byte, error)) (map[string][]byte, error) {
+	secret := &corev1.Secret{}
+	err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret)
+	if apierrors.IsNotFound(err) {
+		data, err := make(nil)
+		if err != nil {
+			return nil, err
+		}
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mc.Namespace, Labels: map[string]string{
+				labels.ManagedBy: labels.Operator, labels.TLSSecret: role, labels.Instance: mc.Name, labels.Name: labels.ChartName}},
+			Type: typ, Data: data,
+		}
+		if err := controllerutil.SetControllerReference(mc, secret, r.Scheme()); err != nil {
+			return nil, err
+		}
+		if err := r.Create(ctx, secret); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil, errNameTaken{name} // not ours: our cache holds ours alone
+			}
+			return nil, fmt.Errorf("create Secret %s: %w", name, err)
+		}
+		log.FromContext(ctx).Info("TLS Secret created", "secret", name)
+		return data, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(secret, mc) || secret.Type != typ {
+		return nil, errNameTaken{name}
+	}
+	if current(secret.Data) {
+		return secret.Data, nil
+	}
+	data, err := make(secret.Data)
+	if err != nil {
+		return nil, err
+	}
+	secret = secret.DeepCopy()
+	secret.Data = data
+	if err := r.Update(ctx, secret); err != nil {
+		return nil, fmt.Errorf("renew Secret %s: %w", name, err) // a conflict: the next try reads it again
+	}
+	log.FromContext(ctx).Info("TLS Secret renewed", "secret", name)
+	return data, nil
+}
+
+// removeSecrets deletes the TLS Secrets the operator made for the cache, once spec.tls is off.
+func (r *MemcachedTLSReconciler) removeSecrets(ctx context.Context, mc *cachev1.Memcached) error {
+	for _, name := range []string{caSecretName(mc.Name), serverTLSSecretName(mc.Name), clientTLSSecretOf(mc.Name)} {
+		secret := &corev1.Secret{}
+		if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if !metav1.IsControlledBy(secret, mc) {
+			continue
+		}
+		if err := r.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete Secret %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// serve makes every ready server that serves TLS serve the cache's current certificate, and
+// reports it: settled once all do.
+func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcached) (cachev1.HelmCondition, bool, error) {
+	cond := cachev1.HelmCondition{Type: ConditionCertificatesReady}
+	secret := &corev1.Secret{}
+	if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: serverTLSSecretName(mc.Name)}, secret); err != nil {
+		return cond, false, err
+	}
+	want, err := certs.ParseCert(secret.Data[corev1.TLSCertKey])
+	if err != nil {
+		return cond, false, err
+	}
+	pods, err := readyServers(ctx, r.Client, mc)
+	if err != nil {
+		return cond, false, err
+	}
+	var tlsPods []*corev1.Pod
+	for _, p := range pods {
+		if servesTLS(p) {
+			tlsPods = append(tlsPods, p)
+		}
+	}
+	until := want.NotAfter.UTC().Format(time.RFC3339)
+	if len(tlsPods) == 0 {
+		cond.Status, cond.Reason = metav1.ConditionTrue, "CertificatesIssued"
+		cond.Message = fmt.Sprintf("the servers' certificate is valid until %s; no server serving TLS is ready yet", until)
+		return cond, true, nil
+	}
+	var stale, silent []string
+	for _, a := range askServers(ctx, tlsPods, r.Reach, func(ctx context.Context, srv operand.Server) (bool, error) {
+		served, err := operand.ServedCertificate(ctx, srv, cacheTimeout)
+		if err != nil || served.Equal(want) {
+			return err == nil, err
+		}
+		// The kubelet may not have brought the new files into the pod yet: ask again next time.
+		return false, operand.RefreshCertificates(ctx, srv, cacheTimeout)
+	}) {
+		switch {
+		case a.err != nil:
+			silent = append(silent, a.pod.Name)
+			log.FromContext(ctx).V(1).Info("a server's certificate is unknown", "error", a.err.Error())
+		case !a.answer:
+			stale = append(stale, a.pod.Name)
+		}
+	}
+	switch {
+	case len(stale) > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, "Renewing"
+		cond.Message = fmt.Sprintf("%s still %s a replaced certificate: the kubelet brings the renewed one into the pod, and memcached reads it on refresh_certs",
+			strings.Join(stale, ", "), pluralVerb(len(stale), "serves", "serve"))
+	case len(silent) > 0:
+		cond.Status, cond.Reason = metav1.ConditionUnknown, "ServersUnreachable"
+		cond.Message = fmt.Sprintf("%s did not complete a TLS handshake within %s", strings.Join(silent, ", "), cacheTimeout)
+	default:
+		cond.Status, cond.Reason = metav1.ConditionTrue, "CertificatesServed"
+		cond.Message = fmt.Sprintf("every ready server (%d) serves the certificate valid until %s", len(tlsPods), until)
+	}
+	return cond, len(stale) == 0 && len(silent) == 0, nil
+}
+
+func pluralVerb(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// setCondition writes the CertificatesReady condition (nil: removes it) with server-side apply,
+// as its only writer: what other controllers write to status stays theirs.
+func (r *MemcachedTLSReconciler) setCondition(ctx context.Context, mc *cachev1.Memcached, cond *cachev1.HelmCondition) error {
+	was := memcachedCondition(mc.Status, ConditionCertificatesReady)
+	if cond == nil && was.Type == "" {
+		return nil
+	}
+	var conditions []any
+	if cond != nil {
+		if was.Type != "" && was.Status == cond.Status && was.Reason == cond.Reason && was.Message == cond.Message {
+			return nil
+		}
+		cond.LastTransitionTime = metav1.Now()
+		if was.Status == cond.Status {
+			cond.LastTransitionTime = was.LastTransitionTime
+		}
+		conditions = append(conditions, map[string]any{"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason,
+			"message": cond.Message, "lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339)})
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": conditions}}}
+	u.SetGroupVersionKind(cachev1.GroupVersion.WithKind("Memcached"))
+	u.SetNamespace(mc.Namespace)
+	u.SetName(mc.Name)
+	if err := r.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(tlsFieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("write the %s condition of Memcached %s/%s: %w", ConditionCertificatesReady, mc.Namespace, mc.Name, client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+// SetupWithManager reconciles a Memcached when it changes and when one of its TLS Secrets does (a
+// tenant's edit or deletion is undone at once).
+func (r *MemcachedTLSReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("memcached-tls").
+		For(MemcachedObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A server that becomes ready is asked what it serves.
+		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, readinessChanged)).
+		WatchesRawSource(source.Kind(r.Secrets, &corev1.Secret{},
+			handler.TypedEnqueueRequestForOwner[*corev1.Secret](mgr.GetScheme(), mgr.GetRESTMapper(), &cachev1.Memcached{}, handler.OnlyControllerOwner()))).
+		Complete(r)
+}
