@@ -19,16 +19,19 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -158,7 +161,7 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if err := r.removeSecrets(ctx, mc); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, r.setCondition(ctx, mc, nil)
+		return ctrl.Result{}, r.setStatus(ctx, mc, nil, nil)
 	}
 	now := time.Now()
 	made, renewAt, err := r.ensureCertificates(ctx, mc, now)
@@ -167,8 +170,8 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if c := memcachedCondition(mc.Status, ConditionCertificatesReady); c.Reason != "SecretNameTaken" {
 			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, "SecretNameTaken", "IssueCertificates", "%v", err)
 		}
-		return ctrl.Result{RequeueAfter: conflictLookAgain}, r.setCondition(ctx, mc, &cachev1.HelmCondition{
-			Type: ConditionCertificatesReady, Status: metav1.ConditionFalse, Reason: "SecretNameTaken", Message: err.Error()})
+		return ctrl.Result{RequeueAfter: conflictLookAgain}, r.setStatus(ctx, mc, &cachev1.HelmCondition{
+			Type: ConditionCertificatesReady, Status: metav1.ConditionFalse, Reason: "SecretNameTaken", Message: err.Error()}, nil)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -180,11 +183,13 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "CertificateRenewed", "RenewCertificates", "renewed %s", strings.Join(made.renewed, "; "))
 	}
 
-	cond, settled, err := r.serve(ctx, mc)
+	cond, served, settled, err := r.serve(ctx, mc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.setCondition(ctx, mc, &cond); err != nil {
+	tlsStatus := &cachev1.TLSStatus{ClientSecret: clientTLSSecretOf(mc.Name), ServerName: serverDomain(headlessNameOf(mc.Name), mc.Namespace),
+		NotAfter: &metav1.Time{Time: served.NotAfter.UTC()}}
+	if err := r.setStatus(ctx, mc, &cond, tlsStatus); err != nil {
 		return ctrl.Result{}, err
 	}
 	if !settled {
@@ -337,20 +342,20 @@ func (r *MemcachedTLSReconciler) removeSecrets(ctx context.Context, mc *cachev1.
 }
 
 // serve makes every ready server that serves TLS serve the cache's current certificate, and
-// reports it: settled once all do.
-func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcached) (cachev1.HelmCondition, bool, error) {
+// reports it with that certificate: settled once all serve it.
+func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcached) (cachev1.HelmCondition, *x509.Certificate, bool, error) {
 	cond := cachev1.HelmCondition{Type: ConditionCertificatesReady}
 	secret := &corev1.Secret{}
 	if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: serverTLSSecretName(mc.Name)}, secret); err != nil {
-		return cond, false, err
+		return cond, nil, false, err
 	}
 	want, err := certs.ParseCert(secret.Data[corev1.TLSCertKey])
 	if err != nil {
-		return cond, false, err
+		return cond, nil, false, err
 	}
 	pods, err := readyServers(ctx, r.Client, mc)
 	if err != nil {
-		return cond, false, err
+		return cond, nil, false, err
 	}
 	var tlsPods []*corev1.Pod
 	for _, p := range pods {
@@ -362,7 +367,7 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	if len(tlsPods) == 0 {
 		cond.Status, cond.Reason = metav1.ConditionTrue, "CertificatesIssued"
 		cond.Message = fmt.Sprintf("the servers' certificate is valid until %s; no server serving TLS is ready yet", until)
-		return cond, true, nil
+		return cond, want, true, nil
 	}
 	var stale, silent []string
 	for _, a := range askServers(ctx, tlsPods, r.Reach, func(ctx context.Context, srv operand.Server) (bool, error) {
@@ -393,7 +398,7 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 		cond.Status, cond.Reason = metav1.ConditionTrue, "CertificatesServed"
 		cond.Message = fmt.Sprintf("every ready server (%d) serves the certificate valid until %s", len(tlsPods), until)
 	}
-	return cond, len(stale) == 0 && len(silent) == 0, nil
+	return cond, want, len(stale) == 0 && len(silent) == 0, nil
 }
 
 func pluralVerb(n int, one, many string) string {
@@ -403,26 +408,34 @@ func pluralVerb(n int, one, many string) string {
 	return many
 }
 
-// setCondition writes the CertificatesReady condition (nil: removes it) with server-side apply,
-// as its only writer: what other controllers write to status stays theirs.
-func (r *MemcachedTLSReconciler) setCondition(ctx context.Context, mc *cachev1.Memcached, cond *cachev1.HelmCondition) error {
+// setStatus writes the CertificatesReady condition and status.tls (nil: removes them) with
+// server-side apply, as their only writer: what other controllers write to status stays theirs.
+func (r *MemcachedTLSReconciler) setStatus(ctx context.Context, mc *cachev1.Memcached, cond *cachev1.HelmCondition, tlsStatus *cachev1.TLSStatus) error {
 	was := memcachedCondition(mc.Status, ConditionCertificatesReady)
-	if cond == nil && was.Type == "" {
+	if cond == nil && was.Type == "" && mc.Status.TLS == nil {
 		return nil
 	}
-	var conditions []any
+	status := map[string]any{"conditions": []any{}}
 	if cond != nil {
-		if was.Type != "" && was.Status == cond.Status && was.Reason == cond.Reason && was.Message == cond.Message {
+		if was.Type != "" && was.Status == cond.Status && was.Reason == cond.Reason && was.Message == cond.Message &&
+			equality.Semantic.DeepEqual(mc.Status.TLS, tlsStatus) {
 			return nil
 		}
 		cond.LastTransitionTime = metav1.Now()
 		if was.Status == cond.Status {
 			cond.LastTransitionTime = was.LastTransitionTime
 		}
-		conditions = append(conditions, map[string]any{"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason,
-			"message": cond.Message, "lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339)})
+		status["conditions"] = []any{map[string]any{"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason,
+			"message": cond.Message, "lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339)}}
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": conditions}}}
+	if tlsStatus != nil {
+		t, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tlsStatus)
+		if err != nil {
+			return err
+		}
+		status["tls"] = t
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
 	u.SetGroupVersionKind(cachev1.GroupVersion.WithKind("Memcached"))
 	u.SetNamespace(mc.Namespace)
 	u.SetName(mc.Name)

@@ -76,6 +76,9 @@ var _ = Describe("TLS", func() {
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "CertificatesIssued")))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("CertificateIssued"))
+		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("TLS", And(Not(BeNil()),
+			HaveField("ClientSecret", clientSecret.Name), HaveField("ServerName", servers.Spec.ServiceName+"."+key.Namespace+".svc"),
+			HaveField("NotAfter", Not(BeNil())))))
 		list := &corev1.ConfigMap{}
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: servers.Name + "-servers"}, list)).To(Succeed())
 		Expect(list.Data).To(And(HaveKeyWithValue("MEMCACHED_TLS", "true"), HaveKeyWithValue("MEMCACHED_TLS_SECRET", clientSecret.Name)))
@@ -96,6 +99,7 @@ var _ = Describe("TLS", func() {
 			}, timeout, interval).Should(BeTrue(), s.Name)
 		}
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(HaveField("Type", ""))
+		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("TLS", BeNil()))
 		Eventually(func(g Gomega) []string {
 			s, err := serversOfRelease(ctx, key)
 			g.Expect(err).NotTo(HaveOccurred())

@@ -724,6 +724,11 @@ type MemcachedStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Server list ConfigMap",xDescriptors={"urn:alm:descriptor:io.kubernetes:ConfigMap"}
 	ServersConfigMap string `json:"serversConfigMap,omitempty"`
 
+	// tls says how clients reach the servers while spec.tls is on: they speak TLS only.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="TLS"
+	TLS *TLSStatus `json:"tls,omitempty"`
+
 	// stats are what memcached reports about itself (its `stats` command), read by the operator
 	// from each ready pod every --operand-stats-interval; absent while no pod is ready.
 	// +optional
@@ -736,6 +741,26 @@ type MemcachedStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Autopilot"
 	Autopilot *AutopilotStatus `json:"autopilot,omitempty"`
+}
+
+// TLSStatus is what clients of a cache that serves TLS need.
+type TLSStatus struct {
+	// clientSecret names the kubernetes.io/tls Secret that holds the CA to verify the servers with
+	// (ca.crt) and a client certificate (tls.crt, tls.key), which the operator renews: mount it
+	// whole (not with subPath) so that renewals reach the application.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Client Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
+	ClientSecret string `json:"clientSecret,omitempty"`
+
+	// serverName is a name every server's certificate holds, for clients that connect by IP
+	// address; a client that connects by the names in status.servers verifies those.
+	// +optional
+	ServerName string `json:"serverName,omitempty"`
+
+	// notAfter is when the certificate the servers serve expires; the operator renews it with a
+	// third of its life left.
+	// +optional
+	NotAfter *metav1.Time `json:"notAfter,omitempty"`
 }
 
 // AutopilotStatus is the autopilot's choice and what it is based on.
