@@ -177,6 +177,10 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 maxPods: 110
+# A pod's Secret volumes follow a changed Secret at its next sync: every 15 s here (the default
+# minute), so that a renewed TLS certificate reaches memcached within the e2e suite's short-lived
+# certificates' margin.
+syncFrequency: 15s
 `, c.containerdSocket(), p.CA.CertFile, p.KubeletServing.CertFile, p.KubeletServing.KeyFile, kubeletPort,
 		clusterDNSIP, clusterDomain, c.path("kubelet", "resolv.conf"))
 }

@@ -157,11 +157,13 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 		// The suite's settings, as an admin sets flags: memcached's stats read every 10 s instead
 		// of 30, so the specs that wait for figures (memory pressure, the autopilot's steps, which
 		// need two reads) wait a third as long; each release checked every 20 s instead of every
-		// minute, so a change nothing watches (a tenant's forged release record) is seen sooner.
-		// The same behaviour, sooner.
+		// minute, so a change nothing watches (a tenant's forged release record) is seen sooner;
+		// TLS certificates that live 2 minutes, so that one is renewed within the TLS spec. The
+		// same behaviour, sooner.
 		kubectl("-n", operatorNamespace, "patch", "deployment", operatorDeployment, "--type=json", "-p",
 			`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--operand-stats-interval=10s"},`+
-				`{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--reconcile-period=20s"}]`)
+				`{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--reconcile-period=20s"},`+
+				`{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--tls-certificate-validity=`+tlsCertificateValidity.String()+`"}]`)
 		kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=3m")
 		kubectl("create", "namespace", e2eNamespace)
 	})
@@ -388,6 +390,8 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 	It("keeps a namespace editor's forged release records from deleting a Deployment of another namespace or a Secret in kube-system", proveTenantCannotReachOut)
 
 	It("serves as one cache through its server list: every key read back, no stale read, one server cold at a time while rolling, most keys kept when it grows", proveOneCache)
+
+	It("serves TLS with client certificates: 10000 keys over mutual TLS, other clients refused, stats still read, a certificate renewed under a reading client with no failed request", proveTLS)
 
 	It("changes the servers' memory in place: 30000 keys kept, no restart, memcached's own limit doubled and halved", proveMemoryInPlace)
 

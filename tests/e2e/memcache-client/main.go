@@ -35,10 +35,17 @@ limitations under the License.
 //
 // -servers may be replaced by -srv: the list is then what SRV lists, sorted. Names are resolved
 // again before each pass, as clients that follow a server list do. It prints JSON.
+//
+// With -tls-dir (a mounted <servers>-client-tls Secret: ca.crt, tls.crt, tls.key) every
+// connection is TLS, verified against ca.crt for -tls-server-name, presenting the client
+// certificate read again at each handshake (-tls-no-cert: none).
 package main
 
 import (
+	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -47,6 +54,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -64,7 +72,18 @@ func main() {
 	prefix := flag.String("prefix", "key", "key prefix")
 	duration := flag.Duration("duration", time.Minute, "watch: how long at most (-op stop ends it sooner)")
 	interval := flag.Duration("interval", time.Second, "watch: pause between passes")
+	tlsDir := flag.String("tls-dir", "", "speak TLS with the CA and client certificate of this directory (ca.crt, tls.crt, tls.key)")
+	tlsServerName := flag.String("tls-server-name", "", "the name the servers' certificate must hold (the addresses resolve to IPs)")
+	tlsNoCert := flag.Bool("tls-no-cert", false, "with -tls-dir, present no client certificate")
 	flag.Parse()
+	if *tlsDir != "" {
+		cfg, err := clientTLS(*tlsDir, *tlsServerName, !*tlsNoCert)
+		if err != nil {
+			fail(err)
+		}
+		dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second}, Config: cfg}
+		dial = dialer.DialContext
+	}
 
 	if *op == "stop" {
 		// The watch is this container's first process: a test that has seen what it waited for
@@ -95,6 +114,7 @@ func main() {
 	}
 	mc := memcache.NewFromSelector(ring)
 	mc.Timeout = 2 * time.Second
+	mc.DialContext = dial
 	key := func(i int) string { return fmt.Sprintf("%s-%d", *prefix, i) }
 	value := func(i int) []byte { return fmt.Appendf(nil, "value-%d", i) }
 
@@ -213,6 +233,7 @@ func deleteAndCheck(mc *memcache.Client, addrs []string, n int, key func(int) st
 	}
 	for _, addr := range addrs {
 		one := memcache.New(addr)
+		one.DialContext = dial
 		one.Timeout = 2 * time.Second
 		for i := range n {
 			if _, err := one.Get(key(i)); err == nil {
@@ -354,6 +375,30 @@ func (r *rendezvous) Each(f func(net.Addr) error) error {
 	return nil
 }
 
+// dial connects to a server: plain TCP, or TLS with -tls-dir.
+var dial = (&net.Dialer{Timeout: 2 * time.Second}).DialContext
+
+// clientTLS is the TLS configuration of a mounted client Secret.
+func clientTLS(dir, serverName string, withCert bool) (*tls.Config, error) {
+	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("no CA certificate in ca.crt")
+	}
+	cfg := &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12}
+	if withCert {
+		// Read at each handshake: the operator renews it, and the kubelet updates the files.
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			c, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+			return &c, err
+		}
+	}
+	return cfg, nil
+}
+
 // unresolved is the address of a server whose name does not resolve: connecting to it fails.
 type unresolved string
 
@@ -378,7 +423,9 @@ func lookupSRV(name string) ([]string, error) {
 // memory (limit_maxbytes), what it stores (bytes, curr_items), evictions, and since when it runs
 // (uptime, pid).
 func serverStats(addr string) (map[string]string, error) {
-	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	conn, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
