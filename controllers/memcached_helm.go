@@ -56,7 +56,7 @@ func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, 
 	return helm.Setup(ctx, mgr, w, helm.Options{
 		Translator: ValuesTranslator(defaults, recorder),
 		GoConditions: []string{ConditionAvailable, ConditionProgressing, ConditionMemoryPressure, ConditionConnectionsSaturated,
-			ConditionResizing, ConditionScalingActive, ConditionScalingLimited},
+			ConditionResizing, ConditionScalingActive, ConditionScalingLimited, ConditionCertificatesReady},
 		Settings:          cfg.Helm,
 		Namespaces:        cfg.WatchNamespaces,
 		Live:              live,

@@ -225,6 +225,12 @@ func (r *MemcachedStatsReconciler) readyPods(ctx context.Context, mc *cachev1.Me
 
 // readyServers is readyPods' work, for every controller that talks to the servers.
 func readyServers(ctx context.Context, c client.Reader, mc *cachev1.Memcached) ([]*corev1.Pod, error) {
+	return serverPods(ctx, c, mc, true)
+}
+
+// serverPods are the pods of the release's StatefulSet (by UID), not on the host network; with
+// onlyReady, those that are ready and have an address.
+func serverPods(ctx context.Context, c client.Reader, mc *cachev1.Memcached, onlyReady bool) ([]*corev1.Pod, error) {
 	servers, err := serversOf(ctx, c, mc)
 	if err != nil || servers == nil {
 		return nil, err
@@ -243,7 +249,7 @@ func readyServers(ctx context.Context, c client.Reader, mc *cachev1.Memcached) (
 		if p.Spec.HostNetwork {
 			continue // its IP is its node's: the chart never makes one, and a read would go to the node
 		}
-		if p.Status.PodIP != "" && podReady(p) {
+		if !onlyReady || (p.Status.PodIP != "" && podReady(p)) {
 			ready = append(ready, p)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -80,8 +82,11 @@ const (
 	// refreshRetry is how soon the servers are looked at again while one still serves a replaced
 	// certificate: the kubelet brings a changed Secret into a pod within a minute or so.
 	refreshRetry = 5 * time.Second
-	// conflictLookAgain is how soon a cache whose Secret names are taken is looked at again.
+	// conflictLookAgain is how soon a cache whose Secret names are taken, or whose servers run
+	// on a CA it no longer has, is looked at again.
 	conflictLookAgain = time.Minute
+	// silentRetry is how soon servers that did not complete a handshake are asked again.
+	silentRetry = 30 * time.Second
 
 	tlsFieldOwner = "memcached-tls-controller"
 )
@@ -113,7 +118,7 @@ func TLSSecretSelector() k8slabels.Selector {
 func TLSSecretsCache(mgr ctrl.Manager, watchNamespaces []string) (cache.Cache, error) {
 	opts := cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: TLSSecretSelector(), Transform: cache.TransformStripManagedFields()}},
+		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: TLSSecretSelector(), Transform: dataOfMemcachedsOnly}},
 	}
 	for _, ns := range watchNamespaces {
 		if opts.DefaultNamespaces == nil {
@@ -128,16 +133,37 @@ func TLSSecretsCache(mgr ctrl.Manager, watchNamespaces []string) (cache.Cache, e
 	return c, mgr.Add(c)
 }
 
+// dataOfMemcachedsOnly is the TLS Secrets cache's transform: the labels are anyone's to set in
+// their namespace, so a Secret no Memcached controls is kept without its data (nothing reads it,
+// and many large ones would fill the operator's memory).
+func dataOfMemcachedsOnly(obj any) (any, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return obj, nil
+	}
+	s.ManagedFields = nil
+	if owner := metav1.GetControllerOf(s); owner == nil || owner.Kind != "Memcached" || owner.APIVersion != cachev1.GroupVersion.String() {
+		s.Data, s.StringData = nil, nil
+	}
+	return s, nil
+}
+
 // MemcachedTLSReconciler makes, renews and removes the certificates of the caches that serve TLS,
 // and makes their servers serve the renewed ones (see above).
 type MemcachedTLSReconciler struct {
 	client.Client
-	// Secrets reads the Secrets the operator made for TLS (TLSSecretsCache).
+	// Secrets reads the Secrets the operator made for TLS (TLSSecretsCache); Live reads one
+	// that the cache does not show (not yet, or no longer labelled as the operator's).
 	Secrets      cache.Cache
+	Live         client.Reader
 	Recorder     events.EventRecorder
 	Reach        *ServerReach
 	CAValidity   time.Duration
 	CertValidity time.Duration
+	// Workers handle that many caches at once; a namespace takes one at most (slots).
+	Workers int
+
+	slots tenantSlots
 }
 
 // errNameTaken is a Secret name of the cache's that something else already holds.
@@ -150,18 +176,17 @@ func (e errNameTaken) Error() string {
 // Reconcile brings a Memcached's certificates and what its servers serve to what spec.tls says.
 func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1.Memcached{}
-	if err := r.Get(ctx, req.NamespacedName, mc); err != nil {
+	if err := r.Get(ctx, req.NamespacedName, mc); err != nil || mc.DeletionTimestamp != nil {
+		r.Reach.forget(req.Namespace, serversNameOf(req.Name)) // its Secrets go with it (owner references)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if mc.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil // its Secrets go with it (owner references)
+	release, ok := r.slots.take(req.NamespacedName)
+	if !ok {
+		return ctrl.Result{RequeueAfter: tenantRetry}, nil // another of the namespace's caches is handled now
 	}
+	defer release()
 	if !tlsOn(&mc.Spec) {
-		r.Reach.forget(mc.Namespace, serversNameOf(mc.Name))
-		if err := r.removeSecrets(ctx, mc); err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, r.setStatus(ctx, mc, nil, nil)
+		return r.turnOff(ctx, mc)
 	}
 	now := time.Now()
 	made, renewAt, err := r.ensureCertificates(ctx, mc, now)
@@ -183,25 +208,59 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "CertificateRenewed", "RenewCertificates", "renewed %s", strings.Join(made.renewed, "; "))
 	}
 
-	cond, served, settled, err := r.serve(ctx, mc)
+	cond, notAfter, retry, err := r.serve(ctx, mc, made.server)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	tlsStatus := &cachev1.TLSStatus{ClientSecret: clientTLSSecretOf(mc.Name), ServerName: serverDomain(headlessNameOf(mc.Name), mc.Namespace),
-		NotAfter: &metav1.Time{Time: served.NotAfter.UTC()}}
+		NotAfter: &metav1.Time{Time: notAfter.UTC()}}
 	if err := r.setStatus(ctx, mc, &cond, tlsStatus); err != nil {
 		return ctrl.Result{}, err
 	}
-	if !settled {
-		return ctrl.Result{RequeueAfter: refreshRetry}, nil
+	if retry > 0 {
+		return ctrl.Result{RequeueAfter: retry}, nil
 	}
 	return ctrl.Result{RequeueAfter: max(time.Until(renewAt), time.Second)}, nil
+}
+
+// turnOff removes the cache's TLS Secrets and what status says of TLS once spec.tls is off, but
+// only when no server serves TLS any more: until the rollout has replaced them all, a TLS server
+// that restarts mounts its Secret, and the operator reaches the others with the client one.
+func (r *MemcachedTLSReconciler) turnOff(ctx context.Context, mc *cachev1.Memcached) (ctrl.Result, error) {
+	pods, err := serverPods(ctx, r.Client, mc, false)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var still []string
+	for _, p := range pods {
+		if servesTLS(p) {
+			still = append(still, p.Name)
+		}
+	}
+	if len(still) > 0 {
+		if memcachedCondition(mc.Status, ConditionCertificatesReady).Type == "" {
+			return ctrl.Result{}, nil // never on, or its removal was written: nothing to say
+		}
+		cond := &cachev1.HelmCondition{Type: ConditionCertificatesReady, Status: metav1.ConditionFalse, Reason: "TurningOff",
+			Message: fmt.Sprintf("TLS is turned off; %s still %s it, with %s certificates, until the rollout replaces %s",
+				strings.Join(still, ", "), pluralVerb(len(still), "serves", "serve"), pluralVerb(len(still), "its", "their"), pluralVerb(len(still), "it", "them"))}
+		return ctrl.Result{}, r.setStatus(ctx, mc, cond, mc.Status.TLS) // the pods' events bring us back
+	}
+	r.Reach.forget(mc.Namespace, serversNameOf(mc.Name))
+	if err := r.removeSecrets(ctx, mc); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.removeStatus(ctx, mc)
 }
 
 func tlsOn(spec *cachev1.MemcachedSpec) bool { return spec.TLS != nil && spec.TLS.Enabled }
 
 // madeCertificates says what a reconcile issued for the first time and what it renewed.
-type madeCertificates struct{ issued, renewed []string }
+type madeCertificates struct {
+	issued, renewed []string
+	// server is the servers' certificate (PEM) as the Secret now holds it.
+	server []byte
+}
 
 // ensureCertificates makes or renews what is due of the cache's three Secrets, and says what it
 // made and when the first of them is next due.
@@ -258,6 +317,9 @@ func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cac
 		if at := renewTime(data[corev1.TLSCertKey]); at.Before(renewAt) {
 			renewAt = at
 		}
+		if leaf.role == roleServer {
+			made.server = data[corev1.TLSCertKey]
+		}
 	}
 	return made, renewAt, nil
 }
@@ -291,15 +353,19 @@ func (r *MemcachedTLSReconciler) ensure(ctx context.Context, mc *cachev1.Memcach
 			return nil, err
 		}
 		if err := r.Create(ctx, secret); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return nil, errNameTaken{name} // not ours: our cache holds ours alone
+			if !apierrors.IsAlreadyExists(err) {
+				return nil, fmt.Errorf("create Secret %s: %w", name, err)
 			}
-			return nil, fmt.Errorf("create Secret %s: %w", name, err)
+			// Ours that the cache does not show yet (or no longer labelled), or another's.
+			secret = &corev1.Secret{}
+			if err := r.Live.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret); err != nil {
+				return nil, err
+			}
+		} else {
+			log.FromContext(ctx).Info("TLS Secret created", "secret", name)
+			return data, nil
 		}
-		log.FromContext(ctx).Info("TLS Secret created", "secret", name)
-		return data, nil
-	}
-	if err != nil {
+	} else if err != nil {
 		return nil, err
 	}
 	if !metav1.IsControlledBy(secret, mc) || secret.Type != typ {
@@ -341,21 +407,18 @@ func (r *MemcachedTLSReconciler) removeSecrets(ctx context.Context, mc *cachev1.
 	return nil
 }
 
-// serve makes every ready server that serves TLS serve the cache's current certificate, and
-// reports it with that certificate: settled once all serve it.
-func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcached) (cachev1.HelmCondition, *x509.Certificate, bool, error) {
+// serve makes every ready server that serves TLS serve the cache's current certificate (PEM), and
+// reports it: the condition, when the oldest certificate served expires, and how soon to look
+// again while not every server serves it (0: at the next renewal).
+func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcached, current []byte) (cachev1.HelmCondition, time.Time, time.Duration, error) {
 	cond := cachev1.HelmCondition{Type: ConditionCertificatesReady}
-	secret := &corev1.Secret{}
-	if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: serverTLSSecretName(mc.Name)}, secret); err != nil {
-		return cond, nil, false, err
-	}
-	want, err := certs.ParseCert(secret.Data[corev1.TLSCertKey])
+	want, err := certs.ParseCert(current)
 	if err != nil {
-		return cond, nil, false, err
+		return cond, time.Time{}, 0, err
 	}
 	pods, err := readyServers(ctx, r.Client, mc)
 	if err != nil {
-		return cond, nil, false, err
+		return cond, time.Time{}, 0, err
 	}
 	var tlsPods []*corev1.Pod
 	for _, p := range pods {
@@ -367,26 +430,40 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	if len(tlsPods) == 0 {
 		cond.Status, cond.Reason = metav1.ConditionTrue, "CertificatesIssued"
 		cond.Message = fmt.Sprintf("the servers' certificate is valid until %s; no server serving TLS is ready yet", until)
-		return cond, want, true, nil
+		return cond, want.NotAfter, 0, nil
 	}
-	var stale, silent []string
-	for _, a := range askServers(ctx, tlsPods, r.Reach, func(ctx context.Context, srv operand.Server) (bool, error) {
+	var stale, silent, foreign []string
+	oldest := want.NotAfter
+	for _, a := range askServers(ctx, tlsPods, r.Reach, func(ctx context.Context, srv operand.Server) (*x509.Certificate, error) {
 		served, err := operand.ServedCertificate(ctx, srv, cacheTimeout)
 		if err != nil || served.Equal(want) {
-			return err == nil, err
+			return served, err
 		}
 		// The kubelet may not have brought the new files into the pod yet: ask again next time.
-		return false, operand.RefreshCertificates(ctx, srv, cacheTimeout)
+		return served, operand.RefreshCertificates(ctx, srv, cacheTimeout)
 	}) {
+		var unknownCA x509.UnknownAuthorityError
 		switch {
+		case errors.As(a.err, &unknownCA) || (a.err != nil && strings.Contains(a.err.Error(), "unknown certificate authority")):
+			foreign = append(foreign, a.pod.Name)
 		case a.err != nil:
 			silent = append(silent, a.pod.Name)
 			log.FromContext(ctx).V(1).Info("a server's certificate is unknown", "error", a.err.Error())
-		case !a.answer:
+		case !a.answer.Equal(want):
 			stale = append(stale, a.pod.Name)
+		}
+		if a.err == nil && a.answer != nil && a.answer.NotAfter.Before(oldest) {
+			oldest = a.answer.NotAfter
 		}
 	}
 	switch {
+	case len(foreign) > 0:
+		// A CA made anew (its Secret deleted or spoiled): the running servers neither present a
+		// certificate it signed nor take the client certificate it signs.
+		cond.Status, cond.Reason = metav1.ConditionFalse, "CertificateAuthorityReplaced"
+		cond.Message = fmt.Sprintf("%s %s a certificate of a CA this cache no longer has (Secret %s was made anew): delete %s one at a time to restart %s with the new certificates",
+			strings.Join(foreign, ", "), pluralVerb(len(foreign), "serves", "serve"), caSecretName(mc.Name), pluralVerb(len(foreign), "its pod", "their pods"), pluralVerb(len(foreign), "it", "them"))
+		return cond, oldest, conflictLookAgain, nil
 	case len(stale) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, "Renewing"
 		cond.Message = fmt.Sprintf("%s still %s a replaced certificate: the kubelet brings the renewed one into the pod, and memcached reads it on refresh_certs",
@@ -398,7 +475,13 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 		cond.Status, cond.Reason = metav1.ConditionTrue, "CertificatesServed"
 		cond.Message = fmt.Sprintf("every ready server (%d) serves the certificate valid until %s", len(tlsPods), until)
 	}
-	return cond, want, len(stale) == 0 && len(silent) == 0, nil
+	switch {
+	case len(stale) > 0:
+		return cond, oldest, refreshRetry, nil
+	case len(silent) > 0:
+		return cond, oldest, silentRetry, nil // servers that do not answer are asked less often
+	}
+	return cond, oldest, 0, nil
 }
 
 func pluralVerb(n int, one, many string) string {
@@ -408,26 +491,20 @@ func pluralVerb(n int, one, many string) string {
 	return many
 }
 
-// setStatus writes the CertificatesReady condition and status.tls (nil: removes them) with
-// server-side apply, as their only writer: what other controllers write to status stays theirs.
+// setStatus writes the CertificatesReady condition and status.tls with server-side apply, as
+// their only writer: what other controllers write to status stays theirs.
 func (r *MemcachedTLSReconciler) setStatus(ctx context.Context, mc *cachev1.Memcached, cond *cachev1.HelmCondition, tlsStatus *cachev1.TLSStatus) error {
 	was := memcachedCondition(mc.Status, ConditionCertificatesReady)
-	if cond == nil && was.Type == "" && mc.Status.TLS == nil {
+	if was.Type != "" && was.Status == cond.Status && was.Reason == cond.Reason && was.Message == cond.Message &&
+		equality.Semantic.DeepEqual(mc.Status.TLS, tlsStatus) {
 		return nil
 	}
-	status := map[string]any{"conditions": []any{}}
-	if cond != nil {
-		if was.Type != "" && was.Status == cond.Status && was.Reason == cond.Reason && was.Message == cond.Message &&
-			equality.Semantic.DeepEqual(mc.Status.TLS, tlsStatus) {
-			return nil
-		}
-		cond.LastTransitionTime = metav1.Now()
-		if was.Status == cond.Status {
-			cond.LastTransitionTime = was.LastTransitionTime
-		}
-		status["conditions"] = []any{map[string]any{"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason,
-			"message": cond.Message, "lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339)}}
+	cond.LastTransitionTime = metav1.Now()
+	if was.Type != "" && was.Status == cond.Status {
+		cond.LastTransitionTime = was.LastTransitionTime
 	}
+	status := map[string]any{"conditions": []any{map[string]any{"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason,
+		"message": cond.Message, "lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339)}}}
 	if tlsStatus != nil {
 		t, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tlsStatus)
 		if err != nil {
@@ -445,6 +522,24 @@ func (r *MemcachedTLSReconciler) setStatus(ctx context.Context, mc *cachev1.Memc
 	return nil
 }
 
+// removeStatus takes the CertificatesReady condition and status.tls out of status, on the status
+// the reconcile read (a conflict: looked at again). A patch, not an apply: another writer's full
+// update may have made it a co-owner of the condition, which an apply would leave in place.
+func (r *MemcachedTLSReconciler) removeStatus(ctx context.Context, mc *cachev1.Memcached) error {
+	if memcachedCondition(mc.Status, ConditionCertificatesReady).Type == "" && mc.Status.TLS == nil {
+		return nil
+	}
+	before := mc.DeepCopy()
+	mc.Status.Conditions = slices.DeleteFunc(slices.Clone(mc.Status.Conditions), func(c cachev1.HelmCondition) bool {
+		return c.Type == ConditionCertificatesReady
+	})
+	mc.Status.TLS = nil
+	if err := r.Status().Patch(ctx, mc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("remove what status says of TLS from Memcached %s/%s: %w", mc.Namespace, mc.Name, client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
 // SetupWithManager reconciles a Memcached when it changes and when one of its TLS Secrets does (a
 // tenant's edit or deletion is undone at once).
 func (r *MemcachedTLSReconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -455,5 +550,7 @@ func (r *MemcachedTLSReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, readinessChanged)).
 		WatchesRawSource(source.Kind(r.Secrets, &corev1.Secret{},
 			handler.TypedEnqueueRequestForOwner[*corev1.Secret](mgr.GetScheme(), mgr.GetRESTMapper(), &cachev1.Memcached{}, handler.OnlyControllerOwner()))).
+		// At least two workers, of which a namespace takes one at most (slots).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 2)}).
 		Complete(r)
 }

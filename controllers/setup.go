@@ -173,8 +173,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return fmt.Errorf("set up the Memcached autopilot: %w", err)
 	}
 
-	tlsCerts := &MemcachedTLSReconciler{Client: mgr.GetClient(), Secrets: tlsSecrets, Recorder: mgr.GetEventRecorder("memcached-tls-controller"),
-		Reach: reach, CAValidity: cmp.Or(cfg.CAValidity, DefaultCAValidity), CertValidity: cmp.Or(cfg.CertificateValidity, DefaultCertificateValidity)}
+	tlsCerts := &MemcachedTLSReconciler{Client: mgr.GetClient(), Secrets: tlsSecrets, Live: direct, Recorder: mgr.GetEventRecorder("memcached-tls-controller"),
+		Reach: reach, Workers: cfg.Helm.Workers, CAValidity: cmp.Or(cfg.CAValidity, DefaultCAValidity), CertValidity: cmp.Or(cfg.CertificateValidity, DefaultCertificateValidity)}
 	if err := tlsCerts.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached TLS controller: %w", err)
 	}

@@ -200,6 +200,41 @@ var _ = Describe("TLS", func() {
 		Expect(served.Load()).To(BeNumerically(">", 10))
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(
 			HaveField("Status", metav1.ConditionTrue))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("CertificateRenewed"))
+
+		By("keeping the certificates while TLS is turned off until no server serves it")
+		setSpec(ctx, key, "  replicaCount: 1\n")
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "TurningOff"), HaveField("Message", ContainSubstring("tls-memcached-0"))))
+		Consistently(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(server), &corev1.Secret{}) }, 2*time.Second, interval).Should(Succeed())
+		Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "tls-memcached-0"}})).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(server), &corev1.Secret{}))
+		}, timeout, interval).Should(BeTrue(), "the Secrets go once the last TLS server has")
+		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(And(HaveField("TLS", BeNil()),
+			HaveField("Conditions", Not(ContainElement(HaveField("Type", controllers.ConditionCertificatesReady))))))
+	})
+
+	It("says which servers run on a CA the cache no longer has, when its CA Secret was deleted", func(ctx SpecContext) {
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "tls"}
+		createMemcached(ctx, key, "  replicaCount: 1\n  tls: {enabled: true}\n")
+		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
+		ca, server, _ := tlsSecrets(ctx, key)
+		servers := eventuallyServers(ctx, key)
+		dir := mountedSecret(ctx, server)
+		host := startMemcached(8, "-Z", "-o", strings.ReplaceAll(tlsOptions(servers), "/etc/memcached/tls", dir))
+		args := slices.Clone(servers.Spec.Template.Spec.Containers[0].Args)
+		memcachedPod(ctx, key, "tls-memcached-0", host, true, func(p *corev1.Pod) {
+			p.Spec.Hostname, p.Spec.Subdomain = "tls-memcached-0", servers.Spec.ServiceName
+			p.Spec.Containers[0].Args = args
+		})
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(
+			HaveField("Reason", "CertificatesServed"))
+
+		Expect(k8sClient.Delete(ctx, ca)).To(Succeed())
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "CertificateAuthorityReplaced"),
+			HaveField("Message", ContainSubstring("tls-memcached-0 serves a certificate of a CA this cache no longer has"))))
 	})
 })
 

@@ -139,4 +139,9 @@ func proveTLS() {
 		Expect(p.Hits).To(Equal(p.Requests), "pass at %s: every key hit", p.At.Format(time.TimeOnly))
 	}
 	Expect(kubectl("-n", ns, "get", "events", "--field-selector", "reason=CertificateRenewed", "-o", "name")).NotTo(BeEmpty())
+	By("the exporter still reading memcached with the renewed client certificate")
+	Eventually(func() string {
+		out, _ := kubectlOut("get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:9150/proxy/metrics", ns, pod))
+		return out
+	}, timeout, poll).Should(ContainSubstring("\nmemcached_up 1\n"))
 }
