@@ -366,7 +366,7 @@ BENCH_FLAGS ?=
 HELM_OPERATOR_PLUGINS_VERSION = $(shell go list -m -f '{{.Version}}' github.com/operator-framework/helm-operator-plugins)
 
 .PHONY: bench
-bench: bench-warm bench-noisy envtest $(KUBE_BIN)/kube-controller-manager $(HELM) bench-manager ## Measure this operator against the stock helm-operator and the raw-create limit into bench/results/ (quick: BENCH_FLAGS="-n 100 -reps 1 -once '' -large '' -extras ''"); memcached's warm restart (bench-warm) and the noisy neighbour (bench-noisy).
+bench: bench-warm bench-noisy bench-tls envtest $(KUBE_BIN)/kube-controller-manager $(HELM) bench-manager ## Measure this operator against the stock helm-operator and the raw-create limit into bench/results/ (quick: BENCH_FLAGS="-n 100 -reps 1 -once '' -large '' -extras ''"); memcached's warm restart (bench-warm), the noisy neighbour (bench-noisy) and what TLS costs (bench-tls).
 	CGO_ENABLED=0 go build -o $(LOCALBIN)/bench/helm-operator github.com/operator-framework/helm-operator-plugins
 	cd bench && go run . -repo $(CURDIR) -bin-dir $(LOCALBIN)/bench -kube-bin $(KUBE_BIN) -kube-version $(KUBE_VERSION) -helm $(HELM) -out $(CURDIR)/bench/results \
 		-versions "Kubernetes $(KUBE_VERSION) (kube-apiserver, etcd, kube-controller-manager), helm-operator-plugins $(HELM_OPERATOR_PLUGINS_VERSION)" $(BENCH_FLAGS)
@@ -374,6 +374,10 @@ bench: bench-warm bench-noisy envtest $(KUBE_BIN)/kube-controller-manager $(HELM
 .PHONY: bench-noisy
 bench-noisy: test-packages envtest ## Measure a tenant's install, availability and in-place memory change beside another tenant's servers, refusing at once and then stalling (an envtest spec) into bench/results/noisy-neighbour.md.
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" NOISY_NEIGHBOUR_REPORT=$(CURDIR)/bench/results/noisy-neighbour.md go test ./controllers/ -count=1 -timeout 10m -ginkgo.focus "stalling servers"
+
+.PHONY: bench-tls
+bench-tls: test-packages ## Measure what spec.tls costs on memcached's data path: requests per second and latency in plain text and with the chart's TLS options (mutual TLS), connections kept open and one per request, into bench/results/tls-cost.md.
+	go run ./hack/tlscost -out $(CURDIR)/bench/results
 
 .PHONY: bench-warm
 bench-warm: test-packages ## Measure memcached's warm restart (keepCacheAcross Restarts) at 64 MiB and 1 GiB of items: stop to serving again, items kept, memory, into bench/results/warm-restart.md.
