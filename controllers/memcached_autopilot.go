@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -268,7 +267,7 @@ func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 		st.Autopilot = nil
 		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionFalse, "AutoscalingOff",
-			fmt.Sprintf("spec.autoscaling is off: the cache has replicaCount %d servers of %d MiB (memcached.maxMemoryMB)", ptrOr(mc.Spec.ReplicaCount, 1), specMaxMemoryMB(&mc.Spec)))
+			fmt.Sprintf("spec.autoscaling is off: the cache has replicaCount %s of %d MiB (memcached.maxMemoryMB)", count(ptrOr(mc.Spec.ReplicaCount, 1), "server", "servers"), specMaxMemoryMB(&mc.Spec)))
 		removeMemcachedCondition(st, ConditionScalingLimited)
 	} else {
 		var err error
@@ -311,7 +310,7 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 		// dropping to the spec's at once; it steps no more until the bounds allow a size.
 		kept := "the spec's size applies"
 		if st.Autopilot != nil {
-			kept = fmt.Sprintf("the cache keeps its size (%d servers of %d MiB) and steps no more", st.Autopilot.Replicas, st.Autopilot.MaxMemoryMB)
+			kept = fmt.Sprintf("the cache keeps its size (%s of %d MiB) and steps no more", count(st.Autopilot.Replicas, "server", "servers"), st.Autopilot.MaxMemoryMB)
 			st.Autopilot.EvictingSince, st.Autopilot.LowUseSince = nil, nil
 		}
 		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionFalse, "InvalidBounds", b.invalid+": "+kept)
@@ -352,8 +351,8 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	case ap.LowUseSince == nil:
 		ap.LowUseSince = &t
 	}
-	figures := fmt.Sprintf("%d servers of %d MiB; %s evictions/s, the fullest server uses %d%%", ap.Replicas, ap.MaxMemoryMB,
-		strconv.FormatFloat(evictions, 'f', -1, 64), stats.MemoryUsedPercent)
+	figures := fmt.Sprintf("%s of %d MiB; %s evictions/s, the fullest server uses %d%%", count(ap.Replicas, "server", "servers"), ap.MaxMemoryMB,
+		perSecond(evictions), stats.MemoryUsedPercent)
 
 	busy, err := r.busyWith(ctx, mc, st, ap)
 	if err != nil {
@@ -475,7 +474,7 @@ func (r *MemcachedAutopilotReconciler) nextStep(ctx context.Context, mc *cachev1
 		case ap.Replicas > b.minReplicas:
 			// The servers left must hold what all hold now, below the low-use share.
 			if used, room := stats.MemoryUsed.Value(), int64(ap.Replicas-1)*int64(ap.MaxMemoryMB)<<20*int64(b.belowPercent)/100; used >= room {
-				return nil, next, &limit{"TooFullToRemove", fmt.Sprintf("%s: %d servers would hold the %s in use above %d%%", figures, ap.Replicas-1, stats.MemoryUsed.String(), b.belowPercent), "bounds"}, nil
+				return nil, next, &limit{"TooFullToRemove", fmt.Sprintf("%s: %s would hold the %s in use above %d%%", figures, count(ap.Replicas-1, "server", "servers"), stats.MemoryUsed.String(), b.belowPercent), "bounds"}, nil
 			}
 			next.Replicas--
 			step = autopilotStep{stepRemoveServer, fmt.Sprintf("servers %d → %d, the highest removed: %s for %s", ap.Replicas, next.Replicas, figures, b.scaleInAfter)}

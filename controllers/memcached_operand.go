@@ -500,10 +500,11 @@ func observeOperand(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, re
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, ReasonPodsFailing, trouble)
 	case ro.complete() && retiring > 0:
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, ReasonRetiringPods,
-			fmt.Sprintf("memcached %s runs on %d servers; %d pods of the earlier release leave the Service and stop", target, ro.want, retiring))
+			fmt.Sprintf("memcached %s runs on %s; %s of the earlier release %s the Service and %s", target, count(ro.want, "server", "servers"),
+				count(retiring, "pod", "pods"), pluralVerb(retiring, "leaves", "leave"), pluralVerb(retiring, "stops", "stop")))
 	case ro.complete():
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, "Complete",
-			fmt.Sprintf("%d servers run memcached %s", ro.want, target))
+			fmt.Sprintf("%s %s memcached %s", count(ro.want, "server", "servers"), pluralVerb(ro.want, "runs", "run"), target))
 	default:
 		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, "RollingOut",
 			fmt.Sprintf("memcached %s %s", target, ro))

@@ -233,3 +233,34 @@ func TestHelmOutcome(t *testing.T) {
 		})
 	}
 }
+
+// Status texts read as people write: counts agree with their nouns and verbs, rates are rounded.
+func TestStatusTexts(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{count(1, "server", "servers"), "1 server"},
+		{count(int32(3), "server", "servers"), "3 servers"},
+		{count(0, "server", "servers"), "0 servers"},
+		{pluralVerb(1, "runs", "run"), "runs"},
+		{perSecond(12666.666000000001), "12667"},
+		{perSecond(2.45), "2.5"},
+		{perSecond(0.041), "0.04"},
+		{perSecond(0), "0"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%q, want %q", c.got, c.want)
+		}
+	}
+	st := &cachev1.MemcachedStatus{}
+	one := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: 1},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "memcached", Image: "docker.io/library/memcached:1.6.39"}}}}},
+		Status: appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}}
+	observeOperand(st, one, 1, "")
+	if got := memcachedCondition(*st, ConditionProgressing).Message; got != "memcached 1.6.39 runs on 1 server; 1 pod of the earlier release leaves the Service and stops" {
+		t.Errorf("Progressing says %q", got)
+	}
+	observeOperand(st, one, 0, "")
+	if got := memcachedCondition(*st, ConditionProgressing).Message; got != "1 server runs memcached 1.6.39" {
+		t.Errorf("Progressing says %q", got)
+	}
+}

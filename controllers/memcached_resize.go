@@ -462,13 +462,13 @@ func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client
 	switch {
 	case plan.way == WayWarmRestart:
 		r.Recorder.Eventf(cr, live, corev1.EventTypeNormal, WayWarmRestart, "ChangeServers",
-			"%s: restarting %d servers one at a time in their pods, each with its items", record.what(), held)
+			"%s: restarting %s one at a time in their pods, each with its items", record.what(), count(held, "server", "servers"))
 	case plan.memory:
 		r.Recorder.Eventf(cr, live, corev1.EventTypeNormal, ReasonResizingInPlace, "ResizeServers",
-			"%s: resizing %d servers in place, without a restart", record.what(), held)
+			"%s: resizing %s in place, without a restart", record.what(), count(held, "server", "servers"))
 	default:
 		r.Recorder.Eventf(cr, live, corev1.EventTypeNormal, WayInPlace, "ChangeServers",
-			"%s: writing onto %d servers in place, without a restart", record.what(), held)
+			"%s: writing onto %s in place, without a restart", record.what(), count(held, "server", "servers"))
 	}
 	return nil
 }
@@ -744,14 +744,14 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	switch {
 	case rec.Way == WayWarmRestart:
 		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, WayWarmRestart, "ChangeServers",
-			"%s: %d servers restarted one at a time in their pods, %d with their items", rec.what(), n, len(rec.Warm))
+			"%s: %s restarted one at a time in their pods, %d with their items", rec.what(), count(n, "server", "servers"), len(rec.Warm))
 	case rec.memoryChange():
 		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, ReasonResizedInPlace, "ResizeServers",
-			"%s: %d servers resized in place, none restarted", rec.what(), n)
+			"%s: %s resized in place, none restarted", rec.what(), count(n, "server", "servers"))
 		resizeMetrics.WithLabelValues("in_place").Inc()
 	default:
 		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, WayInPlace, "ChangeServers",
-			"%s: written onto %d servers in place, none restarted", rec.what(), n)
+			"%s: written onto %s in place, none restarted", rec.what(), count(n, "server", "servers"))
 	}
 	changeMetrics.WithLabelValues(wayMetric(cmp.Or(rec.Way, WayInPlace))).Inc()
 	return ctrl.Result{}, nil

@@ -484,12 +484,6 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	return cond, oldest, 0, nil
 }
 
-func pluralVerb(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
 
 // setStatus writes the CertificatesReady condition and status.tls with server-side apply, as
 // their only writer: what other controllers write to status stays theirs.

@@ -1,0 +1,53 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Status messages and Events are read by people: a count agrees with its noun, a rate is rounded.
+
+// count is "1 server" or "3 servers".
+func count[T ~int | ~int32 | ~int64](n T, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// pluralVerb is the verb (or word) that goes with n things.
+func pluralVerb[T ~int | ~int32 | ~int64](n T, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// perSecond is a rate as people read it: whole from 10 up, one decimal below, two below 0.1.
+func perSecond(x float64) string {
+	switch a := math.Abs(x); {
+	case a >= 10:
+		return strconv.FormatFloat(math.Round(x), 'f', -1, 64)
+	case a >= 0.1:
+		return strconv.FormatFloat(math.Round(x*10)/10, 'f', -1, 64)
+	default:
+		return strconv.FormatFloat(math.Round(x*100)/100, 'f', -1, 64)
+	}
+}
