@@ -484,7 +484,6 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	return cond, oldest, 0, nil
 }
 
-
 // setStatus writes the CertificatesReady condition and status.tls with server-side apply, as
 // their only writer: what other controllers write to status stays theirs.
 func (r *MemcachedTLSReconciler) setStatus(ctx context.Context, mc *cachev1.Memcached, cond *cachev1.HelmCondition, tlsStatus *cachev1.TLSStatus) error {
