@@ -65,13 +65,20 @@ func CacheOptions(watchNamespaces []string, records *helm.Records) cache.Options
 		}
 		opts.ByObject[obj] = by
 	}
-	for _, ns := range watchNamespaces {
-		if opts.DefaultNamespaces == nil {
-			opts.DefaultNamespaces = map[string]cache.Config{}
-		}
-		opts.DefaultNamespaces[ns] = cache.Config{}
-	}
+	opts.DefaultNamespaces = namespaceConfigs(watchNamespaces)
 	return opts
+}
+
+// namespaceConfigs limits a cache to the watched namespaces; nil (no namespace named): all.
+func namespaceConfigs(watchNamespaces []string) map[string]cache.Config {
+	var out map[string]cache.Config
+	for _, ns := range watchNamespaces {
+		if out == nil {
+			out = map[string]cache.Config{}
+		}
+		out[ns] = cache.Config{}
+	}
+	return out
 }
 
 // PartlyCachedKinds are the kinds CacheOptions caches only some objects of.

@@ -509,7 +509,7 @@ func (r *MemcachedAutopilotReconciler) nextStep(ctx context.Context, mc *cachev1
 
 // heldMemory is the most item memory any ready server of the Memcached has allocated.
 func (r *MemcachedAutopilotReconciler) heldMemory(ctx context.Context, mc *cachev1.Memcached) (uint64, error) {
-	pods, err := (&MemcachedStatsReconciler{Client: r.Client}).readyPods(ctx, mc)
+	pods, err := readyServers(ctx, r.Client, mc)
 	if err != nil {
 		return 0, err
 	}

@@ -112,7 +112,7 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		r.empty.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	pods, err := r.readyPods(ctx, mc)
+	pods, err := readyServers(ctx, r.Client, mc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -216,21 +216,16 @@ func observeResponsive(st *cachev1.MemcachedStatus, reads []podRead) {
 			len(silent), len(reads), cacheTimeout, strings.Join(silent, ", "), first))
 }
 
-// readyPods are the Memcached's ready servers: with the release's labels, made by the release's
+// readyServers are the Memcached's ready servers: with the release's labels, made by the release's
 // StatefulSet (its controller, by UID: a pod labelled alike, or one that names some StatefulSet as
 // its owner, is not read) and not on the host network (its IP would be the node's).
-func (r *MemcachedStatsReconciler) readyPods(ctx context.Context, mc *cachev1.Memcached) ([]*corev1.Pod, error) {
-	return readyServers(ctx, r.Client, mc)
-}
-
-// readyServers is readyPods' work, for every controller that talks to the servers.
 func readyServers(ctx context.Context, c client.Reader, mc *cachev1.Memcached) ([]*corev1.Pod, error) {
-	return serverPods(ctx, c, mc, true)
+	return podsOfRelease(ctx, c, mc, true)
 }
 
-// serverPods are the pods of the release's StatefulSet (by UID), not on the host network; with
+// podsOfRelease are the pods of the release's StatefulSet (by UID), not on the host network; with
 // onlyReady, those that are ready and have an address.
-func serverPods(ctx context.Context, c client.Reader, mc *cachev1.Memcached, onlyReady bool) ([]*corev1.Pod, error) {
+func podsOfRelease(ctx context.Context, c client.Reader, mc *cachev1.Memcached, onlyReady bool) ([]*corev1.Pod, error) {
 	servers, err := serversOf(ctx, c, mc)
 	if err != nil || servers == nil {
 		return nil, err
@@ -474,9 +469,6 @@ func sameProcess(p, cur operand.Stats) bool {
 
 func ptrTo[T any](v T) *T { return &v }
 
-// SetupWithManager reads each Memcached when it is created (and, for each one there, when the
-// operator starts) and when one of its pods becomes ready or stops being ready; after that, every
-// Interval while it has a ready pod.
 // readinessChanged passes a pod's events when it comes, goes, or becomes ready or not.
 var readinessChanged = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool { return podReady(e.Object.(*corev1.Pod)) },
@@ -487,6 +479,9 @@ var readinessChanged = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
+// SetupWithManager reads each Memcached when it is created (and, for each one there, when the
+// operator starts) and when one of its pods becomes ready or stops being ready; after that, every
+// Interval while it has a ready pod.
 func (r *MemcachedStatsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	created := predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return true },

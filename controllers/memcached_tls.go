@@ -118,13 +118,8 @@ func TLSSecretSelector() k8slabels.Selector {
 func TLSSecretsCache(mgr ctrl.Manager, watchNamespaces []string) (cache.Cache, error) {
 	opts := cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: TLSSecretSelector(), Transform: dataOfMemcachedsOnly}},
-	}
-	for _, ns := range watchNamespaces {
-		if opts.DefaultNamespaces == nil {
-			opts.DefaultNamespaces = map[string]cache.Config{}
-		}
-		opts.DefaultNamespaces[ns] = cache.Config{}
+		ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: TLSSecretSelector(), Transform: dataOfMemcachedsOnly}},
+		DefaultNamespaces: namespaceConfigs(watchNamespaces),
 	}
 	c, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {
@@ -227,7 +222,7 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 // only when no server serves TLS any more: until the rollout has replaced them all, a TLS server
 // that restarts mounts its Secret, and the operator reaches the others with the client one.
 func (r *MemcachedTLSReconciler) turnOff(ctx context.Context, mc *cachev1.Memcached) (ctrl.Result, error) {
-	pods, err := serverPods(ctx, r.Client, mc, false)
+	pods, err := podsOfRelease(ctx, r.Client, mc, false)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -333,14 +328,14 @@ func renewTime(certPEM []byte) time.Time {
 }
 
 // ensure makes the Secret name of the cache, or makes its data again when current says it is not;
-// make gets the data it had. A Secret of that name the operator did not make for this Memcached
+// issue gets the data it had. A Secret of that name the operator did not make for this Memcached
 // is errNameTaken, and left as it is.
 func (r *MemcachedTLSReconciler) ensure(ctx context.Context, mc *cachev1.Memcached, name, role string, typ corev1.SecretType,
-	current func(map[string][]byte) bool, make func(old map[string][]byte) (map[string][]byte, error)) (map[string][]byte, error) {
+	current func(map[string][]byte) bool, issue func(old map[string][]byte) (map[string][]byte, error)) (map[string][]byte, error) {
 	secret := &corev1.Secret{}
 	err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret)
 	if apierrors.IsNotFound(err) {
-		data, err := make(nil)
+		data, err := issue(nil)
 		if err != nil {
 			return nil, err
 		}
@@ -374,7 +369,7 @@ func (r *MemcachedTLSReconciler) ensure(ctx context.Context, mc *cachev1.Memcach
 	if current(secret.Data) {
 		return secret.Data, nil
 	}
-	data, err := make(secret.Data)
+	data, err := issue(secret.Data)
 	if err != nil {
 		return nil, err
 	}

@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -44,8 +45,8 @@ import (
 // chartFullname is the chart's memcached.fullname.
 func chartFullname(release string) string {
 	name := release
-	if !strings.Contains(release, chartName) {
-		name = release + "-" + chartName
+	if !strings.Contains(release, labels.ChartName) {
+		name = release + "-" + labels.ChartName
 	}
 	return strings.TrimSuffix(truncate(name, 63), "-")
 }
@@ -62,8 +63,6 @@ func serversNameOf(release string) string {
 
 // headlessNameOf is the chart's memcached.headlessName.
 func headlessNameOf(release string) string { return serversNameOf(release) + "-headless" }
-
-const chartName = "memcached"
 
 func truncate(s string, n int) string {
 	if len(s) > n {

@@ -204,9 +204,6 @@ func ParseCert(certPEM []byte) (*x509.Certificate, error) {
 	return x509.ParseCertificate(block.Bytes)
 }
 
-// Fingerprint is the SHA-256 of a certificate's DER: what a server that answers proves it serves.
-func Fingerprint(cert *x509.Certificate) [32]byte { return sha256.Sum256(cert.Raw) }
-
 func (kp KeyPair) parse() (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	cert, err := ParseCert(kp.Cert)
 	if err != nil {

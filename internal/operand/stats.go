@@ -19,7 +19,6 @@ package operand
 import (
 	"bufio"
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -46,8 +45,6 @@ type Stats struct {
 	RejectedConnections, ListenDisabled uint64
 	// CurrItems are the items it holds: a restart with its memory file keeps them.
 	CurrItems uint64
-	// Certificate is the one the server proved over TLS; nil in plain text.
-	Certificate *x509.Certificate
 }
 
 // ErrTooManyConnections is memcached's answer to a connection beyond its maxConnections: the
@@ -59,7 +56,7 @@ var ErrTooManyConnections = errors.New("memcached refused the connection: too ma
 const StatsReplyLimit = 64 << 10
 
 // ReadStats asks the memcached server srv for its `stats` over the text protocol, within timeout
-// for the whole exchange. Over TLS, the certificate the server proved goes with them.
+// for the whole exchange.
 func ReadStats(ctx context.Context, srv Server, timeout time.Duration) (Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -71,12 +68,7 @@ func ReadStats(ctx context.Context, srv Server, timeout time.Duration) (Stats, e
 	if _, err := io.WriteString(conn, "stats\r\n"); err != nil {
 		return Stats{}, err
 	}
-	s, err := ParseStats(io.LimitReader(conn, StatsReplyLimit))
-	if err != nil {
-		return Stats{}, err
-	}
-	s.Certificate = servedCertificate(conn)
-	return s, nil
+	return ParseStats(io.LimitReader(conn, StatsReplyLimit))
 }
 
 // ParseStats reads a `stats` reply up to its END line. Each figure the operator reports must be
