@@ -203,7 +203,7 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "CertificateRenewed", "RenewCertificates", "renewed %s", strings.Join(made.renewed, "; "))
 	}
 
-	cond, notAfter, retry, err := r.serve(ctx, mc, made.server)
+	cond, notAfter, retry, err := r.serve(ctx, mc, made)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -255,13 +255,15 @@ type madeCertificates struct {
 	issued, renewed []string
 	// server is the servers' certificate (PEM) as the Secret now holds it.
 	server []byte
+	// client is the client Secret as this reconcile left it.
+	client *corev1.Secret
 }
 
 // ensureCertificates makes or renews what is due of the cache's three Secrets, and says what it
 // made and when the first of them is next due.
 func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cachev1.Memcached, now time.Time) (madeCertificates, time.Time, error) {
 	var made madeCertificates
-	ca, err := r.ensure(ctx, mc, caSecretName(mc.Name), roleCA, corev1.SecretTypeOpaque,
+	caSecret, err := r.ensure(ctx, mc, caSecretName(mc.Name), roleCA, corev1.SecretTypeOpaque,
 		func(data map[string][]byte) bool {
 			return certs.Matches(data[caCertKey], data[caKeyKey]) && !certs.Due(data[caCertKey], now)
 		},
@@ -279,8 +281,8 @@ func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cac
 	if err != nil {
 		return made, time.Time{}, err
 	}
-	caPair := certs.KeyPair{Cert: ca[caCertKey], Key: ca[caKeyKey]}
-	renewAt := renewTime(ca[caCertKey])
+	caPair := certs.KeyPair{Cert: caSecret.Data[caCertKey], Key: caSecret.Data[caKeyKey]}
+	renewAt := renewTime(caPair.Cert)
 	headless := headlessNameOf(mc.Name)
 	server := certs.Leaf{CommonName: serversNameOf(mc.Name), Server: true, DNSNames: []string{
 		"*." + serverDomain(headless, mc.Namespace), serverDomain(headless, mc.Namespace),
@@ -291,7 +293,7 @@ func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cac
 		name, role string
 		leaf       certs.Leaf
 	}{{serverTLSSecretName(mc.Name), roleServer, server}, {clientTLSSecretOf(mc.Name), roleClient, client}} {
-		data, err := r.ensure(ctx, mc, leaf.name, leaf.role, corev1.SecretTypeTLS,
+		secret, err := r.ensure(ctx, mc, leaf.name, leaf.role, corev1.SecretTypeTLS,
 			func(data map[string][]byte) bool {
 				return bytes.Equal(data[caCertKey], caPair.Cert) && certs.SignedBy(data[corev1.TLSCertKey], caPair, leaf.leaf) &&
 					certs.Matches(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]) && !certs.Due(data[corev1.TLSCertKey], now)
@@ -309,11 +311,13 @@ func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cac
 		if err != nil {
 			return made, time.Time{}, err
 		}
-		if at := renewTime(data[corev1.TLSCertKey]); at.Before(renewAt) {
+		if at := renewTime(secret.Data[corev1.TLSCertKey]); at.Before(renewAt) {
 			renewAt = at
 		}
 		if leaf.role == roleServer {
-			made.server = data[corev1.TLSCertKey]
+			made.server = secret.Data[corev1.TLSCertKey]
+		} else {
+			made.client = secret
 		}
 	}
 	return made, renewAt, nil
@@ -327,11 +331,11 @@ func renewTime(certPEM []byte) time.Time {
 	return certs.RenewAt(cert)
 }
 
-// ensure makes the Secret name of the cache, or makes its data again when current says it is not;
-// issue gets the data it had. A Secret of that name the operator did not make for this Memcached
-// is errNameTaken, and left as it is.
+// ensure makes the Secret name of the cache, or makes its data again when current says it is not,
+// and returns it as written; issue gets the data it had. A Secret of that name the operator did
+// not make for this Memcached is errNameTaken, and left as it is.
 func (r *MemcachedTLSReconciler) ensure(ctx context.Context, mc *cachev1.Memcached, name, role string, typ corev1.SecretType,
-	current func(map[string][]byte) bool, issue func(old map[string][]byte) (map[string][]byte, error)) (map[string][]byte, error) {
+	current func(map[string][]byte) bool, issue func(old map[string][]byte) (map[string][]byte, error)) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret)
 	if apierrors.IsNotFound(err) {
@@ -358,7 +362,7 @@ func (r *MemcachedTLSReconciler) ensure(ctx context.Context, mc *cachev1.Memcach
 			}
 		} else {
 			log.FromContext(ctx).Info("TLS Secret created", "secret", name)
-			return data, nil
+			return secret, nil
 		}
 	} else if err != nil {
 		return nil, err
@@ -367,7 +371,7 @@ func (r *MemcachedTLSReconciler) ensure(ctx context.Context, mc *cachev1.Memcach
 		return nil, errNameTaken{name}
 	}
 	if current(secret.Data) {
-		return secret.Data, nil
+		return secret, nil
 	}
 	data, err := issue(secret.Data)
 	if err != nil {
@@ -379,7 +383,7 @@ func (r *MemcachedTLSReconciler) ensure(ctx context.Context, mc *cachev1.Memcach
 		return nil, fmt.Errorf("renew Secret %s: %w", name, err) // a conflict: the next try reads it again
 	}
 	log.FromContext(ctx).Info("TLS Secret renewed", "secret", name)
-	return data, nil
+	return secret, nil
 }
 
 // removeSecrets deletes the TLS Secrets the operator made for the cache, once spec.tls is off.
@@ -402,12 +406,12 @@ func (r *MemcachedTLSReconciler) removeSecrets(ctx context.Context, mc *cachev1.
 	return nil
 }
 
-// serve makes every ready server that serves TLS serve the cache's current certificate (PEM), and
+// serve makes every ready server that serves TLS serve the cache's current certificate, and
 // reports it: the condition, when the oldest certificate served expires, and how soon to look
 // again while not every server serves it (0: at the next renewal).
-func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcached, current []byte) (cachev1.HelmCondition, time.Time, time.Duration, error) {
+func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcached, current madeCertificates) (cachev1.HelmCondition, time.Time, time.Duration, error) {
 	cond := cachev1.HelmCondition{Type: ConditionCertificatesReady}
-	want, err := certs.ParseCert(current)
+	want, err := certs.ParseCert(current.server)
 	if err != nil {
 		return cond, time.Time{}, 0, err
 	}
@@ -429,7 +433,10 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	}
 	var stale, silent, foreign []string
 	oldest := want.NotAfter
-	for _, a := range askServers(ctx, tlsPods, r.Reach, func(ctx context.Context, srv operand.Server) (*x509.Certificate, error) {
+	// With the client Secret as just written, not as the cache may still show it: after a CA made
+	// anew, the older client certificate would still be taken by the servers, and what they were
+	// told (refresh_certs, with whichever files the kubelet had brought) would depend on a race.
+	for _, a := range askServers(ctx, tlsPods, r.Reach.pinning(current.client), func(ctx context.Context, srv operand.Server) (*x509.Certificate, error) {
 		served, err := operand.ServedCertificate(ctx, srv, cacheTimeout)
 		if err != nil || served.Equal(want) {
 			return served, err

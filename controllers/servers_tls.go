@@ -175,3 +175,26 @@ func controllingStatefulSet(p *corev1.Pod) string {
 	}
 	return ""
 }
+
+// pinning is the reach with client Secret s as given rather than as Secrets shows it: a reconcile
+// that has just written s speaks with what it wrote.
+func (r *ServerReach) pinning(s *corev1.Secret) *ServerReach {
+	return &ServerReach{Port: r.Port, Secrets: pinnedSecret{Reader: r.Secrets, secret: s}}
+}
+
+// pinnedSecret reads one Secret as given and the others through Reader.
+type pinnedSecret struct {
+	client.Reader
+	secret *corev1.Secret
+}
+
+func (p pinnedSecret) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if out, ok := obj.(*corev1.Secret); ok && p.secret != nil && key == client.ObjectKeyFromObject(p.secret) {
+		p.secret.DeepCopyInto(out)
+		return nil
+	}
+	if p.Reader == nil {
+		return errors.New("the operator reads no TLS Secrets")
+	}
+	return p.Reader.Get(ctx, key, obj, opts...)
+}

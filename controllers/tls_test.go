@@ -311,7 +311,7 @@ func mountedSecret(ctx context.Context, s *corev1.Secret) string {
 	go func() {
 		defer GinkgoRecover()
 		for ctx.Err() == nil {
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // far sooner than a kubelet, so that races with the files (serve after a new CA) show
 			now := &corev1.Secret{}
 			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(s), now); err != nil || now.ResourceVersion == last {
 				continue
