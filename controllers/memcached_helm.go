@@ -49,14 +49,12 @@ import (
 
 // setupMemcachedHelm sets up the Helm side of Memcached (internal/helm) with this operator's
 // values translation: its image for CRs that name none (nil: the chart's own) and its namespace,
-// the status conditions its Go side owns, the Go side's first report, and the preparation of an
+// the Go side's first report, and the preparation of an
 // upgrade whose memory change is made in place.
 func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, cfg Config, defaults OperatorValues, live client.Client, firstReport helm.FirstReport, beforeUpgrade actionclient.BeforeUpgrade) error {
 	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	return helm.Setup(ctx, mgr, w, helm.Options{
-		Translator: ValuesTranslator(defaults, recorder),
-		GoConditions: []string{ConditionAvailable, ConditionProgressing, ConditionMemoryPressure, ConditionConnectionsSaturated,
-			ConditionResizing, ConditionScalingActive, ConditionScalingLimited, ConditionCertificatesReady},
+		Translator:        ValuesTranslator(defaults, recorder),
 		Settings:          cfg.Helm,
 		Namespaces:        cfg.WatchNamespaces,
 		Live:              live,

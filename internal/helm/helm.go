@@ -80,9 +80,6 @@ type Options struct {
 	Settings
 	// Translator turns a CR into the chart's values.
 	Translator values.Translator
-	// GoConditions are the status condition types the Go side of the kind owns: the library's
-	// status writes keep them as they are (status.go).
-	GoConditions []string
 	// Namespaces are the watched namespaces (empty: all), where release records of earlier
 	// versions are taken over.
 	Namespaces []string
@@ -94,7 +91,7 @@ type Options struct {
 	// their data (CacheTransform: the cache's Secret transform); nil: the cache keeps their data.
 	Records *Records
 	// FirstReport, if set, gives the Go side's first report of a CR, which the Helm side's status
-	// write that says its release is deployed carries while none of GoConditions is set yet: one
+	// write that says its release is deployed carries while no condition of the Go side is set yet: one
 	// write for both sides (status.go).
 	FirstReport FirstReport
 	// PartlyCached are the kinds the manager's cache holds only some objects of (by label): an
@@ -217,12 +214,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 	if err != nil {
 		return fmt.Errorf("helm action client: %w", err)
 	}
-	goConditions := map[string]bool{}
-	for _, c := range opts.GoConditions {
-		goConditions[c] = true
-	}
 	ropts := []reconciler.Option{
-		reconciler.WithClient(finalizerClient{sharedStatusClient{Client: mgr.GetClient(), live: opts.Live, goConditions: goConditions, firstReport: opts.FirstReport}}),
+		reconciler.WithClient(finalizerClient{sharedStatusClient{Client: mgr.GetClient(), live: opts.Live, firstReport: opts.FirstReport}}),
 		reconciler.WithActionClientGetter(getter),
 		reconciler.WithEventRecorder(libraryEvents{recorder}),
 		reconciler.WithChart(*w.Chart),

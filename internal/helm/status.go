@@ -44,21 +44,25 @@ import (
 // carries the Go side's first report (Options.FirstReport): one write for both sides.
 type sharedStatusClient struct {
 	client.Client
-	live         client.Reader   // the API server, uncached: when the cache's status is not current
-	goConditions map[string]bool // the condition types the Go side owns (Options.GoConditions)
-	firstReport  FirstReport     // Options.FirstReport
+	live        client.Reader // the API server, uncached: when the cache's status is not current
+	firstReport FirstReport   // Options.FirstReport
 }
 
 func (c sharedStatusClient) Status() client.SubResourceWriter {
-	return sharedStatusWriter{SubResourceWriter: c.Client.Status(), live: c.live, cache: c.Client, goConditions: c.goConditions, firstReport: c.firstReport}
+	return sharedStatusWriter{SubResourceWriter: c.Client.Status(), live: c.live, cache: c.Client, firstReport: c.firstReport}
 }
 
 type sharedStatusWriter struct {
 	client.SubResourceWriter
-	live, cache  client.Reader
-	goConditions map[string]bool
-	firstReport  FirstReport
+	live, cache client.Reader
+	firstReport FirstReport
 }
+
+// libraryConditions are the condition types the library writes (its pkg/reconciler/internal/
+// conditions); every other condition is the Go side's. Named by what the library owns, not by a
+// list of the Go side's: a condition the Go side adds is its own without a second list to keep.
+var libraryConditions = map[string]bool{library.ConditionInitialized: true, library.ConditionDeployed: true,
+	library.ConditionReleaseFailed: true, library.ConditionIrreconcilable: true, library.ConditionPaused: true}
 
 // FirstReport is the Go side's first report of a CR (Options.FirstReport): the CR's status, given
 // in cr, with the Go side's fields and conditions added; nil when it has none to give yet.
@@ -67,7 +71,7 @@ type FirstReport func(ctx context.Context, cr *unstructured.Unstructured) (map[s
 // withFirstReport is the merged status with the Go side's first report, when it says the release
 // is deployed, the Go side has not reported yet, and it has a report to give; else merged as it is.
 func (w sharedStatusWriter) withFirstReport(ctx context.Context, u *unstructured.Unstructured, merged map[string]any) map[string]any {
-	if w.firstReport == nil || !deployed(merged) || hasCondition(merged, w.goConditions) {
+	if w.firstReport == nil || !deployed(merged) || hasGoCondition(merged) {
 		return merged
 	}
 	cr := &unstructured.Unstructured{Object: maps.Clone(u.Object)}
@@ -97,7 +101,7 @@ func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts 
 		// manifest it never reads back, is every reconcile: nothing is sent when the merge leaves
 		// the status as the cache has it.
 		existing, _ := cached.Object["status"].(map[string]any)
-		merged := w.withFirstReport(ctx, u, mergeHelmStatus(existing, written, w.goConditions))
+		merged := w.withFirstReport(ctx, u, mergeHelmStatus(existing, written))
 		if equality.Semantic.DeepEqual(merged, existing) {
 			return nil
 		}
@@ -118,7 +122,7 @@ func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts 
 			return err
 		}
 		existing, _ := current.Object["status"].(map[string]any)
-		u.Object["status"] = w.withFirstReport(ctx, u, mergeHelmStatus(existing, written, w.goConditions))
+		u.Object["status"] = w.withFirstReport(ctx, u, mergeHelmStatus(existing, written))
 		u.SetResourceVersion(current.GetResourceVersion())
 		return w.SubResourceWriter.Update(ctx, u, opts...)
 	})
@@ -127,7 +131,7 @@ func (w sharedStatusWriter) Update(ctx context.Context, obj client.Object, opts 
 // mergeHelmStatus is the live status with the library's part replaced by what it wrote: the name
 // of its deployedRelease (the Go side reports its revision) and its conditions, followed by the Go
 // side's conditions as they are live (the library wrote back whatever it had read of those).
-func mergeHelmStatus(existing, written map[string]any, goConditions map[string]bool) map[string]any {
+func mergeHelmStatus(existing, written map[string]any) map[string]any {
 	out := maps.Clone(existing)
 	if out == nil {
 		out = map[string]any{}
@@ -144,13 +148,13 @@ func mergeHelmStatus(existing, written map[string]any, goConditions map[string]b
 	var conds []any
 	writtenConds, _ := written["conditions"].([]any)
 	for _, c := range writtenConds {
-		if !goConditions[conditionType(c)] {
+		if libraryConditions[conditionType(c)] {
 			conds = append(conds, withOwnReason(c))
 		}
 	}
 	existingConds, _ := existing["conditions"].([]any)
 	for _, c := range existingConds {
-		if goConditions[conditionType(c)] {
+		if !libraryConditions[conditionType(c)] {
 			conds = append(conds, c)
 		}
 	}
@@ -169,11 +173,11 @@ func deployed(status map[string]any) bool {
 	return false
 }
 
-// hasCondition reports whether a status has a condition of one of types.
-func hasCondition(status map[string]any, types map[string]bool) bool {
+// hasGoCondition reports whether a status has a condition of the Go side.
+func hasGoCondition(status map[string]any) bool {
 	conds, _ := status["conditions"].([]any)
 	for _, c := range conds {
-		if types[conditionType(c)] {
+		if !libraryConditions[conditionType(c)] {
 			return true
 		}
 	}

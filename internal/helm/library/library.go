@@ -45,6 +45,10 @@ const (
 	// ConditionDeployed is the condition the library sets True once a release is installed or
 	// upgraded (pkg/reconciler/internal/conditions, TypeDeployed).
 	ConditionDeployed = "Deployed"
+	// ConditionInitialized and ConditionPaused are the library's other conditions: a CR it has
+	// seen (TypeInitialized), a CR whose reconcile is paused (TypePaused).
+	ConditionInitialized = "Initialized"
+	ConditionPaused      = "Paused"
 	// ConditionReleaseFailed is True while the last install, upgrade or uninstall failed
 	// (TypeReleaseFailed); ConditionIrreconcilable while the library cannot reconcile the CR at
 	// all (TypeIrreconcilable).
