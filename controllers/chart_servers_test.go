@@ -24,6 +24,7 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chartutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -99,6 +100,27 @@ func TestChartRunsServersWithStableNames(t *testing.T) {
 	}
 	if got := list.Data["MEMCACHED_SRV"]; got != "_memcache._tcp.memcached-sample-headless.default.svc" {
 		t.Errorf("MEMCACHED_SRV = %q", got)
+	}
+}
+
+// The NOTES, which the Deployed condition shows, name the image the servers were deployed from,
+// not the chart's appVersion: an image set by spec.image or RELATED_IMAGE_MEMCACHED may hold
+// another memcached (the Progressing condition says the version the servers report).
+func TestChartNotesNameTheImage(t *testing.T) {
+	kube := &chartutil.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}
+	for _, tc := range []struct {
+		values map[string]any
+		want   string
+	}{
+		{map[string]any{"replicaCount": 1, "image": map[string]any{"repository": "registry.example/memcached", "tag": "1.6.18"}},
+			"1 memcached server of image registry.example/memcached:1.6.18: memcached-sample-0.memcached-sample-headless.default.svc:11211\n"},
+		{map[string]any{"replicaCount": 3, "image": map[string]any{"repository": "registry.example/memcached", "digest": "sha256:" + strings.Repeat("a", 64)}},
+			"3 memcached servers of image registry.example/memcached@sha256:" + strings.Repeat("a", 64) + "; clients shard keys over the list\n"},
+	} {
+		notes := installDryRun(t, "memcached-sample", kube, tc.values).Info.Notes
+		if !strings.HasPrefix(notes, tc.want) {
+			t.Errorf("NOTES start %q, want %q", notes, tc.want)
+		}
 	}
 }
 

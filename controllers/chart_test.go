@@ -32,6 +32,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -69,6 +70,24 @@ func renderChartOn(t testing.TB, kube *chartutil.KubeVersion, values map[string]
 
 func renderRelease(t testing.TB, name string, kube *chartutil.KubeVersion, values map[string]any, apiVersions ...string) []*unstructured.Unstructured {
 	t.Helper()
+	rel := installDryRun(t, name, kube, values, apiVersions...)
+	var objs []*unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rel.Manifest), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+// installDryRun is the release Helm would install of the chart, rendered without a cluster.
+func installDryRun(t testing.TB, name string, kube *chartutil.KubeVersion, values map[string]any, apiVersions ...string) *release.Release {
+	t.Helper()
 	chrt, err := loader.Load(filepath.Join(repoRoot(), "helm-charts", "memcached"))
 	if err != nil {
 		t.Fatal(err)
@@ -82,18 +101,7 @@ func renderRelease(t testing.TB, name string, kube *chartutil.KubeVersion, value
 	if err != nil {
 		t.Fatalf("render chart: %v", err)
 	}
-	var objs []*unstructured.Unstructured
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rel.Manifest), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
-	return objs
+	return rel
 }
 
 const chartNamespace = "default"
