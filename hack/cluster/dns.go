@@ -116,16 +116,7 @@ func (c *Cluster) deployDNS(self string) error {
 	if err := c.push(img, corednsImage); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp("", "coredns-*.yaml")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.WriteString(dnsManifest()); err != nil {
-		return err
-	}
-	f.Close()
-	if _, err := c.kubectl("apply", "--server-side", "-f", f.Name()); err != nil {
+	if err := c.applyManifest(dnsManifest()); err != nil {
 		return err
 	}
 	return waitFor("cluster DNS", 180*time.Second, func() error {
@@ -135,4 +126,19 @@ func (c *Cluster) deployDNS(self string) error {
 		}
 		return nil
 	})
+}
+
+// applyManifest applies manifest (YAML documents) server-side.
+func (c *Cluster) applyManifest(manifest string) error {
+	f, err := os.CreateTemp("", "manifest-*.yaml")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(manifest); err != nil {
+		return err
+	}
+	f.Close()
+	_, err = c.kubectl("apply", "--server-side", "-f", f.Name())
+	return err
 }
