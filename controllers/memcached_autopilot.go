@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -110,13 +111,13 @@ func specMaxMemoryMB(spec *cachev1.MemcachedSpec) int32 {
 // boundsOf reads spec.autoscaling; unset bounds are the spec's size.
 func boundsOf(spec *cachev1.MemcachedSpec) autopilotBounds {
 	as := spec.Autoscaling
-	replicas := ptrOr(spec.ReplicaCount, 1)
+	replicas := ptr.Deref(spec.ReplicaCount, 1)
 	b := autopilotBounds{
-		minReplicas: ptrOr(as.MinReplicas, replicas), maxReplicas: ptrOr(as.MaxReplicas, replicas),
+		minReplicas: ptr.Deref(as.MinReplicas, replicas), maxReplicas: ptr.Deref(as.MaxReplicas, replicas),
 		floorMB: specMaxMemoryMB(spec), evictions: float64(max(as.ScaleUpEvictionsPerSecond, 1)),
 		belowPercent: as.ScaleInBelowPercent,
 	}
-	b.maxMB = ptrOr(as.MaxMemoryMB, b.floorMB)
+	b.maxMB = ptr.Deref(as.MaxMemoryMB, b.floorMB)
 	if spec.KeepCacheAcross == cachev1.KeepAcrossRestarts {
 		// A server that restarts with its items keeps its item memory (memcached restores its
 		// file only into the same -m): the autopilot adds servers instead. The values
@@ -161,7 +162,7 @@ func autopilotSize(spec *cachev1.MemcachedSpec, st *cachev1.AutopilotStatus) (re
 		}
 		return 0, 0, false
 	}
-	replicas, mb = ptrOr(spec.ReplicaCount, 1), b.floorMB
+	replicas, mb = ptr.Deref(spec.ReplicaCount, 1), b.floorMB
 	if st != nil {
 		replicas, mb = st.Replicas, st.MaxMemoryMB
 	}
@@ -267,7 +268,7 @@ func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 		st.Autopilot = nil
 		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionFalse, "AutoscalingOff",
-			fmt.Sprintf("spec.autoscaling is off: the cache has replicaCount %s of %d MiB (memcached.maxMemoryMB)", count(ptrOr(mc.Spec.ReplicaCount, 1), "server", "servers"), specMaxMemoryMB(&mc.Spec)))
+			fmt.Sprintf("spec.autoscaling is off: the cache has replicaCount %s of %d MiB (memcached.maxMemoryMB)", count(ptr.Deref(mc.Spec.ReplicaCount, 1), "server", "servers"), specMaxMemoryMB(&mc.Spec)))
 		removeMemcachedCondition(st, ConditionScalingLimited)
 	} else {
 		var err error

@@ -41,6 +41,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -437,7 +438,7 @@ func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client
 	patch := client.MergeFromWithOptions(live.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if why != "" {
 		record.Way = WayStartedEmpty
-		record.Outcome, record.Why, record.At = outcomeRolledOut, why, ptrTo(metav1.Now())
+		record.Outcome, record.Why, record.At = outcomeRolledOut, why, ptr.To(metav1.Now())
 		metav1.SetMetaDataAnnotation(&live.ObjectMeta, labels.ResizeHold, record.annotation())
 		if err := r.Patch(ctx, live, patch); err != nil {
 			return fmt.Errorf("record why StatefulSet %s is rolled out: %w", live.Name, err)
@@ -447,7 +448,7 @@ func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client
 	}
 	// Servers the upgrade adds (ordinals from the smaller of the two counts on) start with the
 	// new template; the others are held.
-	held := min(replicasOf(live), ptrOr(to.Spec.Replicas, 1))
+	held := min(replicasOf(live), ptr.Deref(to.Spec.Replicas, 1))
 	if held == 0 {
 		return nil // no server to change
 	}
@@ -737,7 +738,7 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{RequeueAfter: resizePoll}, nil
 	}
 	n := min(partitionOf(servers), replicasOf(servers))
-	rec.Outcome, rec.At, rec.ToMB, rec.ToLimit = outcomeInPlace, ptrTo(metav1.Now()), plan.after.MB, plan.after.limit()
+	rec.Outcome, rec.At, rec.ToMB, rec.ToLimit = outcomeInPlace, ptr.To(metav1.Now()), plan.after.MB, plan.after.limit()
 	if err := r.release(ctx, servers, *rec); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -980,7 +981,7 @@ func (r *MemcachedResizeReconciler) restarted(ctx, talk context.Context, mc *cac
 	if err := r.setServing(ctx, p, true); err != nil {
 		return false, err
 	}
-	rec.Restart, rec.Progress = nil, ptrTo(metav1.Now())
+	rec.Restart, rec.Progress = nil, ptr.To(metav1.Now())
 	return true, r.record(ctx, servers, *rec)
 }
 
@@ -1169,7 +1170,7 @@ func (r *MemcachedResizeReconciler) keepLimits(ctx context.Context, servers *app
 // letGo ends a hold without resizing the rest in place: the StatefulSet then replaces the servers
 // not yet resized, one at a time.
 func (r *MemcachedResizeReconciler) letGo(ctx context.Context, mc client.Object, servers *appsv1.StatefulSet, rec resizeRecord, why string) error {
-	rec.Outcome, rec.Why, rec.At, rec.Blocked, rec.Restart = outcomeRolledOut, why, ptrTo(metav1.Now()), "", nil
+	rec.Outcome, rec.Why, rec.At, rec.Blocked, rec.Restart = outcomeRolledOut, why, ptr.To(metav1.Now()), "", nil
 	if rec.Way != "" {
 		rec.Way = WayStartedEmpty
 	}
@@ -1206,7 +1207,7 @@ func (r *MemcachedResizeReconciler) writeHold(ctx context.Context, servers *apps
 	s := servers.DeepCopy()
 	patch := client.MergeFromWithOptions(servers, client.MergeFromWithOptimisticLock{})
 	if letGo && s.Spec.UpdateStrategy.RollingUpdate != nil {
-		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptrTo(int32(0))
+		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(int32(0))
 	}
 	if rec == nil {
 		delete(s.Annotations, labels.ResizeHold)
@@ -1231,14 +1232,7 @@ func partitionOf(s *appsv1.StatefulSet) int32 {
 	return 0
 }
 
-func replicasOf(s *appsv1.StatefulSet) int32 { return ptrOr(s.Spec.Replicas, 1) }
-
-func ptrOr[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
-}
+func replicasOf(s *appsv1.StatefulSet) int32 { return ptr.Deref(s.Spec.Replicas, 1) }
 
 // observeChange renders the StatefulSet's record of the last change of its servers (none: no
 // condition): the Resizing condition for a change of memory, as since 1.2.0, and CacheWarm, whether

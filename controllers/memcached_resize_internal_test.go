@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/labels"
@@ -209,7 +210,7 @@ func statefulSetWithAnnotation(v string) *appsv1.StatefulSet {
 // empty only once the StatefulSet's template has moved on from the one the servers ran.
 func TestObserveRolloutOnlyOnceApplied(t *testing.T) {
 	rec := resizeRecord{Revision: "servers-1", Way: WayStartedEmpty, Change: "memcached's flags", Outcome: outcomeRolledOut,
-		Why: "memcached's flags changed", Since: metav1.Now(), At: ptrTo(metav1.Now())}
+		Why: "memcached's flags changed", Since: metav1.Now(), At: ptr.To(metav1.Now())}
 	servers := statefulSetWithAnnotation(rec.annotation())
 	servers.Generation = 2
 	for _, tc := range []struct {

@@ -31,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -442,11 +443,11 @@ func summarize(reads []podRead, prev map[types.UID]operand.Stats, was *cachev1.M
 	s.LastStartTime = metav1.NewTime(started)
 	switch {
 	case winGets > 0:
-		s.HitRatioPercent = ptrTo(int32(winHits * 100 / winGets))
+		s.HitRatioPercent = ptr.To(int32(winHits * 100 / winGets))
 	case was != nil && was.HitRatioPercent != nil:
 		s.HitRatioPercent = was.HitRatioPercent
 	case !out.measured && gets > 0:
-		s.HitRatioPercent = ptrTo(int32(hits * 100 / gets))
+		s.HitRatioPercent = ptr.To(int32(hits * 100 / gets))
 	}
 	switch {
 	case out.measured:
@@ -466,8 +467,6 @@ func sameProcess(p, cur operand.Stats) bool {
 		cur.GetHits >= p.GetHits && cur.GetMisses >= p.GetMisses && cur.Evictions >= p.Evictions &&
 		cur.RejectedConnections >= p.RejectedConnections && cur.ListenDisabled >= p.ListenDisabled
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // readinessChanged passes a pod's events when it comes, goes, or becomes ready or not.
 var readinessChanged = predicate.Funcs{

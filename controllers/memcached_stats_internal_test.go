@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
@@ -47,7 +48,7 @@ func TestSummarize(t *testing.T) {
 		f(&s)
 		return s
 	}
-	was := &cachev1.MemcachedStats{HitRatioPercent: ptrTo(int32(42)), EvictionsPerSecond: resource.NewMilliQuantity(1500, resource.DecimalSI)}
+	was := &cachev1.MemcachedStats{HitRatioPercent: ptr.To(int32(42)), EvictionsPerSecond: resource.NewMilliQuantity(1500, resource.DecimalSI)}
 
 	for _, tc := range []struct {
 		name      string
@@ -63,11 +64,11 @@ func TestSummarize(t *testing.T) {
 	}{{
 		name:  "a first read: the hit ratio since start, no rates",
 		reads: []podRead{{pod: pod("a"), stats: base}},
-		hit:   ptrTo(int32(80)),
+		hit:   ptr.To(int32(80)),
 	}, {
 		name:  "a first read after an operator restart keeps the last figures",
 		reads: []podRead{{pod: pod("a"), stats: base}}, was: was,
-		hit: ptrTo(int32(42)), evictions: ptrTo(int64(1500)),
+		hit: ptr.To(int32(42)), evictions: ptr.To(int64(1500)),
 	}, {
 		name: "a second read: rates over the interval",
 		reads: []podRead{{pod: pod("a"), stats: later(10, func(s *operand.Stats) {
@@ -76,12 +77,12 @@ func TestSummarize(t *testing.T) {
 			s.GetMisses += 5
 		})}},
 		prev: map[types.UID]operand.Stats{"a": base}, was: was,
-		hit: ptrTo(int32(50)), evictions: ptrTo(int64(2000)), measured: true, evicting: 1,
+		hit: ptr.To(int32(50)), evictions: ptr.To(int64(2000)), measured: true, evicting: 1,
 	}, {
 		name:  "a quiet interval: no evictions, the hit ratio stays",
 		reads: []podRead{{pod: pod("a"), stats: later(30, func(*operand.Stats) {})}},
 		prev:  map[types.UID]operand.Stats{"a": base}, was: was,
-		hit: ptrTo(int32(42)), evictions: ptrTo(int64(0)), measured: true,
+		hit: ptr.To(int32(42)), evictions: ptr.To(int64(0)), measured: true,
 	}, {
 		name: "a restarted memcached counts from zero: no rate from it",
 		reads: []podRead{{pod: pod("a"), stats: later(30, func(s *operand.Stats) {
@@ -95,17 +96,17 @@ func TestSummarize(t *testing.T) {
 			s.Evictions, s.GetHits, s.GetMisses = 0, 1, 0
 		})}},
 		prev: map[types.UID]operand.Stats{"a": base}, was: was,
-		hit: ptrTo(int32(42)), evictions: ptrTo(int64(1500)),
+		hit: ptr.To(int32(42)), evictions: ptr.To(int64(1500)),
 	}, {
 		name: "connections refused in the interval",
 		reads: []podRead{{pod: pod("a"), stats: later(30, func(s *operand.Stats) { s.RejectedConnections = 3 })},
 			{pod: pod("b"), err: operand.ErrTooManyConnections}},
 		prev: map[types.UID]operand.Stats{"a": base}, was: was,
-		hit: ptrTo(int32(42)), evictions: ptrTo(int64(0)), measured: true, saturated: 2,
+		hit: ptr.To(int32(42)), evictions: ptr.To(int64(0)), measured: true, saturated: 2,
 	}, {
 		name:      "90% of maxConnections open",
 		reads:     []podRead{{pod: pod("a"), stats: later(0, func(s *operand.Stats) { s.CurrConnections = 922 })}},
-		hit:       ptrTo(int32(80)),
+		hit:       ptr.To(int32(80)),
 		saturated: 1,
 	}, {
 		name:    "no pod answered",
@@ -148,7 +149,7 @@ func deref[T any](p *T) any {
 // registers them (the alerts' and dashboard's lint, tests/monitoring, trusts that table).
 func TestMetricsAreDocumented(t *testing.T) {
 	key := types.NamespacedName{Namespace: "docs", Name: "docs"}
-	operandMetrics.set(key, &cachev1.MemcachedStats{HitRatioPercent: ptrTo(int32(50)),
+	operandMetrics.set(key, &cachev1.MemcachedStats{HitRatioPercent: ptr.To(int32(50)),
 		EvictionsPerSecond: resource.NewQuantity(1, resource.DecimalSI)}, []podRead{{err: errors.New("refused")}})
 	defer operandMetrics.forget(key)
 	autopilotMetrics.set(key, &cachev1.AutopilotStatus{Replicas: 1, MaxMemoryMB: 64})
