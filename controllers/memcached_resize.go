@@ -448,7 +448,7 @@ func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client
 	}
 	// Servers the upgrade adds (ordinals from the smaller of the two counts on) start with the
 	// new template; the others are held.
-	held := min(replicasOf(live), ptr.Deref(to.Spec.Replicas, 1))
+	held := min(replicasOf(live), replicasOf(to))
 	if held == 0 {
 		return nil // no server to change
 	}

@@ -26,10 +26,7 @@ import (
 
 // count is "1 server" or "3 servers".
 func count[T ~int | ~int32 | ~int64](n T, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
+	return fmt.Sprintf("%d %s", n, pluralVerb(n, one, many))
 }
 
 // pluralVerb is the verb (or word) that goes with n things.
