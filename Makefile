@@ -547,10 +547,11 @@ e2e-release-images: cluster-tool ## Rebuild the operator and bundle images of th
 	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) --mirror --ref=$$($(MEMCACHED_IMAGE_OF) config/manager/manager.yaml)
 
 .PHONY: cluster-tool
-cluster-tool: $(CLUSTER_TOOL) ## Build the local cluster tool and the pause and CoreDNS binaries it packs.
+cluster-tool: $(CLUSTER_TOOL) ## Build the local cluster tool and the pause, CoreDNS and kube-router binaries it packs or runs.
 
-$(CLUSTER_TOOL): $(wildcard hack/cluster/*.go hack/cluster/*/*.go) hack/cluster/go.mod
+$(CLUSTER_TOOL): $(wildcard hack/cluster/*.go hack/cluster/*/*.go) hack/cluster/go.mod hack/netpol/go.mod
 	cd hack/cluster && CGO_ENABLED=0 go build -o $(dir $@) . ./pause ./coredns ./grpc-health-probe
+	cd hack/netpol && CGO_ENABLED=0 go build -o $(dir $@) github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
 
 $(PROBE_ARM64): $(wildcard hack/cluster/grpc-health-probe/*.go) hack/cluster/go.mod
 	cd hack/cluster && CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -o $@ ./grpc-health-probe

@@ -55,7 +55,7 @@ kind: ConfigMap
 metadata: {name: coredns, namespace: kube-system}
 data:
   Corefile: |
-    .:1053 {
+    .:53 {
         errors
         health :8080
         ready :8181
@@ -81,14 +81,20 @@ spec:
       serviceAccountName: coredns
       priorityClassName: system-cluster-critical
       dnsPolicy: Default
-      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+      # Port 53 in the pod, as everywhere: NetworkPolicies (OLM's among them) allow DNS egress by
+      # the pod's port, which the Service's DNAT leaves; unprivileged ports start there.
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        seccompProfile: {type: RuntimeDefault}
+        sysctls: [{name: net.ipv4.ip_unprivileged_port_start, value: "53"}]
       containers:
       - name: coredns
         image: %[2]s
         args: [-conf, /etc/coredns/Corefile]
         ports:
-        - {name: dns, containerPort: 1053, protocol: UDP}
-        - {name: dns-tcp, containerPort: 1053, protocol: TCP}
+        - {name: dns, containerPort: 53, protocol: UDP}
+        - {name: dns-tcp, containerPort: 53, protocol: TCP}
         readinessProbe: {httpGet: {path: /ready, port: 8181}, periodSeconds: 2}
         livenessProbe: {httpGet: {path: /health, port: 8080}, periodSeconds: 10}
         resources: {requests: {cpu: 50m, memory: 32Mi}, limits: {memory: 128Mi}}
@@ -103,8 +109,8 @@ spec:
   clusterIP: %[3]s
   selector: {k8s-app: kube-dns}
   ports:
-  - {name: dns, port: 53, targetPort: 1053, protocol: UDP}
-  - {name: dns-tcp, port: 53, targetPort: 1053, protocol: TCP}
+  - {name: dns, port: 53, targetPort: 53, protocol: UDP}
+  - {name: dns-tcp, port: 53, targetPort: 53, protocol: TCP}
 `, clusterDomain, corednsImage, clusterDNSIP)
 }
 
@@ -116,16 +122,7 @@ func (c *Cluster) deployDNS(self string) error {
 	if err := c.push(img, corednsImage); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp("", "coredns-*.yaml")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.WriteString(dnsManifest()); err != nil {
-		return err
-	}
-	f.Close()
-	if _, err := c.kubectl("apply", "--server-side", "-f", f.Name()); err != nil {
+	if err := c.applyManifest(dnsManifest()); err != nil {
 		return err
 	}
 	return waitFor("cluster DNS", 180*time.Second, func() error {
@@ -135,4 +132,19 @@ func (c *Cluster) deployDNS(self string) error {
 		}
 		return nil
 	})
+}
+
+// applyManifest applies manifest (YAML documents) server-side.
+func (c *Cluster) applyManifest(manifest string) error {
+	f, err := os.CreateTemp("", "manifest-*.yaml")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(manifest); err != nil {
+		return err
+	}
+	f.Close()
+	_, err = c.kubectl("apply", "--server-side", "-f", f.Name())
+	return err
 }

@@ -38,7 +38,7 @@ type hostState struct {
 }
 
 // sysctls the cluster needs or the kubelet sets.
-var touchedSysctls = []string{"net.ipv4.ip_forward", "vm.overcommit_memory", "kernel.panic", "kernel.panic_on_oops"}
+var touchedSysctls = []string{"net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables", "vm.overcommit_memory", "kernel.panic", "kernel.panic_on_oops"}
 
 // hostPaths that containerd, CNI and the kubelet create whatever their root folders are.
 var hostPaths = []string{"/run/containerd", "/run/netns", "/var/run/netns", "/var/lib/cni", "/var/lib/kubelet", "/var/log/containers", "/var/log/pods", "/etc/cni", "/opt/cni"}

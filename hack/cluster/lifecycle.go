@@ -36,7 +36,10 @@ func (c *Cluster) up(self string) error {
 			return fmt.Errorf("%s is missing: run `make cluster-binaries`", c.bin(b))
 		}
 	}
-	for _, tool := range []string{"containerd", "runc", "ctr", "iptables", "ip", "conntrack"} {
+	if _, err := os.Stat(helper(self, "kube-router")); err != nil {
+		return fmt.Errorf("%s is missing: run `make cluster-tool`", helper(self, "kube-router"))
+	}
+	for _, tool := range []string{"containerd", "runc", "ctr", "iptables", "ip", "conntrack", "ipset"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is not installed: run `make host-packages` as root (hack/packages.txt)", tool)
 		}
@@ -55,6 +58,10 @@ func (c *Cluster) up(self string) error {
 	}
 	if err := setSysctl("net.ipv4.ip_forward", "1"); err != nil {
 		return err
+	}
+	// Pods on the bridge reach each other through netfilter, where NetworkPolicy is enforced.
+	if err := setSysctl("net.bridge.bridge-nf-call-iptables", "1"); err != nil {
+		return fmt.Errorf("%w (the kernel module br_netfilter is not loaded: modprobe br_netfilter)", err)
 	}
 	p, err := c.ensurePKI()
 	if err != nil {
@@ -107,13 +114,16 @@ func (c *Cluster) up(self string) error {
 	if err := c.deployDNS(self); err != nil {
 		return err
 	}
+	if err := c.startNetworkPolicy(self); err != nil {
+		return err
+	}
 	logf("cluster is up: export KUBECONFIG=%s", c.Kubeconfig())
 	return nil
 }
 
 // components in start order; down stops them in reverse.
 func (c *Cluster) componentNames() []string {
-	return []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "registry", "containerd", "kubelet", "kube-proxy"}
+	return []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "registry", "containerd", "kubelet", "kube-proxy", "kube-router"}
 }
 
 // down stops everything up started, by PID, and undoes its changes to the host.
@@ -139,6 +149,7 @@ func (c *Cluster) down() error {
 	}
 	_ = c.stop("kubelet", 20*time.Second)
 	c.removeContainers()
+	_ = c.stop("kube-router", 10*time.Second)
 	_ = c.stop("kube-proxy", 10*time.Second)
 	if _, err := os.Stat(c.bin("kube-proxy")); err == nil {
 		_ = exec.Command(c.bin("kube-proxy"), "--cleanup", "--config="+c.path("kube-proxy", "config.yaml")).Run()
@@ -148,6 +159,7 @@ func (c *Cluster) down() error {
 	}
 	c.killShims()
 	cleanIptables()
+	cleanIPSets()
 	cleanLinks()
 	unmountUnder(c.StateDir)
 	unmountUnder("/run/containerd")
@@ -231,7 +243,7 @@ func (c *Cluster) status() error {
 func (c *Cluster) checkPorts() error {
 	ports := map[int]string{etcdClientPort: "etcd", etcdPeerPort: "etcd", apiServerPort: "kube-apiserver",
 		kubeletPort: "kubelet", RegistryPort: "registry", 10257: "kube-controller-manager", 10259: "kube-scheduler",
-		10249: "kube-proxy", 10256: "kube-proxy", 10248: "kubelet"}
+		10249: "kube-proxy", 10256: "kube-proxy", 10248: "kubelet", kubeRouterHealthPort: "kube-router"}
 	for port, owner := range ports {
 		if _, ok := c.pid(owner); ok {
 			continue

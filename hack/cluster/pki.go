@@ -175,7 +175,7 @@ type PKI struct {
 	CA, FrontProxyCA                                     *keyPair
 	APIServer, APIServerKubeletClient, FrontProxyClient  *keyPair
 	Admin, ControllerManager, Scheduler, Node, KubeProxy *keyPair
-	KubeletServing, Registry                             *keyPair
+	KubeRouter, KubeletServing, Registry                 *keyPair
 	ServiceAccountKey, ServiceAccountPub                 string
 }
 
@@ -207,6 +207,7 @@ func (c *Cluster) ensurePKI() (*PKI, error) {
 		{&p.Scheduler, p.CA, certSpec{name: "scheduler", cn: "system:kube-scheduler", client: true}},
 		{&p.Node, p.CA, certSpec{name: "node", cn: "system:node:" + c.NodeName, orgs: []string{"system:nodes"}, client: true}},
 		{&p.KubeProxy, p.CA, certSpec{name: "kube-proxy", cn: "system:kube-proxy", client: true}},
+		{&p.KubeRouter, p.CA, certSpec{name: "kube-router", cn: "system:kube-router", client: true}},
 		{&p.KubeletServing, p.CA, certSpec{name: "kubelet", cn: c.NodeName, server: true, dnsNames: []string{c.NodeName, "localhost"}, ips: []string{c.NodeIP, "127.0.0.1"}}},
 		{&p.Registry, p.CA, certSpec{name: "registry", cn: "registry", server: true, dnsNames: []string{"localhost"}, ips: []string{"127.0.0.1", c.NodeIP}}},
 	}

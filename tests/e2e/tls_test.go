@@ -101,9 +101,9 @@ func proveTLS() {
 
 	By("refusing a client without the certificate, and one in plain text")
 	var refused clientCounts
-	runTLSClient(ns, "no-cert", tls.ClientSecret, &refused, append(withTLS, "-tls-no-cert", "-op", "read", "-keys", "20")...)
+	runTLSClient(ns, "no-cert", tls.ClientSecret, &refused, append(withTLS, "-tls-no-cert", "-op", "read", "-keys", "20", "-wait-reachable", "0")...)
 	Expect(refused).To(And(HaveField("Failures", 20), HaveField("Hits", 0)), "first error: %s", refused.FirstError)
-	runClient(ns, "plain", &refused, "-servers", list, "-op", "read", "-keys", "20")
+	runClient(ns, "plain", &refused, "-servers", list, "-op", "read", "-keys", "20", "-wait-reachable", "0")
 	Expect(refused).To(And(HaveField("Failures", 20), HaveField("Hits", 0)), "first error: %s", refused.FirstError)
 
 	By("reading the servers' stats: the operator into status, the exporter for Prometheus")

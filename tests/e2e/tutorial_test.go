@@ -393,6 +393,8 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 
 	It("serves TLS with client certificates: 10000 keys over mutual TLS, other clients refused, stats still read, a certificate renewed under a reading client with no failed request", proveTLS)
 
+	It("lets only the clients its NetworkPolicy allows reach memcached, on a cluster that enforces it: others refused until the policy is off", proveNetworkPolicy)
+
 	It("changes the servers' memory in place: 30000 keys kept, no restart, memcached's own limit doubled and halved", proveMemoryInPlace)
 
 	It("keeps the keys through the changes it rolls out: annotations in place, a new image restarted warm one server at a time, a new item memory said to start empty", proveCacheKept)

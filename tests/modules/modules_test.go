@@ -55,3 +55,16 @@ func TestBenchRequiresTheOperatorsVersions(t *testing.T) {
 		}
 	}
 }
+
+// kube-router (hack/netpol) builds the same Kubernetes client libraries as the cluster tool
+// (hack/cluster), which make test-e2e builds first: at the cluster tool's versions their packages
+// come from its build cache.
+func TestNetpolRequiresTheClusterToolsVersions(t *testing.T) {
+	cluster := requires(t, filepath.Join("..", "..", "hack", "cluster", "go.mod"))
+	netpol := requires(t, filepath.Join("..", "..", "hack", "netpol", "go.mod"))
+	for path, version := range netpol {
+		if want, ok := cluster[path]; ok && version != want {
+			t.Errorf("hack/netpol/go.mod requires %s %s; hack/cluster/go.mod requires %s: `cd hack/netpol && go get %s@%s` (no tidy: the module has no packages)", path, version, want, path, want)
+		}
+	}
+}

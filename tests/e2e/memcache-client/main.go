@@ -75,6 +75,8 @@ func main() {
 	tlsDir := flag.String("tls-dir", "", "speak TLS with the CA and client certificate of this directory (ca.crt, tls.crt, tls.key)")
 	tlsServerName := flag.String("tls-server-name", "", "the name the servers' certificate must hold (the addresses resolve to IPs)")
 	tlsNoCert := flag.Bool("tls-no-cert", false, "with -tls-dir, present no client certificate")
+	waitReachable := flag.Duration("wait-reachable", 30*time.Second, "first wait up to this long until every server takes a connection, as applications "+
+		"retry (a NetworkPolicy agent allows a new pod's address a moment after the pod starts); 0: at once, for clients meant to be refused")
 	flag.Parse()
 	if *tlsDir != "" {
 		cfg, err := clientTLS(*tlsDir, *tlsServerName, !*tlsNoCert)
@@ -107,6 +109,9 @@ func main() {
 	addrs, err := list()
 	if err != nil {
 		fail(err)
+	}
+	if *waitReachable > 0 {
+		awaitReachable(addrs, *waitReachable)
 	}
 	ring := &rendezvous{}
 	if err := ring.set(addrs); err != nil {
@@ -373,6 +378,24 @@ func (r *rendezvous) Each(f func(net.Addr) error) error {
 		}
 	}
 	return nil
+}
+
+// awaitReachable returns once every server of addrs took a connection, or once d has passed (the
+// operation then counts what fails).
+func awaitReachable(addrs []string, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for _, a := range addrs {
+		for time.Now().Before(deadline) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			conn, err := dial(ctx, "tcp", a)
+			cancel()
+			if err == nil {
+				_ = conn.Close()
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
 }
 
 // dial connects to a server: plain TCP, or TLS with -tls-dir.

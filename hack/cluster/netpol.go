@@ -1,0 +1,108 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// The cluster enforces NetworkPolicy with kube-router's network policy controller alone (no BGP
+// routing, no service proxy: the CNI bridge and kube-proxy do those), as its
+// kube-router-firewall-daemonset.yaml runs it, but on the node beside kube-proxy: per pod that a
+// policy selects, iptables chains and ipsets of the peers it allows. Traffic from the node itself
+// (the kubelet's probes, the e2e suite's Prometheus) always passes, as with kube-router anywhere.
+// (kube-network-policies, SIG Network's agent, needs nftables' queue expression, which the
+// kernel of this project's machines lacks.)
+
+// kubeRouterHealthPort is kube-router's /healthz (its default), on every address of the node.
+const kubeRouterHealthPort = 20244
+
+func (c *Cluster) kubeRouter(self string) component {
+	return component{name: "kube-router", args: []string{helper(self, "kube-router"),
+		"--run-firewall=true", "--run-router=false", "--run-service-proxy=false",
+		"--kubeconfig=" + c.path("kubeconfigs", "kube-router"), "--hostname-override=" + c.NodeName,
+		"--service-cluster-ip-range=" + serviceCIDR, fmt.Sprintf("--health-port=%d", kubeRouterHealthPort),
+	}}
+}
+
+// kubeRouterRBAC is what its firewall reads (kube-router's generic manifest without the rights
+// of its router and proxy), for the client certificate of its kubeconfig.
+const kubeRouterRBAC = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "system:kube-router"}
+rules:
+- apiGroups: [""]
+  resources: [namespaces, pods, services, nodes, endpoints]
+  verbs: [get, list, watch]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "system:kube-router"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:kube-router"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-router"}]
+`
+
+// startNetworkPolicy starts kube-router's firewall once the node is registered and waits until it
+// reports healthy.
+func (c *Cluster) startNetworkPolicy(self string) error {
+	if err := c.applyManifest(kubeRouterRBAC); err != nil {
+		return err
+	}
+	if err := c.start(c.kubeRouter(self)); err != nil {
+		return err
+	}
+	if err := waitFor("kube-router's network policy controller", 60*time.Second, func() error {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", kubeRouterHealthPort))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/healthz: %s", resp.Status)
+		}
+		return nil
+	}); err != nil {
+		return c.explain("kube-router", err)
+	}
+	return nil
+}
+
+// cleanIPSets destroys kube-router's ipsets, once cleanIptables has removed the rules that use
+// them. (kube-router --cleanup-config would also flush every IPVS service of the machine.)
+func cleanIPSets() {
+	out, err := exec.Command("ipset", "list", "-n").Output()
+	if err != nil {
+		return
+	}
+	for _, name := range strings.Fields(string(out)) {
+		if strings.HasPrefix(strings.TrimPrefix(name, "inet6:"), "KUBE-") {
+			if err := exec.Command("ipset", "destroy", name).Run(); err == nil {
+				logf("removed ipset %s", name)
+			}
+		}
+	}
+}
