@@ -36,7 +36,7 @@ import (
 )
 
 // proveNetworkPolicy shows the chart's NetworkPolicy enforced by the local cluster's
-// kube-network-policies: memcached serves a pod of its namespace and a client of another
+// kube-router (its network policy controller): memcached serves a pod of its namespace and a client of another
 // namespace that spec.networkPolicy.allowedClients names, the operator still reads its stats, and
 // a pod of that other namespace the policy does not select is refused, until the policy is
 // turned off and the same pod is served.
