@@ -102,8 +102,9 @@ func partlyCached() map[client.Object]cache.ByObject {
 // podWithoutSpec is the cache's transform of memcached pods: the controllers read a pod's
 // metadata and status (readiness, its address, why a container waits) and, of its spec, only
 // hostNetwork (whose pods share the node's address), its stable name (hostname and subdomain, which
-// a server's TLS certificate holds) and the memcached container's arguments and
-// resources (a server resized in place runs with other memory than its arguments say); the rest
+// a server's TLS certificate holds), the memcached container's arguments and resources (a
+// server resized in place runs with other memory than its arguments say), and the names of the
+// Secrets it mounts (a TLS Secret in use stays until no pod mounts it); the rest
 // of the spec, as much again as the pod's status, is the template of its StatefulSet or
 // Deployment, which the cache holds already.
 func podWithoutSpec(obj any) (any, error) {
@@ -112,7 +113,8 @@ func podWithoutSpec(obj any) (any, error) {
 		return obj, nil
 	}
 	pod.ManagedFields = nil
-	spec := corev1.PodSpec{HostNetwork: pod.Spec.HostNetwork, Hostname: pod.Spec.Hostname, Subdomain: pod.Spec.Subdomain}
+	spec := corev1.PodSpec{HostNetwork: pod.Spec.HostNetwork, Hostname: pod.Spec.Hostname, Subdomain: pod.Spec.Subdomain,
+		Volumes: secretVolumesOnly(pod.Spec.Volumes)}
 	if c := memcachedContainer(&pod.Spec); c != nil {
 		spec.Containers = []corev1.Container{{Name: c.Name, Args: c.Args, Resources: c.Resources}}
 	}

@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -155,6 +156,9 @@ type MemcachedTLSReconciler struct {
 	Reach        *ServerReach
 	CAValidity   time.Duration
 	CertValidity time.Duration
+	// CertificateSecretCheck is how often a certificate Secret of the user's is read again (0:
+	// DefaultCertificateSecretCheck).
+	CertificateSecretCheck time.Duration
 	// Workers handle that many caches at once; a namespace takes one at most (slots).
 	Workers int
 
@@ -186,12 +190,19 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	now := time.Now()
 	made, renewAt, err := r.ensureCertificates(ctx, mc, now)
 	var taken errNameTaken
+	var unusable errCertificateSecret
+	refusal, lookAgain := "", time.Duration(0)
 	if errors.As(err, &taken) {
-		if c := memcachedCondition(mc.Status, ConditionCertificatesReady); c.Reason != "SecretNameTaken" {
-			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, "SecretNameTaken", "IssueCertificates", "%v", err)
+		refusal, lookAgain = "SecretNameTaken", conflictLookAgain
+	} else if errors.As(err, &unusable) {
+		refusal, lookAgain = unusable.reason, r.certificateSecretCheck()
+	}
+	if refusal != "" {
+		if c := memcachedCondition(mc.Status, ConditionCertificatesReady); c.Reason != refusal {
+			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, refusal, "IssueCertificates", "%v", err)
 		}
-		return ctrl.Result{RequeueAfter: conflictLookAgain}, r.setStatus(ctx, mc, &cachev1.HelmCondition{
-			Type: ConditionCertificatesReady, Status: metav1.ConditionFalse, Reason: "SecretNameTaken", Message: err.Error()}, nil)
+		return ctrl.Result{RequeueAfter: lookAgain}, r.setStatus(ctx, mc, &cachev1.HelmCondition{
+			Type: ConditionCertificatesReady, Status: metav1.ConditionFalse, Reason: refusal, Message: err.Error()}, nil)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -212,10 +223,19 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.setStatus(ctx, mc, &cond, tlsStatus); err != nil {
 		return ctrl.Result{}, err
 	}
+	if certificateSecretOf(&mc.Spec) != "" {
+		if err := r.removeUnmountedServerSecret(ctx, mc); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if retry > 0 {
 		return ctrl.Result{RequeueAfter: retry}, nil
 	}
 	return ctrl.Result{RequeueAfter: max(time.Until(renewAt), time.Second)}, nil
+}
+
+func (r *MemcachedTLSReconciler) certificateSecretCheck() time.Duration {
+	return cmp.Or(r.CertificateSecretCheck, DefaultCertificateSecretCheck)
 }
 
 // turnOff removes the cache's TLS Secrets and what status says of TLS once spec.tls is off, but
@@ -259,8 +279,9 @@ type madeCertificates struct {
 	client *corev1.Secret
 }
 
-// ensureCertificates makes or renews what is due of the cache's three Secrets, and says what it
-// made and when the first of them is next due.
+// ensureCertificates makes or renews what is due of the cache's three Secrets (two when the
+// servers serve a certificate of the user's), and says what it made and when the first of them is
+// next due (or the user's Secret is to be read again).
 func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cachev1.Memcached, now time.Time) (madeCertificates, time.Time, error) {
 	var made madeCertificates
 	caSecret, err := r.ensure(ctx, mc, caSecretName(mc.Name), roleCA, corev1.SecretTypeOpaque,
@@ -289,24 +310,45 @@ func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cac
 		chartFullname(mc.Name) + "." + mc.Namespace + ".svc",
 	}}
 	client := certs.Leaf{CommonName: fmt.Sprintf("%s/%s memcached client", mc.Namespace, mc.Name)}
-	for _, leaf := range []struct {
+	type leafSecret struct {
 		name, role string
 		leaf       certs.Leaf
-	}{{serverTLSSecretName(mc.Name), roleServer, server}, {clientTLSSecretOf(mc.Name), roleClient, client}} {
+		// ca is the ca.crt it carries: the CA the servers' certificate is verified with.
+		ca []byte
+	}
+	leaves := []leafSecret{{serverTLSSecretName(mc.Name), roleServer, server, caPair.Cert}, {clientTLSSecretOf(mc.Name), roleClient, client, caPair.Cert}}
+	if certificateSecretOf(&mc.Spec) != "" {
+		theirs, err := r.readCertificateSecret(ctx, mc)
+		if err != nil {
+			return made, time.Time{}, err
+		}
+		made.server = theirs.cert
+		leaves = []leafSecret{{clientTLSSecretOf(mc.Name), roleClient, client, theirs.caBundle}}
+		if at := now.Add(r.certificateSecretCheck()); at.Before(renewAt) {
+			renewAt = at
+		}
+	}
+	for _, leaf := range leaves {
 		secret, err := r.ensure(ctx, mc, leaf.name, leaf.role, corev1.SecretTypeTLS,
 			func(data map[string][]byte) bool {
-				return bytes.Equal(data[caCertKey], caPair.Cert) && certs.SignedBy(data[corev1.TLSCertKey], caPair, leaf.leaf) &&
+				return bytes.Equal(data[caCertKey], leaf.ca) && certs.SignedBy(data[corev1.TLSCertKey], caPair, leaf.leaf) &&
 					certs.Matches(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]) && !certs.Due(data[corev1.TLSCertKey], now)
 			},
 			func(old map[string][]byte) (map[string][]byte, error) {
-				kp, err := certs.Sign(caPair, leaf.leaf, now, r.CertValidity)
 				what := fmt.Sprintf("the %s certificate (Secret %s)", leaf.role, leaf.name)
+				if old != nil && !bytes.Equal(leaf.ca, caPair.Cert) && certs.SignedBy(old[corev1.TLSCertKey], caPair, leaf.leaf) &&
+					certs.Matches(old[corev1.TLSCertKey], old[corev1.TLSPrivateKeyKey]) && !certs.Due(old[corev1.TLSCertKey], now) {
+					// Only the CA the servers are verified with changed (the user's certificate Secret).
+					made.renewed = append(made.renewed, fmt.Sprintf("the CA to verify the servers with (%s of Secret %s)", caCertKey, leaf.name))
+					return map[string][]byte{corev1.TLSCertKey: old[corev1.TLSCertKey], corev1.TLSPrivateKeyKey: old[corev1.TLSPrivateKeyKey], caCertKey: leaf.ca}, nil
+				}
+				kp, err := certs.Sign(caPair, leaf.leaf, now, r.CertValidity)
 				if old == nil {
 					made.issued = append(made.issued, what)
 				} else {
 					made.renewed = append(made.renewed, what)
 				}
-				return map[string][]byte{corev1.TLSCertKey: kp.Cert, corev1.TLSPrivateKeyKey: kp.Key, caCertKey: caPair.Cert}, err
+				return map[string][]byte{corev1.TLSCertKey: kp.Cert, corev1.TLSPrivateKeyKey: kp.Key, caCertKey: leaf.ca}, err
 			})
 		if err != nil {
 			return made, time.Time{}, err

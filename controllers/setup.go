@@ -68,6 +68,9 @@ type Config struct {
 	// cache that serves TLS are valid (0: DefaultCAValidity, DefaultCertificateValidity); each
 	// is renewed with a third of its life left.
 	CAValidity, CertificateValidity time.Duration
+	// CertificateSecretCheck is how often a certificate Secret that a Memcached names
+	// (spec.tls.certificateSecret) is read again (0: DefaultCertificateSecretCheck).
+	CertificateSecretCheck time.Duration
 	// TLSProfile is the TLS security profile the operator follows (the metrics server's): memcached
 	// takes it when it serves TLS. nil: Intermediate.
 	TLSProfile *tlsprofile.Server
@@ -174,7 +177,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 
 	tlsCerts := &MemcachedTLSReconciler{Client: mgr.GetClient(), Secrets: tlsSecrets, Live: direct, Recorder: mgr.GetEventRecorder("memcached-tls-controller"),
-		Reach: reach, Workers: cfg.Helm.Workers, CAValidity: cmp.Or(cfg.CAValidity, DefaultCAValidity), CertValidity: cmp.Or(cfg.CertificateValidity, DefaultCertificateValidity)}
+		Reach: reach, Workers: cfg.Helm.Workers, CAValidity: cmp.Or(cfg.CAValidity, DefaultCAValidity), CertValidity: cmp.Or(cfg.CertificateValidity, DefaultCertificateValidity),
+		CertificateSecretCheck: cfg.CertificateSecretCheck}
 	if err := tlsCerts.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached TLS controller: %w", err)
 	}

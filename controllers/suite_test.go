@@ -181,12 +181,13 @@ func startOperatorProcess(c *rest.Config, user string, wrap func(http.RoundTripp
 		RelatedImage:    relatedImage,
 		Helm: helm.Settings{ReconcilePeriod: reconcilePeriod, Workers: 2, MaxHistory: 10,
 			CapabilitiesTTL: capabilitiesTTL},
-		RetireDelay:         retireDelay,
-		StatsInterval:       statsInterval,
-		StatsPort:           statsPort,
-		CertificateValidity: certificateValidity,
-		MayRecoverPending:   recovery.mayRecover,
-		Records:             records,
+		RetireDelay:            retireDelay,
+		StatsInterval:          statsInterval,
+		StatsPort:              statsPort,
+		CertificateValidity:    certificateValidity,
+		CertificateSecretCheck: time.Second,
+		MayRecoverPending:      recovery.mayRecover,
+		Records:                records,
 	})).To(Succeed())
 	p := &operatorProcess{cache: mgr.GetCache(), cancel: cancel, done: make(chan struct{})}
 	go func() {

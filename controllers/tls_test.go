@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -162,28 +163,7 @@ var _ = Describe("TLS", func() {
 		Expect(plainGet(statsAddr(host), "k")).NotTo(Succeed())
 
 		By("renewing the certificate while a client connects and reads all along")
-		var served, failed atomic.Int64
-		var lastErr atomic.Value
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err := setAndGet(withClient, statsAddr(host), fmt.Sprintf("k%d", i), "v"); err != nil {
-					failed.Add(1)
-					lastErr.Store(err.Error())
-				} else {
-					served.Add(1)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		}()
+		stopReading := readAllAlong(withClient, statsAddr(host))
 		before := servedCertificate(withClient, statsAddr(host))
 		Eventually(func(g Gomega) {
 			now := servedCertificate(withClient, statsAddr(host))
@@ -194,10 +174,7 @@ var _ = Describe("TLS", func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(now.Equal(want)).To(BeTrue(), "the Secret's certificate")
 		}, certificateValidity+timeout, interval).Should(Succeed())
-		close(stop)
-		<-done
-		Expect(failed.Load()).To(BeZero(), "failed requests (the last: %v)", lastErr.Load())
-		Expect(served.Load()).To(BeNumerically(">", 10))
+		stopReading()
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(
 			HaveField("Status", metav1.ConditionTrue))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("CertificateRenewed"))
@@ -246,17 +223,7 @@ func setSpec(ctx context.Context, key types.NamespacedName, spec string) {
 // tlsSecrets waits for the cache's three TLS Secrets and checks that the Memcached controls each.
 func tlsSecrets(ctx context.Context, key types.NamespacedName) (ca, server, clientSecret *corev1.Secret) {
 	servers := fmt.Sprintf("%s-memcached", key.Name)
-	got := map[string]*corev1.Secret{}
-	for _, name := range []string{servers + "-ca", servers + "-tls", servers + "-client-tls"} {
-		s := &corev1.Secret{}
-		Eventually(func() error { return k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: name}, s) }, timeout, interval).Should(Succeed())
-		owner := metav1.GetControllerOf(s)
-		Expect(owner).NotTo(BeNil(), name)
-		Expect(owner.Kind).To(Equal("Memcached"))
-		Expect(owner.Name).To(Equal(key.Name))
-		got[name] = s
-	}
-	return got[servers+"-ca"], got[servers+"-tls"], got[servers+"-client-tls"]
+	return ownedSecret(ctx, key, servers+"-ca"), ownedSecret(ctx, key, servers+"-tls"), ownedSecret(ctx, key, servers+"-client-tls")
 }
 
 func eventuallyServers(ctx context.Context, key types.NamespacedName) *appsv1.StatefulSet {
@@ -286,9 +253,53 @@ func verifyLeaf(caPEM, certPEM []byte, name string, usage x509.ExtKeyUsage) erro
 	return err
 }
 
+// readAllAlong stores and reads a key over a new TLS connection every 20 ms until the returned
+// stop, which expects that more than 10 were served and none failed.
+func readAllAlong(cfg *tls.Config, addr string) (stop func()) {
+	var served, failed atomic.Int64
+	var lastErr atomic.Value
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			if err := setAndGet(cfg, addr, fmt.Sprintf("k%d", i), "v"); err != nil {
+				failed.Add(1)
+				lastErr.Store(err.Error())
+			} else {
+				served.Add(1)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+		Expect(failed.Load()).To(BeZero(), "failed requests (the last: %v)", lastErr.Load())
+		Expect(served.Load()).To(BeNumerically(">", 10))
+	}
+}
+
 // mountedSecret writes a Secret's keys as files into a directory of their own and keeps them up
 // to date until the spec ends, replacing them at once as the kubelet does (a renamed directory).
 func mountedSecret(ctx context.Context, s *corev1.Secret) string {
+	return mountedProjection(ctx, projection{secret: s})
+}
+
+// projection is a Secret's keys in a projected volume (none: all of them).
+type projection struct {
+	secret *corev1.Secret
+	keys   []string
+}
+
+// mountedProjection is mountedSecret for the keys of several Secrets in one directory, as the
+// kubelet mounts a projected volume.
+func mountedProjection(ctx context.Context, sources ...projection) string {
 	root := GinkgoT().TempDir()
 	Expect(os.Chmod(root, 0o755)).To(Succeed())
 	dir := filepath.Join(root, "mount")
@@ -304,20 +315,44 @@ func mountedSecret(ctx context.Context, s *corev1.Secret) string {
 		Expect(os.Symlink(tmp, link)).To(Succeed())
 		Expect(os.Rename(link, dir)).To(Succeed())
 	}
-	write(s.Data)
-	last := s.ResourceVersion
+	// The projected data of the Secrets as they are now, and their resourceVersions.
+	data := func(secrets []*corev1.Secret) (map[string][]byte, string) {
+		out, versions := map[string][]byte{}, ""
+		for i, src := range sources {
+			for k, v := range secrets[i].Data {
+				if len(src.keys) == 0 || slices.Contains(src.keys, k) {
+					out[k] = v
+				}
+			}
+			versions += secrets[i].ResourceVersion + "/"
+		}
+		return out, versions
+	}
+	secrets := make([]*corev1.Secret, len(sources))
+	for i, src := range sources {
+		secrets[i] = src.secret
+	}
+	files, last := data(secrets)
+	write(files)
 	ctx, cancel := context.WithCancel(context.Background())
 	DeferCleanup(cancel)
 	go func() {
 		defer GinkgoRecover()
 		for ctx.Err() == nil {
 			time.Sleep(20 * time.Millisecond) // far sooner than a kubelet, so that races with the files (serve after a new CA) show
-			now := &corev1.Secret{}
-			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(s), now); err != nil || now.ResourceVersion == last {
+			now := make([]*corev1.Secret, len(sources))
+			var err error
+			for i, src := range sources {
+				now[i] = &corev1.Secret{}
+				err = errors.Join(err, k8sClient.Get(ctx, client.ObjectKeyFromObject(src.secret), now[i]))
+			}
+			if err != nil {
 				continue
 			}
-			write(now.Data)
-			last = now.ResourceVersion
+			if files, versions := data(now); versions != last {
+				write(files)
+				last = versions
+			}
 		}
 	}()
 	return dir

@@ -220,6 +220,20 @@ type TLSSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Client authentication",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Required","urn:alm:descriptor:com.tectonic.ui:select:None"}
 	ClientAuth string `json:"clientAuth,omitempty"`
+
+	// certificateSecret names a Secret of the cache's namespace that holds the servers'
+	// certificate, in place of the one the operator makes: tls.crt and tls.key, for the DNS
+	// names *.<servers>-headless.<namespace>.svc and <servers>-headless.<namespace>.svc, and the
+	// CA that signed it in ca.crt, as cert-manager writes a Certificate's Secret. Without ca.crt
+	// (OKD's service CA writes none) the CA is the service CA bundle of ConfigMap
+	// openshift-service-ca.crt. Whoever writes the Secret renews it: the operator reads it again
+	// every minute and makes the servers serve the new certificate without a restart. Client
+	// certificates stay the operator's (Secret <servers>-client-tls, whose ca.crt is then this CA).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
+	CertificateSecret string `json:"certificateSecret,omitempty"`
 }
 
 // Values of spec.tls.clientAuth.

@@ -229,6 +229,10 @@ operator sends when a server still serves a certificate the Secret no longer hol
 {{- printf "%s-tls" (include "memcached.serversName" .) }}
 {{- end }}
 
+{{- define "memcached.caSecret" -}}
+{{- printf "%s-ca" (include "memcached.serversName" .) }}
+{{- end }}
+
 {{- define "memcached.clientTLSSecret" -}}
 {{- printf "%s-client-tls" (include "memcached.serversName" .) }}
 {{- end }}

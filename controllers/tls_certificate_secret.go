@@ -1,0 +1,192 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+)
+
+// A cache whose spec.tls.certificateSecret names a Secret serves the certificate in it, as
+// cert-manager or OKD's service CA write one: the operator makes no <servers>-tls then, checks
+// that the certificate is for the servers' names and signed by the CA clients are given, and
+// gives applications that CA in the ca.crt of <servers>-client-tls (with the client certificate
+// it still signs). The Secret is the user's: read, never written, and read live (it carries no
+// label of the operator's, so the operator's cache of TLS Secrets does not hold it), again every
+// DefaultCertificateSecretCheck, which notices a renewal long before the old certificate expires.
+
+const (
+	// DefaultCertificateSecretCheck is how often a cache's own certificate Secret is read again.
+	DefaultCertificateSecretCheck = time.Minute
+
+	// OKD publishes its service CA bundle in every namespace in this ConfigMap; its service CA
+	// writes Secrets with no ca.crt.
+	serviceCAConfigMap = "openshift-service-ca.crt"
+	serviceCAKey       = "service-ca.crt"
+)
+
+func certificateSecretOf(spec *cachev1.MemcachedSpec) string {
+	if spec.TLS == nil {
+		return ""
+	}
+	return spec.TLS.CertificateSecret
+}
+
+// errCertificateSecret is a named certificate Secret the servers cannot serve, and why.
+type errCertificateSecret struct{ reason, message string }
+
+func (e errCertificateSecret) Error() string { return e.message }
+
+// userCertificate is the servers' certificate of the user's Secret, and the CA bundle that
+// clients verify it with.
+type userCertificate struct {
+	cert, caBundle []byte
+}
+
+// readCertificateSecret reads the Secret spec.tls.certificateSecret names, and refuses what
+// memcached or its clients could not use, saying why (errCertificateSecret).
+func (r *MemcachedTLSReconciler) readCertificateSecret(ctx context.Context, mc *cachev1.Memcached) (userCertificate, error) {
+	name := certificateSecretOf(&mc.Spec)
+	if slices.Contains([]string{caSecretName(mc.Name), serverTLSSecretName(mc.Name), clientTLSSecretOf(mc.Name)}, name) {
+		return userCertificate{}, errCertificateSecret{"CertificateSecretInvalid", fmt.Sprintf(
+			"spec.tls.certificateSecret names %s, a Secret the operator makes for this cache: name the Secret that holds your certificate", name)}
+	}
+	secret := &corev1.Secret{}
+	if err := r.Live.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret); apierrors.IsNotFound(err) {
+		return userCertificate{}, errCertificateSecret{"CertificateSecretNotFound", fmt.Sprintf(
+			"Secret %s (spec.tls.certificateSecret) does not exist: the servers start once it does (cert-manager writes it when its Certificate is issued)", name)}
+	} else if err != nil {
+		return userCertificate{}, fmt.Errorf("read Secret %s: %w", name, err)
+	}
+	invalid := func(format string, args ...any) (userCertificate, error) {
+		return userCertificate{}, errCertificateSecret{"CertificateSecretInvalid", fmt.Sprintf("Secret %s (spec.tls.certificateSecret): ", name) + fmt.Sprintf(format, args...)}
+	}
+	pair, err := tls.X509KeyPair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return invalid("no certificate and key that match in %s and %s: %v", corev1.TLSCertKey, corev1.TLSPrivateKeyKey, err)
+	}
+	bundle, from := secret.Data[caCertKey], "its "+caCertKey
+	if len(bundle) == 0 {
+		cm := &corev1.ConfigMap{}
+		err := r.Live.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: serviceCAConfigMap}, cm)
+		if client.IgnoreNotFound(err) != nil {
+			return userCertificate{}, fmt.Errorf("read ConfigMap %s: %w", serviceCAConfigMap, err)
+		}
+		bundle, from = []byte(cm.Data[serviceCAKey]), fmt.Sprintf("ConfigMap %s (%s)", serviceCAConfigMap, serviceCAKey)
+		if len(bundle) == 0 {
+			return invalid("no %s, and no ConfigMap %s with %s (OKD's service CA): clients would have no CA to verify the servers with", caCertKey, serviceCAConfigMap, serviceCAKey)
+		}
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(bundle) {
+		return invalid("no PEM certificate in the CA bundle, %s", from)
+	}
+	intermediates := x509.NewCertPool()
+	for _, der := range pair.Certificate[1:] {
+		if c, err := x509.ParseCertificate(der); err == nil {
+			intermediates.AddCert(c)
+		}
+	}
+	domain := serverDomain(headlessNameOf(mc.Name), mc.Namespace)
+	// A server's stable name, and the headless Service's own (status.tls.serverName).
+	for _, host := range []string{serversNameOf(mc.Name) + "-0." + domain, domain} {
+		if _, err := pair.Leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: intermediates, DNSName: host,
+			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			return invalid("clients that verify %s with the CA of %s would refuse it: %v (it must hold the DNS names *.%s and %s)", host, from, err, domain, domain)
+		}
+	}
+	return userCertificate{cert: secret.Data[corev1.TLSCertKey], caBundle: bundle}, nil
+}
+
+// removeUnmountedServerSecret deletes the servers' certificate Secret the operator made, once the
+// cache serves a certificate of the user's and no pod of it mounts the operator's any more.
+func (r *MemcachedTLSReconciler) removeUnmountedServerSecret(ctx context.Context, mc *cachev1.Memcached) error {
+	name := serverTLSSecretName(mc.Name)
+	secret := &corev1.Secret{}
+	if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(secret, mc) {
+		return nil
+	}
+	pods, err := podsOfRelease(ctx, r.Client, mc, false)
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		if mountsSecret(p, name) {
+			return nil // until the rollout has replaced it: a restart mounts its volumes again
+		}
+	}
+	if err := r.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete Secret %s: %w", name, err)
+	}
+	log.FromContext(ctx).Info("TLS Secret deleted: the servers serve the certificate of spec.tls.certificateSecret", "secret", name)
+	return nil
+}
+
+// mountsSecret reports whether pod p has a volume of Secret name (of the cached pods, whose
+// volumes keep no more than the Secrets' names: secretVolumesOnly).
+func mountsSecret(p *corev1.Pod, name string) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == name {
+			return true
+		}
+		if v.Projected != nil {
+			for _, s := range v.Projected.Sources {
+				if s.Secret != nil && s.Secret.Name == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// secretVolumesOnly are the volumes of a pod that name Secrets, with no more than those names.
+func secretVolumesOnly(volumes []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range volumes {
+		switch {
+		case v.Secret != nil:
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: v.Secret.SecretName}}})
+		case v.Projected != nil:
+			var sources []corev1.VolumeProjection
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: src.Secret.LocalObjectReference}})
+				}
+			}
+			if sources != nil {
+				out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}})
+			}
+		}
+	}
+	return out
+}
