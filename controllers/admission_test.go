@@ -55,6 +55,8 @@ var _ = Describe("Admission of bad input", func() {
 			"spec.replicaCount: Invalid value: -1: spec.replicaCount in body should be greater than or equal to 0"),
 		Entry("a Memcached with too many replicas", "Memcached", "  replicaCount: 1000",
 			"spec.replicaCount in body should be less than or equal to 100"),
+		Entry("a Memcached whose certificate Secret is no Secret name", "Memcached", "  tls: {enabled: true, certificateSecret: \"Their_Cert\"}",
+			`spec.tls.certificateSecret: Invalid value: "Their_Cert": spec.tls.certificateSecret in body should match`),
 		Entry("a Memcached with zero threads", "Memcached", "  memcached: {threads: 0}",
 			"spec.memcached.threads in body should be greater than or equal to 1"),
 		Entry("a Memcached with an unknown anti-affinity", "Memcached", "  antiAffinity: maybe",
@@ -299,6 +301,7 @@ var _ = Describe("Admission of bad input", func() {
 		Entry("allowed clients and a metrics namespace", "Memcached", "ok",
 			"  networkPolicy: {metricsNamespace: openshift-monitoring, allowedClients: [{namespaceSelector: {}}, {namespaceSelector: {matchLabels: {team: web}}, podSelector: {matchExpressions: [{key: app, operator: In, values: [api, web]}, {key: canary, operator: DoesNotExist}]}}]}"),
 		Entry("no NetworkPolicy", "Memcached", "ok", "  networkPolicy: {enabled: false}"),
+		Entry("a certificate Secret of the user's", "Memcached", "ok", "  tls: {enabled: true, certificateSecret: cache-cert.v2}"),
 	)
 
 	It("publishes the schema with descriptions, so kubectl explain memcached.spec describes the fields", func() {

@@ -390,5 +390,29 @@ func TestTLSSecretNamesAreTheChartsNames(t *testing.T) {
 		if listed != clientTLS {
 			t.Errorf("%s: the server list names Secret %q, the operator makes %s", release, listed, clientTLS)
 		}
+
+		// With a certificate Secret of the user's: its tls.crt and tls.key, and the CA's ca.crt alone.
+		var projected []string
+		for _, o := range renderChartNamed(t, release, map[string]any{"tls": map[string]any{"enabled": true, "certificateSecret": "their-cert"}}) {
+			if o.GetKind() != "StatefulSet" {
+				continue
+			}
+			vols, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes")
+			for _, v := range vols {
+				sources, _, _ := unstructured.NestedSlice(v.(map[string]any), "projected", "sources")
+				for _, src := range sources {
+					name, _, _ := unstructured.NestedString(src.(map[string]any), "secret", "name")
+					items, _, _ := unstructured.NestedSlice(src.(map[string]any), "secret", "items")
+					var keys []string
+					for _, item := range items {
+						keys = append(keys, item.(map[string]any)["key"].(string))
+					}
+					projected = append(projected, name+":"+strings.Join(keys, ","))
+				}
+			}
+		}
+		if want := []string{"their-cert:tls.crt,tls.key", controllers.CASecretOf(release) + ":ca.crt"}; !slices.Equal(projected, want) {
+			t.Errorf("%s: the servers' projected TLS volume has %v, want %v", release, projected, want)
+		}
 	}
 }

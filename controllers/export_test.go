@@ -21,3 +21,5 @@ package controllers
 func ChartNamesOf(release string) (servers, headless, serverTLS, clientTLS string) {
 	return serversNameOf(release), headlessNameOf(release), serverTLSSecretName(release), clientTLSSecretOf(release)
 }
+
+func CASecretOf(release string) string { return caSecretName(release) }
