@@ -468,6 +468,13 @@ demo-down: ## Undo make demo (samples, operator, and the local cluster if it run
 cluster-up: host-packages cluster-binaries cluster-tool ## Bring up the local cluster (idempotent; root).
 	$(CLUSTER_TOOL) up $(CLUSTER_FLAGS)
 
+.PHONY: cluster-netpol-on cluster-netpol-off
+cluster-netpol-on: cluster-tool ## Make the running local cluster enforce NetworkPolicy (kube-router's firewall; root).
+	$(CLUSTER_TOOL) netpol-on $(CLUSTER_FLAGS)
+
+cluster-netpol-off: cluster-tool ## Stop enforcing NetworkPolicy on the local cluster (kube-router and its rules removed).
+	$(CLUSTER_TOOL) netpol-off $(CLUSTER_FLAGS)
+
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster and undo its changes to the machine.
 	@if [ -d $(CLUSTER_STATE) ]; then \

@@ -154,10 +154,10 @@ func TestPIDTracking(t *testing.T) {
 // iptables rules are removed when they jump to the cluster's chains, quoted comments included.
 func TestIptablesParsing(t *testing.T) {
 	fields := strings.Fields(`-A FORWARD -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD`)
-	if !jumpsToOurs(fields) {
+	if !jumpsTo(fields, ours) {
 		t.Error("a jump to KUBE-FORWARD is ours")
 	}
-	if jumpsToOurs(strings.Fields(`-A FORWARD -j DOCKER-USER`)) {
+	if jumpsTo(strings.Fields(`-A FORWARD -j DOCKER-USER`), ours) {
 		t.Error("a jump to another chain is not ours")
 	}
 	want := []string{"-A", "FORWARD", "-m", "comment", "--comment", "kubernetes forwarding rules", "-j", "KUBE-FORWARD"}

@@ -127,7 +127,11 @@ func unmountUnder(dir string) {
 }
 
 // cleanIptables removes the chains kube-proxy and the CNI plugins made, and the jumps to them.
-func cleanIptables() {
+func cleanIptables() { cleanIptablesChains(ours) }
+
+// cleanIptablesChains removes the chains that mine names, and every rule that jumps to one, one
+// command each: a save and restore of a whole table would race kube-proxy's own writes.
+func cleanIptablesChains(mine func(chain string) bool) {
 	for _, table := range []string{"filter", "nat", "mangle", "raw"} {
 		out, err := exec.Command("iptables", "-w", "-t", table, "-S").Output()
 		if err != nil {
@@ -137,9 +141,9 @@ func cleanIptables() {
 		for _, line := range strings.Split(string(out), "\n") {
 			fields := strings.Fields(line)
 			switch {
-			case len(fields) >= 2 && fields[0] == "-N" && ours(fields[1]):
+			case len(fields) >= 2 && fields[0] == "-N" && mine(fields[1]):
 				chains = append(chains, fields[1])
-			case len(fields) >= 2 && fields[0] == "-A" && !ours(fields[1]) && jumpsToOurs(fields):
+			case len(fields) >= 2 && fields[0] == "-A" && !mine(fields[1]) && jumpsTo(fields, mine):
 				fields[0] = "-D"
 				_ = exec.Command("iptables", append([]string{"-w", "-t", table}, unquote(fields)...)...).Run()
 			}
@@ -159,9 +163,9 @@ func ours(chain string) bool {
 	return strings.HasPrefix(chain, "KUBE-") || strings.HasPrefix(chain, "CNI-")
 }
 
-func jumpsToOurs(fields []string) bool {
+func jumpsTo(fields []string, mine func(string) bool) bool {
 	for i, f := range fields {
-		if (f == "-j" || f == "-g") && i+1 < len(fields) && ours(fields[i+1]) {
+		if (f == "-j" || f == "-g") && i+1 < len(fields) && mine(fields[i+1]) {
 			return true
 		}
 	}

@@ -114,9 +114,6 @@ func (c *Cluster) up(self string) error {
 	if err := c.deployDNS(self); err != nil {
 		return err
 	}
-	if err := c.startNetworkPolicy(self); err != nil {
-		return err
-	}
 	logf("cluster is up: export KUBECONFIG=%s", c.Kubeconfig())
 	return nil
 }

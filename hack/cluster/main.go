@@ -113,7 +113,7 @@ func run(cmd string, args []string) error {
 			return fmt.Errorf("--olm-bin-dir, --olm-deploy-dir, --olm-version and --opm-version are required")
 		}
 		return c.olmInstall(o)
-	case "up", "down", "status", "demo", "demo-down":
+	case "up", "down", "status", "demo", "demo-down", "netpol-on", "netpol-off":
 		repo := fs.String("repo", ".", "the operator's repository (demo)")
 		img := fs.String("img", "", "operator image the current context can pull (demo on an existing cluster)")
 		localImg := fs.String("local-img", RegistryHost+"/memcached-operator:dev", "operator image built and pushed for the local cluster (demo)")
@@ -139,6 +139,10 @@ func run(cmd string, args []string) error {
 			return c.up(self)
 		case "down":
 			return c.down()
+		case "netpol-on":
+			return c.startNetworkPolicy(self)
+		case "netpol-off":
+			return c.stopNetworkPolicy()
 		default:
 			return c.status()
 		}

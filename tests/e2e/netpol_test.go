@@ -35,13 +35,16 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 )
 
-// proveNetworkPolicy shows the chart's NetworkPolicy enforced by the local cluster's
-// kube-router (its network policy controller): memcached serves a pod of its namespace and a client of another
-// namespace that spec.networkPolicy.allowedClients names, the operator still reads its stats, and
-// a pod of that other namespace the policy does not select is refused, until the policy is
-// turned off and the same pod is served.
+// proveNetworkPolicy shows the chart's NetworkPolicy enforced by the local cluster, with
+// kube-router's network policy controller turned on (make cluster-netpol-on): memcached serves a
+// pod of its namespace and a client of another namespace that spec.networkPolicy.allowedClients
+// names, the operator still reads its stats, and a pod of that other namespace the policy does not
+// select is refused, until the policy is turned off and the same pod is served.
 func proveNetworkPolicy() {
 	const ns, apps = "memcached-netpol", "memcached-netpol-apps"
+	// For this spec alone (hack/cluster/netpol.go says why), and off again even if it fails.
+	mustMake("cluster-netpol-on")
+	DeferCleanup(mustMake, "cluster-netpol-off")
 	for _, n := range []string{ns, apps} {
 		kubectl("create", "namespace", n)
 		DeferCleanup(deleteNamespace, n)
