@@ -17,7 +17,6 @@ limitations under the License.
 package controllers
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/x509"
@@ -29,19 +28,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -49,7 +44,6 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/certs"
-	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
@@ -92,58 +86,6 @@ const (
 	tlsFieldOwner = "memcached-tls-controller"
 )
 
-// tlsSecretRoles are the values of labels.TLSSecret: what each Secret holds.
-const (
-	roleCA     = "ca"
-	roleServer = "server"
-	roleClient = "client"
-)
-
-// TLSSecretSelector selects the Secrets the operator makes for caches that serve TLS: its own
-// cache of Secrets holds those alone (TLSSecretsCache).
-func TLSSecretSelector() k8slabels.Selector {
-	role, err := k8slabels.NewRequirement(labels.TLSSecret, selection.In, []string{roleCA, roleServer, roleClient})
-	if err != nil {
-		panic(err) // constant arguments
-	}
-	managed, err := k8slabels.NewRequirement(labels.ManagedBy, selection.Equals, []string{labels.Operator})
-	if err != nil {
-		panic(err)
-	}
-	return k8slabels.NewSelector().Add(*role, *managed)
-}
-
-// TLSSecretsCache is a cache of the Secrets the operator made for TLS, in the watched namespaces
-// (empty: all). The manager's own Secret cache holds the Helm release records alone, and one
-// cache takes one selector per kind; this one is started with the manager (mgr.Add).
-func TLSSecretsCache(mgr ctrl.Manager, watchNamespaces []string) (cache.Cache, error) {
-	opts := cache.Options{
-		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: TLSSecretSelector(), Transform: dataOfMemcachedsOnly}},
-		DefaultNamespaces: namespaceConfigs(watchNamespaces),
-	}
-	c, err := cache.New(mgr.GetConfig(), opts)
-	if err != nil {
-		return nil, err
-	}
-	return c, mgr.Add(c)
-}
-
-// dataOfMemcachedsOnly is the TLS Secrets cache's transform: the labels are anyone's to set in
-// their namespace, so a Secret no Memcached controls is kept without its data (nothing reads it,
-// and many large ones would fill the operator's memory).
-func dataOfMemcachedsOnly(obj any) (any, error) {
-	s, ok := obj.(*corev1.Secret)
-	if !ok {
-		return obj, nil
-	}
-	s.ManagedFields = nil
-	if owner := metav1.GetControllerOf(s); owner == nil || owner.Kind != "Memcached" || owner.APIVersion != cachev1.GroupVersion.String() {
-		s.Data, s.StringData = nil, nil
-	}
-	return s, nil
-}
-
 // MemcachedTLSReconciler makes, renews and removes the certificates of the caches that serve TLS,
 // and makes their servers serve the renewed ones (see above).
 type MemcachedTLSReconciler struct {
@@ -163,13 +105,6 @@ type MemcachedTLSReconciler struct {
 	Workers int
 
 	slots tenantSlots
-}
-
-// errNameTaken is a Secret name of the cache's that something else already holds.
-type errNameTaken struct{ name string }
-
-func (e errNameTaken) Error() string {
-	return fmt.Sprintf("Secret %s exists and was not made by the operator for this Memcached: the operator neither adopts nor changes it; delete or rename it", e.name)
 }
 
 // Reconcile brings a Memcached's certificates and what its servers serve to what spec.tls says.
@@ -269,184 +204,6 @@ func (r *MemcachedTLSReconciler) turnOff(ctx context.Context, mc *cachev1.Memcac
 }
 
 func tlsOn(spec *cachev1.MemcachedSpec) bool { return spec.TLS != nil && spec.TLS.Enabled }
-
-// madeCertificates says what a reconcile issued for the first time and what it renewed.
-type madeCertificates struct {
-	issued, renewed []string
-	// server is the servers' certificate (PEM) as the Secret now holds it.
-	server []byte
-	// client is the client Secret as this reconcile left it.
-	client *corev1.Secret
-}
-
-// ensureCertificates makes or renews what is due of the cache's three Secrets (two when the
-// servers serve a certificate of the user's), and says what it made and when the first of them is
-// next due (or the user's Secret is to be read again).
-func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cachev1.Memcached, now time.Time) (madeCertificates, time.Time, error) {
-	var made madeCertificates
-	caSecret, err := r.ensure(ctx, mc, caSecretName(mc.Name), roleCA, corev1.SecretTypeOpaque,
-		func(data map[string][]byte) bool {
-			return certs.Matches(data[caCertKey], data[caKeyKey]) && !certs.Due(data[caCertKey], now)
-		},
-		func(old map[string][]byte) (map[string][]byte, error) {
-			was := certs.KeyPair{Cert: old[caCertKey], Key: old[caKeyKey]}
-			kp, err := certs.RenewCA(was, now, r.CAValidity)
-			if err != nil { // none yet, or unreadable: a new CA, whose leaves are issued again below
-				kp, err = certs.NewCA(fmt.Sprintf("%s/%s memcached CA", mc.Namespace, mc.Name), now, r.CAValidity)
-				made.issued = append(made.issued, "a certificate authority for this cache (Secret "+caSecretName(mc.Name)+")")
-			} else {
-				made.renewed = append(made.renewed, "the cache's certificate authority, with its key (Secret "+caSecretName(mc.Name)+")")
-			}
-			return map[string][]byte{caCertKey: kp.Cert, caKeyKey: kp.Key}, err
-		})
-	if err != nil {
-		return made, time.Time{}, err
-	}
-	caPair := certs.KeyPair{Cert: caSecret.Data[caCertKey], Key: caSecret.Data[caKeyKey]}
-	renewAt := renewTime(caPair.Cert)
-	headless := headlessNameOf(mc.Name)
-	server := certs.Leaf{CommonName: serversNameOf(mc.Name), Server: true, DNSNames: []string{
-		"*." + serverDomain(headless, mc.Namespace), serverDomain(headless, mc.Namespace),
-		chartFullname(mc.Name) + "." + mc.Namespace + ".svc",
-	}}
-	client := certs.Leaf{CommonName: fmt.Sprintf("%s/%s memcached client", mc.Namespace, mc.Name)}
-	type leafSecret struct {
-		name, role string
-		leaf       certs.Leaf
-		// ca is the ca.crt it carries: the CA the servers' certificate is verified with.
-		ca []byte
-	}
-	leaves := []leafSecret{{serverTLSSecretName(mc.Name), roleServer, server, caPair.Cert}, {clientTLSSecretOf(mc.Name), roleClient, client, caPair.Cert}}
-	if certificateSecretOf(&mc.Spec) != "" {
-		theirs, err := r.readCertificateSecret(ctx, mc)
-		if err != nil {
-			return made, time.Time{}, err
-		}
-		made.server = theirs.cert
-		leaves = []leafSecret{{clientTLSSecretOf(mc.Name), roleClient, client, theirs.caBundle}}
-		if at := now.Add(r.certificateSecretCheck()); at.Before(renewAt) {
-			renewAt = at
-		}
-	}
-	for _, leaf := range leaves {
-		secret, err := r.ensure(ctx, mc, leaf.name, leaf.role, corev1.SecretTypeTLS,
-			func(data map[string][]byte) bool {
-				return bytes.Equal(data[caCertKey], leaf.ca) && certs.SignedBy(data[corev1.TLSCertKey], caPair, leaf.leaf) &&
-					certs.Matches(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]) && !certs.Due(data[corev1.TLSCertKey], now)
-			},
-			func(old map[string][]byte) (map[string][]byte, error) {
-				what := fmt.Sprintf("the %s certificate (Secret %s)", leaf.role, leaf.name)
-				if old != nil && !bytes.Equal(leaf.ca, caPair.Cert) && certs.SignedBy(old[corev1.TLSCertKey], caPair, leaf.leaf) &&
-					certs.Matches(old[corev1.TLSCertKey], old[corev1.TLSPrivateKeyKey]) && !certs.Due(old[corev1.TLSCertKey], now) {
-					// Only the CA the servers are verified with changed (the user's certificate Secret).
-					made.renewed = append(made.renewed, fmt.Sprintf("the CA to verify the servers with (%s of Secret %s)", caCertKey, leaf.name))
-					return map[string][]byte{corev1.TLSCertKey: old[corev1.TLSCertKey], corev1.TLSPrivateKeyKey: old[corev1.TLSPrivateKeyKey], caCertKey: leaf.ca}, nil
-				}
-				kp, err := certs.Sign(caPair, leaf.leaf, now, r.CertValidity)
-				if old == nil {
-					made.issued = append(made.issued, what)
-				} else {
-					made.renewed = append(made.renewed, what)
-				}
-				return map[string][]byte{corev1.TLSCertKey: kp.Cert, corev1.TLSPrivateKeyKey: kp.Key, caCertKey: leaf.ca}, err
-			})
-		if err != nil {
-			return made, time.Time{}, err
-		}
-		if at := renewTime(secret.Data[corev1.TLSCertKey]); at.Before(renewAt) {
-			renewAt = at
-		}
-		if leaf.role == roleServer {
-			made.server = secret.Data[corev1.TLSCertKey]
-		} else {
-			made.client = secret
-		}
-	}
-	return made, renewAt, nil
-}
-
-func renewTime(certPEM []byte) time.Time {
-	cert, err := certs.ParseCert(certPEM)
-	if err != nil {
-		return time.Now()
-	}
-	return certs.RenewAt(cert)
-}
-
-// ensure makes the Secret name of the cache, or makes its data again when current says it is not,
-// and returns it as written; issue gets the data it had. A Secret of that name the operator did
-// not make for this Memcached is errNameTaken, and left as it is.
-func (r *MemcachedTLSReconciler) ensure(ctx context.Context, mc *cachev1.Memcached, name, role string, typ corev1.SecretType,
-	current func(map[string][]byte) bool, issue func(old map[string][]byte) (map[string][]byte, error)) (*corev1.Secret, error) {
-	secret := &corev1.Secret{}
-	err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret)
-	if apierrors.IsNotFound(err) {
-		data, err := issue(nil)
-		if err != nil {
-			return nil, err
-		}
-		secret = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mc.Namespace, Labels: map[string]string{
-				labels.ManagedBy: labels.Operator, labels.TLSSecret: role, labels.Instance: mc.Name, labels.Name: labels.ChartName}},
-			Type: typ, Data: data,
-		}
-		if err := controllerutil.SetControllerReference(mc, secret, r.Scheme()); err != nil {
-			return nil, err
-		}
-		if err := r.Create(ctx, secret); err != nil {
-			if !apierrors.IsAlreadyExists(err) {
-				return nil, fmt.Errorf("create Secret %s: %w", name, err)
-			}
-			// Ours that the cache does not show yet (or no longer labelled), or another's.
-			secret = &corev1.Secret{}
-			if err := r.Live.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret); err != nil {
-				return nil, err
-			}
-		} else {
-			log.FromContext(ctx).Info("TLS Secret created", "secret", name)
-			return secret, nil
-		}
-	} else if err != nil {
-		return nil, err
-	}
-	if !metav1.IsControlledBy(secret, mc) || secret.Type != typ {
-		return nil, errNameTaken{name}
-	}
-	if current(secret.Data) {
-		return secret, nil
-	}
-	data, err := issue(secret.Data)
-	if err != nil {
-		return nil, err
-	}
-	secret = secret.DeepCopy()
-	secret.Data = data
-	if err := r.Update(ctx, secret); err != nil {
-		return nil, fmt.Errorf("renew Secret %s: %w", name, err) // a conflict: the next try reads it again
-	}
-	log.FromContext(ctx).Info("TLS Secret renewed", "secret", name)
-	return secret, nil
-}
-
-// removeSecrets deletes the TLS Secrets the operator made for the cache, once spec.tls is off.
-func (r *MemcachedTLSReconciler) removeSecrets(ctx context.Context, mc *cachev1.Memcached) error {
-	for _, name := range []string{caSecretName(mc.Name), serverTLSSecretName(mc.Name), clientTLSSecretOf(mc.Name)} {
-		secret := &corev1.Secret{}
-		if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return err
-		}
-		if !metav1.IsControlledBy(secret, mc) {
-			continue
-		}
-		if err := r.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete Secret %s: %w", name, err)
-		}
-	}
-	return nil
-}
 
 // serve makes every ready server that serves TLS serve the cache's current certificate, and
 // reports it: the condition, when the oldest certificate served expires, and how soon to look
