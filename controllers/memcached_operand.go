@@ -19,7 +19,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -44,7 +43,6 @@ import (
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/helm/library"
 	"github.com/example/memcached-operator/internal/labels"
-	"github.com/example/memcached-operator/internal/operand"
 )
 
 // Conditions of a Memcached that the Go side writes (the Helm reconciler writes the others).
@@ -59,10 +57,6 @@ const (
 // conflictRetry is how soon a reconcile whose write lost a race with another writer of the CR
 // looks again, on the object as the other writer left it.
 const conflictRetry = 100 * time.Millisecond
-
-// DefaultRetireDelay is how long a pod of an earlier release stays up after leaving the Service,
-// so that every node's kube-proxy has stopped sending it connections before it stops.
-const DefaultRetireDelay = 10 * time.Second
 
 // MemcachedOperandReconciler is the Go side of the Helm-driven Memcached API:
 //   - it moves spec fields that a chart release renamed to their new names (0.2.0:
@@ -279,20 +273,6 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 // moment ago (watch events come a few milliseconds after the writes).
 const firstReportWait = 500 * time.Millisecond
 
-// operandStatus is mc's status with the Go side's part as the operand is: the release's
-// StatefulSet (nil: none), its deployed revision (0: none yet), the number of pods of an earlier
-// release still up, and the release's pods.
-func operandStatus(mc *cachev1.Memcached, servers *appsv1.StatefulSet, revision int32, retiring int, pods []corev1.Pod) *cachev1.MemcachedStatus {
-	st := mc.Status.DeepCopy()
-	observeOperand(st, servers, retiring, podTrouble(pods))
-	observeServers(st, servers, pods)
-	observeChange(st, servers, pods)
-	if revision > 0 {
-		st.DeployedRelease = &cachev1.HelmRelease{Name: mc.Name, Revision: revision}
-	}
-	return st
-}
-
 // podsOf lists the pods that carry the release's labels.
 func (r *MemcachedOperandReconciler) podsOf(ctx context.Context, mc *cachev1.Memcached) ([]corev1.Pod, error) {
 	pods := &corev1.PodList{}
@@ -334,116 +314,6 @@ func releaseOf(l map[string]string) string {
 	return l[labels.Instance]
 }
 
-// earlierReleasePods are the release's pods that no controller owns: an earlier release's, left
-// running when its Deployment was replaced (by one with another selector, or by the StatefulSet).
-// (The chart's pods carry part-of; a bare pod someone else labelled alike is not ours.)
-func earlierReleasePods(pods []corev1.Pod) []*corev1.Pod {
-	var old []*corev1.Pod
-	for i := range pods {
-		if p := &pods[i]; metav1.GetControllerOf(p) == nil && p.DeletionTimestamp == nil && p.Labels[labels.PartOf] == labels.Operator {
-			old = append(old, p)
-		}
-	}
-	return old
-}
-
-// retireOldPods moves the pods of the release that no controller owns (an earlier release's,
-// left running when its Deployment was replaced) out of service once the StatefulSet has all its
-// servers available: first out of the Services, then, RetireDelay later, deleted. It returns how
-// many such pods are left and when to look again.
-func (r *MemcachedOperandReconciler) retireOldPods(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, pods []corev1.Pod) (int, time.Duration, error) {
-	old := earlierReleasePods(pods)
-	if err := r.tieToCR(ctx, mc, old); err != nil {
-		return 0, 0, err
-	}
-	if len(old) == 0 || servers == nil || !rolloutOfServers(servers).complete() {
-		return len(old), 0, nil // the StatefulSet's watch brings us back when its rollout completes
-	}
-	var requeue time.Duration
-	left := 0
-	for _, p := range old {
-		at, marked := p.Annotations[labels.RetiredAt]
-		if !marked {
-			before := p.DeepCopy()
-			delete(p.Labels, labels.Component)
-			metav1.SetMetaDataAnnotation(&p.ObjectMeta, labels.RetiredAt, time.Now().UTC().Format(time.RFC3339))
-			if err := r.Patch(ctx, p, client.MergeFrom(before)); err != nil {
-				return 0, 0, fmt.Errorf("take pod %s out of the Service: %w", p.Name, err)
-			}
-			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "PodRetiring", "RetirePod",
-				"Pod %s of an earlier release left the Service; it stops in %s", p.Name, r.RetireDelay)
-			requeue, left = r.RetireDelay, left+1
-			continue
-		}
-		since, err := time.Parse(time.RFC3339, at)
-		if wait := r.RetireDelay - time.Since(since); err == nil && wait > 0 {
-			requeue, left = max(requeue, wait), left+1
-			continue
-		}
-		if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
-			return 0, 0, fmt.Errorf("delete retired pod %s: %w", p.Name, err)
-		}
-	}
-	return left, requeue, nil
-}
-
-// tieToCR gives each pod of an earlier release an owner reference to the CR (not as controller):
-// their Deployment is gone, and a CR deleted before they are retired takes them with it instead
-// of leaving memcached running unowned.
-func (r *MemcachedOperandReconciler) tieToCR(ctx context.Context, mc *cachev1.Memcached, old []*corev1.Pod) error {
-	for _, p := range old {
-		if slices.ContainsFunc(p.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == mc.UID }) {
-			continue
-		}
-		before := p.DeepCopy()
-		p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{
-			APIVersion: cachev1.GroupVersion.String(), Kind: "Memcached", Name: mc.Name, UID: mc.UID})
-		// On the pod's resourceVersion: the garbage collector may be dropping the reference to
-		// its deleted ReplicaSet meanwhile (that change brings the pod back here).
-		err := r.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return fmt.Errorf("tie pod %s of an earlier release to Memcached %s: %w", p.Name, mc.Name, err)
-		}
-	}
-	return nil
-}
-
-// migrateSpec moves deprecated spec fields to their new names. It patches with the
-// resourceVersion it read, so a concurrent edit of the CR is never overwritten.
-func (r *MemcachedOperandReconciler) migrateSpec(ctx context.Context, mc *cachev1.Memcached) (bool, error) {
-	if mc.Spec.Memcached == nil || mc.Spec.Memcached.MemoryLimitMB == 0 {
-		return false, nil
-	}
-	before := mc.DeepCopy()
-	old := mc.Spec.Memcached.MemoryLimitMB
-	mc.Spec.Memcached.MaxMemoryMB = old
-	mc.Spec.Memcached.MemoryLimitMB = 0
-	if err := r.Patch(ctx, mc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, fmt.Errorf("move spec.memcached.memoryLimitMB to maxMemoryMB in Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
-	}
-	r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "SpecMigrated", "MigrateSpec",
-		"spec.memcached.memoryLimitMB (renamed in 0.2.0) moved to spec.memcached.maxMemoryMB: %d", old)
-	return true, nil
-}
-
-// moveFinalizer moves a CR made before 1.3.0 from the library's unqualified finalizer to
-// helm.UninstallFinalizer, which holds it the same way without the API server's warning on each
-// write. The patch carries the resourceVersion: the Helm side's own write wins a race, and the
-// move is tried again on the CR it wrote.
-func (r *MemcachedOperandReconciler) moveFinalizer(ctx context.Context, mc *cachev1.Memcached) error {
-	moved, changed := helm.MovedFinalizers(mc.Finalizers)
-	if !changed {
-		return nil
-	}
-	before := mc.DeepCopy()
-	mc.Finalizers = moved
-	if err := r.Patch(ctx, mc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("move the finalizer of Memcached %s/%s to %s: %w", mc.Namespace, mc.Name, helm.UninstallFinalizer, err)
-	}
-	ctrl.LoggerFrom(ctx).Info("finalizer moved to its qualified name", "finalizer", helm.UninstallFinalizer)
-	return nil
-}
-
 // serversOf finds the memcached StatefulSet of a release by its labels (its name depends on the
 // release name), among the StatefulSets Helm made for the release: one that only looks alike is
 // not the Memcached's.
@@ -467,136 +337,6 @@ func serversOf(ctx context.Context, c client.Reader, mc *cachev1.Memcached) (*ap
 func controlledBy(obj, owner client.Object) bool {
 	ref := metav1.GetControllerOf(obj)
 	return ref != nil && ref.UID == owner.GetUID()
-}
-
-// observeOperand computes the Go side's part of the status from the release's StatefulSet (nil:
-// not created yet), the number of pods of an earlier release still up, and why a pod cannot
-// start or keep running (podTrouble), if one cannot.
-func observeOperand(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, retiring int, trouble string) {
-	if servers == nil {
-		st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = 0, 0, 0
-		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "ServersMissing",
-			"the release's StatefulSet does not exist (not installed yet)")
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, "ServersMissing",
-			"waiting for the release's StatefulSet")
-		return
-	}
-	ro := rolloutOfServers(servers)
-	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = ro.replicas, ro.updated, ro.ready
-	target := templateVersion(servers.Spec.Template)
-	if ro.complete() && retiring == 0 {
-		st.Version = target // until then it stays at the version being replaced
-	}
-
-	if ro.allAvailable() {
-		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionTrue, "PodsAvailable",
-			fmt.Sprintf("%d of %d servers are available", ro.available, ro.want))
-	} else {
-		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable",
-			fmt.Sprintf("%d of %d servers are available", ro.available, ro.want))
-	}
-	switch {
-	case trouble != "" && !ro.complete():
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, ReasonPodsFailing, trouble)
-	case ro.complete() && retiring > 0:
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, ReasonRetiringPods,
-			fmt.Sprintf("memcached %s runs on %s; %s of the earlier release %s the Service and %s", target, count(ro.want, "server", "servers"),
-				count(retiring, "pod", "pods"), pluralVerb(retiring, "leaves", "leave"), pluralVerb(retiring, "stops", "stop")))
-	case ro.complete():
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, "Complete",
-			fmt.Sprintf("%s %s memcached %s", count(ro.want, "server", "servers"), pluralVerb(ro.want, "runs", "run"), target))
-	default:
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, "RollingOut",
-			fmt.Sprintf("memcached %s %s", target, ro))
-	}
-}
-
-// serverPort is memcached's port on every server (the chart's).
-const serverPort = 11211
-
-// observeServers reports the servers clients shard keys over: their addresses in the order of
-// their ordinals (each server's own DNS name through the headless Service, which the StatefulSet
-// names), the ready ones, and the ConfigMap that holds the list (the chart names it after the
-// StatefulSet).
-func observeServers(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, pods []corev1.Pod) {
-	st.Servers, st.ReadyServers, st.ServersConfigMap = nil, nil, ""
-	if servers == nil {
-		return
-	}
-	ready := map[string]bool{}
-	for _, p := range pods {
-		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == servers.UID && p.DeletionTimestamp == nil && podReady(&p) {
-			ready[p.Name] = true
-		}
-	}
-	want := rolloutOfServers(servers).want
-	for i := range want {
-		name := fmt.Sprintf("%s-%d", servers.Name, i)
-		addr := fmt.Sprintf("%s.%s.%s.svc:%d", name, servers.Spec.ServiceName, servers.Namespace, serverPort)
-		st.Servers = append(st.Servers, addr)
-		if ready[name] {
-			st.ReadyServers = append(st.ReadyServers, addr)
-		}
-	}
-	st.ServersConfigMap = servers.Name + "-servers"
-}
-
-// templateVersion is the memcached version a pod template runs.
-func templateVersion(template corev1.PodTemplateSpec) string {
-	for _, c := range template.Spec.Containers {
-		if c.Name == labels.ChartName {
-			if img, err := operand.ParseImage(c.Image); err == nil {
-				return operand.Version(img)
-			}
-			return c.Image
-		}
-	}
-	return ""
-}
-
-// memcachedCondition is the condition of type typ, or an empty one.
-func memcachedCondition(st cachev1.MemcachedStatus, typ string) cachev1.HelmCondition {
-	for _, c := range st.Conditions {
-		if c.Type == typ {
-			return c
-		}
-	}
-	return cachev1.HelmCondition{}
-}
-
-// setMemcachedCondition sets a condition, moving its lastTransitionTime only when its status changes.
-func setMemcachedCondition(st *cachev1.MemcachedStatus, typ string, status metav1.ConditionStatus, reason, msg string) {
-	for i := range st.Conditions {
-		c := &st.Conditions[i]
-		if c.Type != typ {
-			continue
-		}
-		if c.Status != status {
-			c.LastTransitionTime = metav1.Now()
-		}
-		c.Status, c.Reason, c.Message = status, reason, msg
-		return
-	}
-	st.Conditions = append(st.Conditions, cachev1.HelmCondition{
-		Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Now(),
-	})
-}
-
-// helmOutcome is what the Helm side last said of the release: library.ConditionDeployed when
-// it is deployed, ConditionReleaseFailed or ConditionIrreconcilable when it could not be, or ""
-// before the Helm side's first status write.
-func helmOutcome(st cachev1.MemcachedStatus) string {
-	for _, typ := range []string{library.ConditionIrreconcilable, library.ConditionReleaseFailed, library.ConditionDeployed} {
-		if memcachedCondition(st, typ).Status == metav1.ConditionTrue {
-			return typ
-		}
-	}
-	for _, typ := range []string{library.ConditionDeployed, library.ConditionReleaseFailed, library.ConditionIrreconcilable} {
-		if memcachedCondition(st, typ).Type != "" {
-			return library.ConditionReleaseFailed // said, but not deployed
-		}
-	}
-	return ""
 }
 
 // helmOutcomeChanged passes updates of a Memcached whose Helm outcome changed (helmOutcome).

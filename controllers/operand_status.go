@@ -1,0 +1,177 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/helm/library"
+	"github.com/example/memcached-operator/internal/labels"
+	"github.com/example/memcached-operator/internal/operand"
+)
+
+// The operand's part of a Memcached's status, from its StatefulSet and pods (see
+// memcached_operand.go and the table in docs/development.md of who writes what).
+
+// operandStatus is mc's status with the Go side's part as the operand is: the release's
+// StatefulSet (nil: none), its deployed revision (0: none yet), the number of pods of an earlier
+// release still up, and the release's pods.
+func operandStatus(mc *cachev1.Memcached, servers *appsv1.StatefulSet, revision int32, retiring int, pods []corev1.Pod) *cachev1.MemcachedStatus {
+	st := mc.Status.DeepCopy()
+	observeOperand(st, servers, retiring, podTrouble(pods))
+	observeServers(st, servers, pods)
+	observeChange(st, servers, pods)
+	if revision > 0 {
+		st.DeployedRelease = &cachev1.HelmRelease{Name: mc.Name, Revision: revision}
+	}
+	return st
+}
+
+// observeOperand computes the Go side's part of the status from the release's StatefulSet (nil:
+// not created yet), the number of pods of an earlier release still up, and why a pod cannot
+// start or keep running (podTrouble), if one cannot.
+func observeOperand(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, retiring int, trouble string) {
+	if servers == nil {
+		st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = 0, 0, 0
+		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "ServersMissing",
+			"the release's StatefulSet does not exist (not installed yet)")
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, "ServersMissing",
+			"waiting for the release's StatefulSet")
+		return
+	}
+	ro := rolloutOfServers(servers)
+	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = ro.replicas, ro.updated, ro.ready
+	target := templateVersion(servers.Spec.Template)
+	if ro.complete() && retiring == 0 {
+		st.Version = target // until then it stays at the version being replaced
+	}
+
+	if ro.allAvailable() {
+		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionTrue, "PodsAvailable",
+			fmt.Sprintf("%d of %d servers are available", ro.available, ro.want))
+	} else {
+		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable",
+			fmt.Sprintf("%d of %d servers are available", ro.available, ro.want))
+	}
+	switch {
+	case trouble != "" && !ro.complete():
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, ReasonPodsFailing, trouble)
+	case ro.complete() && retiring > 0:
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, ReasonRetiringPods,
+			fmt.Sprintf("memcached %s runs on %s; %s of the earlier release %s the Service and %s", target, count(ro.want, "server", "servers"),
+				count(retiring, "pod", "pods"), pluralVerb(retiring, "leaves", "leave"), pluralVerb(retiring, "stops", "stop")))
+	case ro.complete():
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, "Complete",
+			fmt.Sprintf("%s %s memcached %s", count(ro.want, "server", "servers"), pluralVerb(ro.want, "runs", "run"), target))
+	default:
+		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, "RollingOut",
+			fmt.Sprintf("memcached %s %s", target, ro))
+	}
+}
+
+// serverPort is memcached's port on every server (the chart's).
+const serverPort = 11211
+
+// observeServers reports the servers clients shard keys over: their addresses in the order of
+// their ordinals (each server's own DNS name through the headless Service, which the StatefulSet
+// names), the ready ones, and the ConfigMap that holds the list (the chart names it after the
+// StatefulSet).
+func observeServers(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, pods []corev1.Pod) {
+	st.Servers, st.ReadyServers, st.ServersConfigMap = nil, nil, ""
+	if servers == nil {
+		return
+	}
+	ready := map[string]bool{}
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == servers.UID && p.DeletionTimestamp == nil && podReady(&p) {
+			ready[p.Name] = true
+		}
+	}
+	want := rolloutOfServers(servers).want
+	for i := range want {
+		name := fmt.Sprintf("%s-%d", servers.Name, i)
+		addr := fmt.Sprintf("%s.%s.%s.svc:%d", name, servers.Spec.ServiceName, servers.Namespace, serverPort)
+		st.Servers = append(st.Servers, addr)
+		if ready[name] {
+			st.ReadyServers = append(st.ReadyServers, addr)
+		}
+	}
+	st.ServersConfigMap = servers.Name + "-servers"
+}
+
+// templateVersion is the memcached version a pod template runs.
+func templateVersion(template corev1.PodTemplateSpec) string {
+	for _, c := range template.Spec.Containers {
+		if c.Name == labels.ChartName {
+			if img, err := operand.ParseImage(c.Image); err == nil {
+				return operand.Version(img)
+			}
+			return c.Image
+		}
+	}
+	return ""
+}
+
+// memcachedCondition is the condition of type typ, or an empty one.
+func memcachedCondition(st cachev1.MemcachedStatus, typ string) cachev1.HelmCondition {
+	for _, c := range st.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return cachev1.HelmCondition{}
+}
+
+// setMemcachedCondition sets a condition, moving its lastTransitionTime only when its status changes.
+func setMemcachedCondition(st *cachev1.MemcachedStatus, typ string, status metav1.ConditionStatus, reason, msg string) {
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if c.Type != typ {
+			continue
+		}
+		if c.Status != status {
+			c.LastTransitionTime = metav1.Now()
+		}
+		c.Status, c.Reason, c.Message = status, reason, msg
+		return
+	}
+	st.Conditions = append(st.Conditions, cachev1.HelmCondition{
+		Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Now(),
+	})
+}
+
+// helmOutcome is what the Helm side last said of the release: library.ConditionDeployed when
+// it is deployed, ConditionReleaseFailed or ConditionIrreconcilable when it could not be, or ""
+// before the Helm side's first status write.
+func helmOutcome(st cachev1.MemcachedStatus) string {
+	for _, typ := range []string{library.ConditionIrreconcilable, library.ConditionReleaseFailed, library.ConditionDeployed} {
+		if memcachedCondition(st, typ).Status == metav1.ConditionTrue {
+			return typ
+		}
+	}
+	for _, typ := range []string{library.ConditionDeployed, library.ConditionReleaseFailed, library.ConditionIrreconcilable} {
+		if memcachedCondition(st, typ).Type != "" {
+			return library.ConditionReleaseFailed // said, but not deployed
+		}
+	}
+	return ""
+}
