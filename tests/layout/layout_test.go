@@ -1,0 +1,55 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package layout checks the shape of the operator's code that review keeps: one concern per file.
+package layout
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// maxLines is the most a source file of the operator may hold (tests and generated code aside):
+// past it, a file holds more than one concern. (The API types in api/ are one concern with their
+// documentation, as kubebuilder lays them out.)
+const maxLines = 500
+
+func TestNoSourceFileHoldsSeveralConcerns(t *testing.T) {
+	for _, dir := range []string{"controllers", "internal"} {
+		root := filepath.Join("..", "..", dir)
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") ||
+				strings.HasSuffix(path, "_test.go") || strings.HasPrefix(d.Name(), "zz_generated") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if n := bytes.Count(b, []byte("\n")); n > maxLines {
+				t.Errorf("%s has %d lines (at most %d): split it by concern", strings.TrimPrefix(path, "../../"), n, maxLines)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
