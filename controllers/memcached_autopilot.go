@@ -41,7 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/internal/operand"
+	"github.com/example/memcached-operator/internal/memcache"
 )
 
 // The autopilot (spec.autoscaling; docs/autopilot.md) sizes a Memcached from memcached's own
@@ -360,8 +360,8 @@ func (r *MemcachedAutopilotReconciler) heldMemory(ctx context.Context, mc *cache
 	}
 	defer release()
 	var most uint64
-	for _, a := range askServers(ctx, pods, r.Reach, func(ctx context.Context, srv operand.Server) (uint64, error) {
-		return operand.ReadAllocated(ctx, srv, cacheTimeout)
+	for _, a := range askServers(ctx, pods, r.Reach, func(ctx context.Context, srv memcache.Server) (uint64, error) {
+		return memcache.ReadAllocated(ctx, srv, cacheTimeout)
 	}) {
 		if a.err != nil {
 			return 0, fmt.Errorf("a server did not say how much memory it holds: %w", a.err)

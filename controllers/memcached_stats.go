@@ -42,7 +42,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/labels"
-	"github.com/example/memcached-operator/internal/operand"
+	"github.com/example/memcached-operator/internal/memcache"
 )
 
 // Conditions of a Memcached that the stats controller writes from memcached's own figures.
@@ -82,7 +82,7 @@ type MemcachedStatsReconciler struct {
 
 	mu sync.Mutex
 	// last is each pod's previous read, by Memcached: rates are the difference of two reads.
-	last map[types.NamespacedName]map[types.UID]operand.Stats
+	last map[types.NamespacedName]map[types.UID]memcache.Stats
 	// empty tells the servers that started empty from the reads.
 	empty emptyStarts
 	// unresponsive counts, per Memcached, the rounds in a row some of its servers did not answer.
@@ -94,7 +94,7 @@ type MemcachedStatsReconciler struct {
 // podRead is one pod's answer.
 type podRead struct {
 	pod   *corev1.Pod
-	stats operand.Stats
+	stats memcache.Stats
 	err   error
 }
 
@@ -198,7 +198,7 @@ func observeResponsive(st *cachev1.MemcachedStatus, reads []podRead) {
 	var silent []string
 	var first error
 	for _, rd := range reads {
-		if rd.err != nil && !errors.Is(rd.err, operand.ErrTooManyConnections) {
+		if rd.err != nil && !errors.Is(rd.err, memcache.ErrTooManyConnections) {
 			silent = append(silent, rd.pod.Name)
 			if first == nil {
 				first = rd.err
@@ -264,8 +264,8 @@ func podReady(p *corev1.Pod) bool {
 
 // readStats reads every pod's stats, all at once within one deadline for the cache.
 func readStats(ctx context.Context, pods []*corev1.Pod, reach *ServerReach) []podRead {
-	answers := askServers(ctx, pods, reach, func(ctx context.Context, srv operand.Server) (operand.Stats, error) {
-		return operand.ReadStats(ctx, srv, cacheTimeout)
+	answers := askServers(ctx, pods, reach, func(ctx context.Context, srv memcache.Server) (memcache.Stats, error) {
+		return memcache.ReadStats(ctx, srv, cacheTimeout)
 	})
 	reads := make([]podRead, len(answers))
 	for i, a := range answers {
@@ -352,7 +352,7 @@ func (r *MemcachedStatsReconciler) remember(key types.NamespacedName, reads []po
 	if len(reads) == 0 {
 		return
 	}
-	byPod := map[types.UID]operand.Stats{}
+	byPod := map[types.UID]memcache.Stats{}
 	for _, rd := range reads {
 		if rd.err == nil {
 			byPod[rd.pod.UID] = rd.stats
@@ -361,7 +361,7 @@ func (r *MemcachedStatsReconciler) remember(key types.NamespacedName, reads []po
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.last == nil {
-		r.last = map[types.NamespacedName]map[types.UID]operand.Stats{}
+		r.last = map[types.NamespacedName]map[types.UID]memcache.Stats{}
 	}
 	r.last[key] = byPod
 }
@@ -388,7 +388,7 @@ type statsSummary struct {
 // summarize adds up the pods' reads. Rates come from pods read before by the same process (a
 // restarted memcached counts from zero); a figure that cannot be measured this round keeps its
 // last value, so a quiet cache, or an operator restart, changes nothing in status.
-func summarize(reads []podRead, prev map[types.UID]operand.Stats, was *cachev1.MemcachedStats) statsSummary {
+func summarize(reads []podRead, prev map[types.UID]memcache.Stats, was *cachev1.MemcachedStats) statsSummary {
 	var out statsSummary
 	s := &cachev1.MemcachedStats{}
 	var used, limit, conns, maxConns, hits, gets, winHits, winGets uint64
@@ -399,7 +399,7 @@ func summarize(reads []podRead, prev map[types.UID]operand.Stats, was *cachev1.M
 			if out.firstErr == nil {
 				out.firstErr = rd.err
 			}
-			if errors.Is(rd.err, operand.ErrTooManyConnections) {
+			if errors.Is(rd.err, memcache.ErrTooManyConnections) {
 				out.saturatedPods++
 			}
 			continue
@@ -462,7 +462,7 @@ func summarize(reads []podRead, prev map[types.UID]operand.Stats, was *cachev1.M
 // sameProcess says whether cur is a later read of the memcached process that answered p, whose
 // counters have only grown since: a restarted process, or one whose counters a client reset
 // (`stats reset`), counts from zero, and its difference is no rate.
-func sameProcess(p, cur operand.Stats) bool {
+func sameProcess(p, cur memcache.Stats) bool {
 	return p.Started().Equal(cur.Started()) && cur.Time > p.Time &&
 		cur.GetHits >= p.GetHits && cur.GetMisses >= p.GetMisses && cur.Evictions >= p.Evictions &&
 		cur.RejectedConnections >= p.RejectedConnections && cur.ListenDisabled >= p.ListenDisabled

@@ -33,16 +33,17 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	// The metrics server's TLS profile gauge is the operator's too (main registers it).
-	"github.com/example/memcached-operator/internal/operand"
+
+	"github.com/example/memcached-operator/internal/memcache"
 	_ "github.com/example/memcached-operator/internal/tlsprofile"
 )
 
 func TestSummarize(t *testing.T) {
 	pod := func(uid string) *corev1.Pod { return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}} }
 	// base: a pod 100 s up at 1000, 64 MiB of item memory, a quarter used.
-	base := operand.Stats{Time: 1000, Uptime: 100, GetHits: 80, GetMisses: 20, Evictions: 5,
+	base := memcache.Stats{Time: 1000, Uptime: 100, GetHits: 80, GetMisses: 20, Evictions: 5,
 		Bytes: 16 << 20, LimitMaxBytes: 64 << 20, CurrConnections: 10, MaxConnections: 1024}
-	later := func(dt int64, f func(*operand.Stats)) operand.Stats {
+	later := func(dt int64, f func(*memcache.Stats)) memcache.Stats {
 		s := base
 		s.Time, s.Uptime = s.Time+dt, s.Uptime+dt
 		f(&s)
@@ -53,7 +54,7 @@ func TestSummarize(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		reads     []podRead
-		prev      map[types.UID]operand.Stats
+		prev      map[types.UID]memcache.Stats
 		was       *cachev1.MemcachedStats
 		hit       *int32
 		evictions *int64 // milli
@@ -71,41 +72,41 @@ func TestSummarize(t *testing.T) {
 		hit: ptr.To(int32(42)), evictions: ptr.To(int64(1500)),
 	}, {
 		name: "a second read: rates over the interval",
-		reads: []podRead{{pod: pod("a"), stats: later(10, func(s *operand.Stats) {
+		reads: []podRead{{pod: pod("a"), stats: later(10, func(s *memcache.Stats) {
 			s.Evictions += 20
 			s.GetHits += 5
 			s.GetMisses += 5
 		})}},
-		prev: map[types.UID]operand.Stats{"a": base}, was: was,
+		prev: map[types.UID]memcache.Stats{"a": base}, was: was,
 		hit: ptr.To(int32(50)), evictions: ptr.To(int64(2000)), measured: true, evicting: 1,
 	}, {
 		name:  "a quiet interval: no evictions, the hit ratio stays",
-		reads: []podRead{{pod: pod("a"), stats: later(30, func(*operand.Stats) {})}},
-		prev:  map[types.UID]operand.Stats{"a": base}, was: was,
+		reads: []podRead{{pod: pod("a"), stats: later(30, func(*memcache.Stats) {})}},
+		prev:  map[types.UID]memcache.Stats{"a": base}, was: was,
 		hit: ptr.To(int32(42)), evictions: ptr.To(int64(0)), measured: true,
 	}, {
 		name: "a restarted memcached counts from zero: no rate from it",
-		reads: []podRead{{pod: pod("a"), stats: later(30, func(s *operand.Stats) {
+		reads: []podRead{{pod: pod("a"), stats: later(30, func(s *memcache.Stats) {
 			s.Uptime, s.Evictions, s.GetHits, s.GetMisses = 3, 0, 0, 0
 		})}},
-		prev: map[types.UID]operand.Stats{"a": base},
+		prev: map[types.UID]memcache.Stats{"a": base},
 		hit:  nil,
 	}, {
 		name: "counters a client reset (stats reset): no rate, the last figures stay",
-		reads: []podRead{{pod: pod("a"), stats: later(30, func(s *operand.Stats) {
+		reads: []podRead{{pod: pod("a"), stats: later(30, func(s *memcache.Stats) {
 			s.Evictions, s.GetHits, s.GetMisses = 0, 1, 0
 		})}},
-		prev: map[types.UID]operand.Stats{"a": base}, was: was,
+		prev: map[types.UID]memcache.Stats{"a": base}, was: was,
 		hit: ptr.To(int32(42)), evictions: ptr.To(int64(1500)),
 	}, {
 		name: "connections refused in the interval",
-		reads: []podRead{{pod: pod("a"), stats: later(30, func(s *operand.Stats) { s.RejectedConnections = 3 })},
-			{pod: pod("b"), err: operand.ErrTooManyConnections}},
-		prev: map[types.UID]operand.Stats{"a": base}, was: was,
+		reads: []podRead{{pod: pod("a"), stats: later(30, func(s *memcache.Stats) { s.RejectedConnections = 3 })},
+			{pod: pod("b"), err: memcache.ErrTooManyConnections}},
+		prev: map[types.UID]memcache.Stats{"a": base}, was: was,
 		hit: ptr.To(int32(42)), evictions: ptr.To(int64(0)), measured: true, saturated: 2,
 	}, {
 		name:      "90% of maxConnections open",
-		reads:     []podRead{{pod: pod("a"), stats: later(0, func(s *operand.Stats) { s.CurrConnections = 922 })}},
+		reads:     []podRead{{pod: pod("a"), stats: later(0, func(s *memcache.Stats) { s.CurrConnections = 922 })}},
 		hit:       ptr.To(int32(80)),
 		saturated: 1,
 	}, {

@@ -44,7 +44,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/certs"
-	"github.com/example/memcached-operator/internal/operand"
+	"github.com/example/memcached-operator/internal/memcache"
 )
 
 // A cache with spec.tls serves TLS with certificates the operator makes for it, in the cache's
@@ -235,13 +235,13 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	// With the client Secret as just written, not as the cache may still show it: after a CA made
 	// anew, the older client certificate would still be taken by the servers, and what they were
 	// told (refresh_certs, with whichever files the kubelet had brought) would depend on a race.
-	for _, a := range askServers(ctx, tlsPods, r.Reach.pinning(current.client), func(ctx context.Context, srv operand.Server) (*x509.Certificate, error) {
-		served, err := operand.ServedCertificate(ctx, srv, cacheTimeout)
+	for _, a := range askServers(ctx, tlsPods, r.Reach.pinning(current.client), func(ctx context.Context, srv memcache.Server) (*x509.Certificate, error) {
+		served, err := memcache.ServedCertificate(ctx, srv, cacheTimeout)
 		if err != nil || served.Equal(want) {
 			return served, err
 		}
 		// The kubelet may not have brought the new files into the pod yet: ask again next time.
-		return served, operand.RefreshCertificates(ctx, srv, cacheTimeout)
+		return served, memcache.RefreshCertificates(ctx, srv, cacheTimeout)
 	}) {
 		var unknownCA x509.UnknownAuthorityError
 		switch {

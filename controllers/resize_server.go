@@ -36,7 +36,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/labels"
-	"github.com/example/memcached-operator/internal/operand"
+	"github.com/example/memcached-operator/internal/memcache"
 )
 
 // One server's step of an in-place change (see memcached_resize.go): its metadata, images,
@@ -334,12 +334,12 @@ func quantityBelow(a, b corev1.ResourceList) bool {
 }
 
 // readStats reads the stats of pod p's memcached.
-func (r *MemcachedResizeReconciler) readStats(ctx context.Context, p *corev1.Pod) (operand.Stats, error) {
+func (r *MemcachedResizeReconciler) readStats(ctx context.Context, p *corev1.Pod) (memcache.Stats, error) {
 	srv, err := r.Reach.server(ctx, p)
 	if err != nil {
-		return operand.Stats{}, err
+		return memcache.Stats{}, err
 	}
-	return operand.ReadStats(ctx, srv, cacheTimeout)
+	return memcache.ReadStats(ctx, srv, cacheTimeout)
 }
 
 // setLimit makes the memcached of pod p run with mb MiB of item memory, unless it does already.
@@ -356,17 +356,17 @@ func (r *MemcachedResizeReconciler) setLimit(ctx context.Context, p *corev1.Pod,
 
 // setLimitAt makes the memcached srv run with mb MiB of item memory, unless it does already:
 // both exchanges within one cacheTimeout.
-func setLimitAt(ctx context.Context, srv operand.Server, mb int32) error {
+func setLimitAt(ctx context.Context, srv memcache.Server, mb int32) error {
 	ctx, cancel := context.WithTimeout(ctx, cacheTimeout)
 	defer cancel()
-	s, err := operand.ReadStats(ctx, srv, cacheTimeout)
+	s, err := memcache.ReadStats(ctx, srv, cacheTimeout)
 	if err != nil {
 		return fmt.Errorf("read the stats: %w", err)
 	}
 	if s.LimitMaxBytes == uint64(mb)<<20 {
 		return nil
 	}
-	if err := operand.SetMemoryLimit(ctx, srv, mb, cacheTimeout); err != nil {
+	if err := memcache.SetMemoryLimit(ctx, srv, mb, cacheTimeout); err != nil {
 		return fmt.Errorf("set the item memory to %d MiB: %w", mb, err)
 	}
 	log.FromContext(ctx).Info("memcached's item memory set in place", "addr", srv.Addr, "MiB", mb)
@@ -397,7 +397,7 @@ func (r *MemcachedResizeReconciler) keepLimits(ctx context.Context, servers *app
 		resized = append(resized, p)
 	}
 	var failed error
-	for _, a := range askServers(ctx, resized, r.Reach, func(ctx context.Context, srv operand.Server) (struct{}, error) {
+	for _, a := range askServers(ctx, resized, r.Reach, func(ctx context.Context, srv memcache.Server) (struct{}, error) {
 		return struct{}{}, setLimitAt(ctx, srv, want.MB)
 	}) {
 		failed = errors.Join(failed, a.err) // tried again with the error's back-off

@@ -41,7 +41,7 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
 	"github.com/example/memcached-operator/internal/labels"
-	"github.com/example/memcached-operator/internal/operand"
+	"github.com/example/memcached-operator/internal/memcache"
 )
 
 // The servers' memory changes in place: the envtest's API server serves pods/resize, and real
@@ -282,7 +282,7 @@ var _ = Describe("Memory changes in place", func() {
 		setServerRevisions(ctx, servers, "rev-b", "rev-b", 1)
 
 		By("memcached restarts in the pod, with the -m its arguments say")
-		Expect(operand.SetMemoryLimit(ctx, operand.Server{Addr: statsAddr(host)}, 64, time.Second)).To(Succeed()) // what a restart with -m 64 leaves
+		Expect(memcache.SetMemoryLimit(ctx, memcache.Server{Addr: statsAddr(host)}, 64, time.Second)).To(Succeed()) // what a restart with -m 64 leaves
 		setPodReady(ctx, key.Namespace, servers.Name+"-0", false)
 		setPodReady(ctx, key.Namespace, servers.Name+"-0", true)
 		Eventually(func() int { return memoryLimitMB(host) }, timeout, interval).Should(Equal(96))
@@ -447,7 +447,7 @@ func kubeletResized(ctx context.Context, s *appsv1.StatefulSet, i int) {
 // memoryLimitMB is the item memory of the memcached at host, by its own stats.
 func memoryLimitMB(host string) int {
 	GinkgoHelper()
-	s, err := operand.ReadStats(context.Background(), operand.Server{Addr: statsAddr(host)}, time.Second)
+	s, err := memcache.ReadStats(context.Background(), memcache.Server{Addr: statsAddr(host)}, time.Second)
 	Expect(err).NotTo(HaveOccurred())
 	return int(s.LimitMaxBytes >> 20)
 }

@@ -29,7 +29,7 @@ import (
 
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/labels"
-	"github.com/example/memcached-operator/internal/operand"
+	"github.com/example/memcached-operator/internal/memcache"
 )
 
 // The decision, before Helm applies an upgrade, whether its change of the servers is made in
@@ -168,8 +168,8 @@ func (r *MemcachedResizeReconciler) shrinkRefusal(ctx context.Context, pods []*c
 			return fmt.Sprintf("server %s is not ready, so what it holds is unknown", p.Name)
 		}
 	}
-	for _, a := range askServers(ctx, pods, r.Reach, func(ctx context.Context, srv operand.Server) (uint64, error) {
-		return operand.ReadAllocated(ctx, srv, cacheTimeout)
+	for _, a := range askServers(ctx, pods, r.Reach, func(ctx context.Context, srv memcache.Server) (uint64, error) {
+		return memcache.ReadAllocated(ctx, srv, cacheTimeout)
 	}) {
 		if a.err != nil {
 			return fmt.Sprintf("a server did not say how much memory it holds: %v", a.err)

@@ -24,10 +24,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/example/memcached-operator/internal/memcache"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/example/memcached-operator/internal/operand"
 )
 
 // A conversation with a cache's servers is a tenant's input as much as its spec: the image is the
@@ -52,7 +51,7 @@ type serverAnswer[T any] struct {
 // askServers asks every pod's memcached, reached as reach says, all at once
 // (serverTalksInParallel at a time) and within one cacheTimeout for them all, and returns the
 // answers in the pods' order.
-func askServers[T any](ctx context.Context, pods []*corev1.Pod, reach *ServerReach, ask func(ctx context.Context, srv operand.Server) (T, error)) []serverAnswer[T] {
+func askServers[T any](ctx context.Context, pods []*corev1.Pod, reach *ServerReach, ask func(ctx context.Context, srv memcache.Server) (T, error)) []serverAnswer[T] {
 	ctx, cancel := context.WithTimeout(ctx, cacheTimeout)
 	defer cancel()
 	answers := make([]serverAnswer[T], len(pods))

@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/memcached-operator/internal/labels"
-	"github.com/example/memcached-operator/internal/operand"
+	"github.com/example/memcached-operator/internal/memcache"
 )
 
 // The chart's names for a release, written again here because the certificates must exist before
@@ -107,12 +107,12 @@ type clientConfig struct {
 }
 
 // server is pod p's memcached as the operator talks to it.
-func (r *ServerReach) server(ctx context.Context, p *corev1.Pod) (operand.Server, error) {
+func (r *ServerReach) server(ctx context.Context, p *corev1.Pod) (memcache.Server, error) {
 	port := r.Port
 	if port == 0 {
 		port = memcachedPort
 	}
-	srv := operand.Server{Addr: net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))}
+	srv := memcache.Server{Addr: net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))}
 	if !servesTLS(p) {
 		return srv, nil
 	}

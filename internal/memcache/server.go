@@ -14,7 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package operand
+// Package memcache is the operator's side of a conversation with one memcached server: dialled
+// with a deadline (in TLS when the server serves it), its `stats`, `cache_memlimit`, allocation and
+// `refresh_certs`, with bounded reads. The stats, resize, autopilot and TLS controllers all speak
+// through it.
+package memcache
 
 import (
 	"context"
