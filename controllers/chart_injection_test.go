@@ -379,8 +379,10 @@ func checkServers(obj map[string]any, vals map[string]any) []string {
 		problems = append(problems, checkTLSOptions(args[10+len(extraArgs):])...)
 	}
 	for _, v := range spec.Volumes {
-		if v.Secret == nil || !strings.HasPrefix(v.Secret.SecretName, releaseName+"-") || !strings.HasSuffix(v.Secret.SecretName, "tls") {
-			problems = append(problems, fmt.Sprintf("volume %.80q %.200v is not a TLS Secret of the release", v.Name, v.VolumeSource))
+		ours := v.Secret != nil && strings.HasPrefix(v.Secret.SecretName, releaseName+"-") && strings.HasSuffix(v.Secret.SecretName, "tls")
+		theirs, _ := dig(vals, "tls", "certificateSecret").(string)
+		if !ours && !(v.Name == "tls" && projectsTheirCertificate(v.Projected, theirs, releaseName)) {
+			problems = append(problems, fmt.Sprintf("volume %.80q %.200v is not a TLS Secret of the release, nor the user's certificate beside the release's CA certificate", v.Name, v.VolumeSource))
 		}
 	}
 	for _, c := range spec.Containers {
@@ -390,6 +392,25 @@ func checkServers(obj map[string]any, vals map[string]any) []string {
 		}
 	}
 	return problems
+}
+
+// projectsTheirCertificate: the Secret the value tls.certificateSecret names, its tls.crt and
+// tls.key alone, and the ca.crt alone of the release's CA Secret (never its key).
+func projectsTheirCertificate(p *corev1.ProjectedVolumeSource, theirs, releaseName string) bool {
+	if p == nil || len(p.Sources) != 2 || theirs == "" {
+		return false
+	}
+	items := func(src corev1.VolumeProjection) []string {
+		var out []string
+		for _, it := range src.Secret.Items {
+			out = append(out, it.Key+"="+it.Path)
+		}
+		return out
+	}
+	user, ca := p.Sources[0], p.Sources[1]
+	return user.Secret != nil && user.Secret.Name == theirs && slices.Equal(items(user), []string{"tls.crt=tls.crt", "tls.key=tls.key"}) &&
+		ca.Secret != nil && strings.HasPrefix(ca.Secret.Name, releaseName+"-") && strings.HasSuffix(ca.Secret.Name, "-ca") &&
+		slices.Equal(items(ca), []string{"ca.crt=ca.crt"})
 }
 
 // checkTLSOptions: -Z and one -o of memcached's TLS options alone, whatever the values held
