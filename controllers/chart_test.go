@@ -29,7 +29,6 @@ import (
 	. "github.com/onsi/gomega"
 	"golang.org/x/mod/modfile"
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
@@ -214,7 +213,7 @@ func TestManagerRelatedImagesAreChartImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]func(*chart.Chart) (operand.Image, error){
+	want := map[string]func(map[string]any) (operand.Image, error){
 		operand.RelatedImageEnv:         operand.ChartImage,
 		operand.ExporterRelatedImageEnv: operand.ChartExporterImage,
 	}
@@ -238,7 +237,7 @@ func TestManagerRelatedImagesAreChartImages(t *testing.T) {
 				continue
 			}
 			found[e.Name] = true
-			img, err := fromChart(chrt)
+			img, err := fromChart(chrt.Values)
 			if err != nil {
 				t.Fatal(err)
 			}

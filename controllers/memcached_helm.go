@@ -22,12 +22,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/memcached-operator/internal/helm"
-	"github.com/example/memcached-operator/internal/helm/actionclient"
 	"github.com/example/memcached-operator/internal/helm/library"
 )
 
@@ -51,7 +49,7 @@ import (
 // values translation: its image for CRs that name none (nil: the chart's own) and its namespace,
 // the Go side's first report, and the preparation of an
 // upgrade whose memory change is made in place.
-func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w watches.Watch, cfg Config, defaults OperatorValues, live client.Client, firstReport helm.FirstReport, beforeUpgrade actionclient.BeforeUpgrade) error {
+func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w helm.Watch, cfg Config, defaults OperatorValues, live client.Client, firstReport helm.FirstReport, beforeUpgrade helm.BeforeUpgrade) error {
 	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	return helm.Setup(ctx, mgr, w, helm.Options{
 		Translator:        ValuesTranslator(defaults, recorder),

@@ -202,7 +202,7 @@ func (r *MemcachedResizeReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	from, to := statefulSetOf(releaseManifest(fromRel)), statefulSetOf(releaseManifest(toRel))
+	from, to := statefulSetOf(manifestOf(fromRel)), statefulSetOf(manifestOf(toRel))
 	if from == nil || to == nil {
 		return ctrl.Result{RequeueAfter: resizePoll}, nil // a record not decoded yet (its event brings us back), or none: the timeout bounds it
 	}

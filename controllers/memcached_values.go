@@ -23,14 +23,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/operator-framework/helm-operator-plugins/pkg/values"
-	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/operand"
 	"github.com/example/memcached-operator/internal/tlsprofile"
 )
@@ -49,15 +48,15 @@ import (
 //
 // The operator's proxy settings do not reach the pods: memcached and its exporter make no
 // outbound calls.
-func ValuesTranslator(defaults OperatorValues, recorder events.EventRecorder) values.Translator {
-	return values.TranslatorFunc(func(_ context.Context, obj *unstructured.Unstructured) (chartutil.Values, error) {
+func ValuesTranslator(defaults OperatorValues, recorder events.EventRecorder) helm.Translator {
+	return func(_ context.Context, obj *unstructured.Unstructured) (map[string]any, error) {
 		vals, err := TranslateValues(obj, defaults)
 		var unsupported *operand.ErrUnsupportedVersion
 		if errors.As(err, &unsupported) {
 			recorder.Eventf(obj, nil, corev1.EventTypeWarning, "UnsupportedVersion", "TranslateValues", "%v; the pods keep the version they run", err)
 		}
 		return vals, err
-	})
+	}
 }
 
 // OperatorValues are what the operator's settings add to a CR's values.
@@ -75,7 +74,7 @@ type OperatorValues struct {
 }
 
 // TranslateValues is ValuesTranslator's work, exported for table tests.
-func TranslateValues(obj *unstructured.Unstructured, defaults OperatorValues) (chartutil.Values, error) {
+func TranslateValues(obj *unstructured.Unstructured, defaults OperatorValues) (map[string]any, error) {
 	if err := cachev1.ValidName(obj.GetKind(), obj.GetName()); err != nil {
 		return nil, fmt.Errorf("%w; this Memcached was made before the name was checked and cannot be reconciled: create it again under a valid name, and delete this one", err)
 	}

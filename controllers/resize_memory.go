@@ -22,14 +22,11 @@ import (
 	"sync"
 	"time"
 
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
-	"sigs.k8s.io/yaml"
 
+	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/labels"
 )
 
@@ -104,8 +101,8 @@ func withDefaultRequests(r corev1.ResourceRequirements) corev1.ResourceRequireme
 	return r
 }
 
-// releaseManifest is a release's manifest, or "" for none.
-func releaseManifest(rel *release.Release) string {
+// manifestOf is a release's manifest, or "" for none.
+func manifestOf(rel *helm.Rendered) string {
 	if rel == nil {
 		return ""
 	}
@@ -114,26 +111,10 @@ func releaseManifest(rel *release.Release) string {
 
 // statefulSetOf is the StatefulSet of a release manifest (the chart renders one), or nil.
 func statefulSetOf(manifest string) *appsv1.StatefulSet {
-	if s := objectsOf[appsv1.StatefulSet](manifest, "apps/v1", "StatefulSet"); len(s) > 0 {
+	if s := helm.ObjectsOf[appsv1.StatefulSet](manifest, "apps/v1", "StatefulSet"); len(s) > 0 {
 		return s[0]
 	}
 	return nil
-}
-
-// objectsOf decodes the objects of a kind in a release manifest, in no particular order.
-func objectsOf[T any](manifest, apiVersion, kind string) []*T {
-	var out []*T
-	for _, doc := range releaseutil.SplitManifests(manifest) {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil || meta.Kind != kind || meta.APIVersion != apiVersion {
-			continue
-		}
-		o := new(T)
-		if err := yaml.Unmarshal([]byte(doc), o); err == nil {
-			out = append(out, o)
-		}
-	}
-	return out
 }
 
 // resizeSupport says whether the cluster resizes pods in place: whether its API server serves the

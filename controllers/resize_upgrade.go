@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 
-	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,11 +37,11 @@ import (
 // BeforeUpgrade decides, before Helm applies an upgrade of a Memcached's release, whether the
 // upgrade's change of the servers is made in place: then it holds the StatefulSet's rollout; else
 // it records why not, and the StatefulSet rolls the servers.
-func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client.Object, last, target *release.Release) error {
+func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client.Object, last, target *helm.Rendered) error {
 	if err := r.servingBeforeUpgrade(ctx, cr, target); err != nil {
 		return err
 	}
-	if last == nil || last.Info == nil || last.Info.Status != release.StatusDeployed {
+	if last == nil || !last.Deployed {
 		return nil // a failed or pending release: what the servers run is not the last manifest's
 	}
 	from, to := statefulSetOf(last.Manifest), statefulSetOf(target.Manifest)
@@ -66,7 +65,7 @@ func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client
 			return err
 		}
 		why := fmt.Sprintf("the record of release revision %d the servers run cannot be read", rec.Release)
-		if ran := statefulSetOf(releaseManifest(held)); ran != nil {
+		if ran := statefulSetOf(manifestOf(held)); ran != nil {
 			plan := planTemplateChange(&ran.Spec.Template, &to.Spec.Template)
 			if plan.way != WayStartedEmpty {
 				return nil
@@ -84,7 +83,7 @@ func (r *MemcachedResizeReconciler) BeforeUpgrade(ctx context.Context, cr client
 		why = r.inPlaceRefusal(live, plan)
 	}
 	// Since: when the servers are held, after the checks above (which read every server).
-	record := resizeRecord{Release: int32(last.Version), Revision: live.Status.CurrentRevision, FromMB: plan.before.MB, ToMB: plan.after.MB,
+	record := resizeRecord{Release: last.Version, Revision: live.Status.CurrentRevision, FromMB: plan.before.MB, ToMB: plan.after.MB,
 		FromLimit: plan.before.limit(), ToLimit: plan.after.limit(), Since: metav1.Now(), Way: plan.way, Change: plan.change(), Memory: plan.memory}
 	patch := client.MergeFromWithOptions(live.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if why != "" {

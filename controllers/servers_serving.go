@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -95,7 +94,7 @@ func (r *MemcachedResizeReconciler) keepServing(ctx context.Context, servers *ap
 // servingBeforeUpgrade labels the running servers with labels.Serving=true before Helm applies a
 // release whose ClusterIP Service selects it (keepCacheAcross Restarts turned on), so that the
 // Service never selects none of them: servers made from the old template lack it.
-func (r *MemcachedResizeReconciler) servingBeforeUpgrade(ctx context.Context, cr client.Object, target *release.Release) error {
+func (r *MemcachedResizeReconciler) servingBeforeUpgrade(ctx context.Context, cr client.Object, target *helm.Rendered) error {
 	if target == nil || !selectsServing(target.Manifest) {
 		return nil
 	}
@@ -129,7 +128,7 @@ func (r *MemcachedResizeReconciler) servingBeforeUpgrade(ctx context.Context, cr
 
 // selectsServing says whether a release manifest has a Service that selects labels.Serving.
 func selectsServing(manifest string) bool {
-	for _, svc := range objectsOf[corev1.Service](manifest, "v1", "Service") {
+	for _, svc := range helm.ObjectsOf[corev1.Service](manifest, "v1", "Service") {
 		if _, ok := svc.Spec.Selector[labels.Serving]; ok {
 			return true
 		}

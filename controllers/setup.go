@@ -32,7 +32,6 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
-	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"github.com/operator-framework/operator-lib/conditions"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -117,11 +116,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		}
 	}
 	reportMissingNamespaces(ctx, direct, cfg.WatchNamespaces)
-	img, overridden, err := operand.DefaultImage(memcachedWatch.Chart, cfg.RelatedImage)
+	img, overridden, err := operand.DefaultImage(helm.ChartValues(memcachedWatch.Chart), cfg.RelatedImage)
 	if err != nil {
 		return err
 	}
-	exporterImg, exporterOverridden, err := operand.DefaultExporterImage(memcachedWatch.Chart, cfg.RelatedExporterImage)
+	exporterImg, exporterOverridden, err := operand.DefaultExporterImage(helm.ChartValues(memcachedWatch.Chart), cfg.RelatedExporterImage)
 	if err != nil {
 		return err
 	}
@@ -239,8 +238,8 @@ func reportMissingNamespaces(ctx context.Context, c client.Client, namespaces []
 
 // loadMemcachedWatch reads the watches file, whose one entry is the Memcached kind and its chart:
 // the operator's only Helm-driven API, whose values translation and Go side are Memcached's.
-func loadMemcachedWatch(file string) (*watches.Watch, error) {
-	ws, err := watches.Load(file)
+func loadMemcachedWatch(file string) (*helm.Watch, error) {
+	ws, err := helm.LoadWatches(file)
 	if err != nil {
 		return nil, fmt.Errorf("load watches file %s: %w", file, err)
 	}

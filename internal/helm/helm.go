@@ -41,9 +41,9 @@ import (
 	"github.com/operator-framework/helm-operator-plugins/pkg/values"
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -79,7 +79,7 @@ type Settings struct {
 type Options struct {
 	Settings
 	// Translator turns a CR into the chart's values.
-	Translator values.Translator
+	Translator Translator
 	// Namespaces are the watched namespaces (empty: all), where release records of earlier
 	// versions are taken over.
 	Namespaces []string
@@ -105,7 +105,7 @@ type Options struct {
 	// operator's own namespace, which tenants cannot read.
 	SealNamespace string
 	// BeforeUpgrade prepares the release's objects before each upgrade (actionclient.Config).
-	BeforeUpgrade actionclient.BeforeUpgrade
+	BeforeUpgrade BeforeUpgrade
 	// StatusInputs are the fields of a CR's status that its Translator reads, as dotted paths under
 	// status ("autopilot.replicas"): a change of one reconciles the release, as a change of the
 	// spec does.
@@ -221,7 +221,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 		reconciler.WithChart(*w.Chart),
 		reconciler.WithGroupVersionKind(w.GroupVersionKind),
 		reconciler.WithOverrideValues(w.OverrideValues),
-		reconciler.WithValueTranslator(opts.Translator),
+		reconciler.WithValueTranslator(values.TranslatorFunc(func(ctx context.Context, u *unstructured.Unstructured) (chartutil.Values, error) {
+			return opts.Translator(ctx, u)
+		})),
 		// The library sets its (identity) value mapper only in its SetupWithManager, which
 		// setupController replaces; without a mapper every reconcile panics. The option is
 		// deprecated without a replacement that sets it (upstream home: default it in New).
@@ -272,9 +274,11 @@ func RecordSelector() k8slabels.Selector { return actionclient.RecordSelector() 
 // actionclient.OwnedByRelease).
 func OwnedByRelease(obj, cr client.Object) bool { return actionclient.OwnedByRelease(obj, cr) }
 
-// Release is a revision of the release of the CR cr, from its sealed record (see Records.Release).
-func Release(ctx context.Context, c client.Reader, records *Records, cr client.Object, version int32) (*release.Release, error) {
-	return records.Release(ctx, c, cr, version)
+// Release is a revision of the release of the CR cr, from its sealed record (see Records.Release),
+// or nil when none is known.
+func Release(ctx context.Context, c client.Reader, records *Records, cr client.Object, version int32) (*Rendered, error) {
+	rel, err := records.Release(ctx, c, cr, version)
+	return RenderedOf(rel), err
 }
 
 // DeployedRevision is the revision of the deployed release of the CR cr, from the release

@@ -21,8 +21,6 @@ package operand
 import (
 	"fmt"
 	"strings"
-
-	"helm.sh/helm/v3/pkg/chart"
 )
 
 // The environment variables that override the chart's images (OLM lists them in the CSV's
@@ -74,25 +72,26 @@ func ParseImage(ref string) (Image, error) {
 	return img, nil
 }
 
-// ChartImage reads the default memcached image from the chart's values (image.repository, image.tag).
-func ChartImage(chrt *chart.Chart) (Image, error) {
-	return chartImage(chrt, "image")
+// ChartImage reads the default memcached image from the chart's values.yaml (image.repository,
+// image.tag).
+func ChartImage(values map[string]any) (Image, error) {
+	return chartImage(values, "image")
 }
 
-// ChartExporterImage reads the default exporter image from the chart's values (metrics.image).
-func ChartExporterImage(chrt *chart.Chart) (Image, error) {
-	return chartImage(chrt, "metrics", "image")
+// ChartExporterImage reads the default exporter image from the chart's values.yaml (metrics.image).
+func ChartExporterImage(values map[string]any) (Image, error) {
+	return chartImage(values, "metrics", "image")
 }
 
-func chartImage(chrt *chart.Chart, path ...string) (Image, error) {
-	img := map[string]any(chrt.Values)
+func chartImage(values map[string]any, path ...string) (Image, error) {
+	img := values
 	for _, key := range path {
 		img, _ = img[key].(map[string]any)
 	}
 	repo, _ := img["repository"].(string)
 	tag := fmt.Sprint(img["tag"])
 	if repo == "" || img["tag"] == nil || tag == "" {
-		return Image{}, fmt.Errorf("chart %s: values.yaml must set %[2]s.repository and %[2]s.tag", chrt.Name(), strings.Join(path, "."))
+		return Image{}, fmt.Errorf("the chart's values.yaml must set %[1]s.repository and %[1]s.tag", strings.Join(path, "."))
 	}
 	digest, _ := img["digest"].(string)
 	return Image{Repository: repo, Tag: tag, Digest: digest}, nil
@@ -100,16 +99,16 @@ func chartImage(chrt *chart.Chart, path ...string) (Image, error) {
 
 // DefaultImage is the memcached image of pods whose CR names none: relatedImage (the operator's
 // RELATED_IMAGE_MEMCACHED) if set, else the chart's pinned image. overridden says which one applies.
-func DefaultImage(chrt *chart.Chart, relatedImage string) (img Image, overridden bool, err error) {
-	return defaultImage(chrt, relatedImage, RelatedImageEnv, ChartImage)
+func DefaultImage(chartValues map[string]any, relatedImage string) (img Image, overridden bool, err error) {
+	return defaultImage(chartValues, relatedImage, RelatedImageEnv, ChartImage)
 }
 
 // DefaultExporterImage is DefaultImage for the exporter (RELATED_IMAGE_MEMCACHED_EXPORTER).
-func DefaultExporterImage(chrt *chart.Chart, relatedImage string) (img Image, overridden bool, err error) {
-	return defaultImage(chrt, relatedImage, ExporterRelatedImageEnv, ChartExporterImage)
+func DefaultExporterImage(chartValues map[string]any, relatedImage string) (img Image, overridden bool, err error) {
+	return defaultImage(chartValues, relatedImage, ExporterRelatedImageEnv, ChartExporterImage)
 }
 
-func defaultImage(chrt *chart.Chart, relatedImage, env string, fromChart func(*chart.Chart) (Image, error)) (Image, bool, error) {
+func defaultImage(chartValues map[string]any, relatedImage, env string, fromChart func(map[string]any) (Image, error)) (Image, bool, error) {
 	if ref := relatedImage; ref != "" {
 		img, err := ParseImage(ref)
 		if err != nil {
@@ -117,6 +116,6 @@ func defaultImage(chrt *chart.Chart, relatedImage, env string, fromChart func(*c
 		}
 		return img, true, nil
 	}
-	img, err := fromChart(chrt)
+	img, err := fromChart(chartValues)
 	return img, false, err
 }

@@ -63,7 +63,7 @@ func TestDefaultImage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	img, overridden, err := operand.DefaultImage(chrt, "")
+	img, overridden, err := operand.DefaultImage(chrt.Values, "")
 	if err != nil || overridden {
 		t.Fatalf("DefaultImage = %v, %v, %v", img, overridden, err)
 	}
@@ -71,24 +71,24 @@ func TestDefaultImage(t *testing.T) {
 		t.Errorf("the chart's image %v must be the official memcached at the chart's appVersion %s", img, chrt.Metadata.AppVersion)
 	}
 
-	img, overridden, err = operand.DefaultImage(chrt, "mirror.local/memcached:1.6.38")
+	img, overridden, err = operand.DefaultImage(chrt.Values, "mirror.local/memcached:1.6.38")
 	if err != nil || !overridden || img.String() != "mirror.local/memcached:1.6.38" {
 		t.Errorf("with %s set: DefaultImage = %v, %v, %v", operand.RelatedImageEnv, img, overridden, err)
 	}
 
-	if _, _, err := operand.DefaultImage(chrt, "mirror.local/memcached"); err == nil {
+	if _, _, err := operand.DefaultImage(chrt.Values, "mirror.local/memcached"); err == nil {
 		t.Errorf("an untagged %s must be refused", operand.RelatedImageEnv)
 	}
 
-	img, overridden, err = operand.DefaultExporterImage(chrt, "")
+	img, overridden, err = operand.DefaultExporterImage(chrt.Values, "")
 	if err != nil || overridden || img.String() != "docker.io/prom/memcached-exporter:v0.15.3" {
 		t.Errorf("DefaultExporterImage = %v, %v, %v; want the chart's metrics.image", img, overridden, err)
 	}
-	img, overridden, err = operand.DefaultExporterImage(chrt, "mirror.local/exporter@sha256:"+strings.Repeat("ab", 32))
+	img, overridden, err = operand.DefaultExporterImage(chrt.Values, "mirror.local/exporter@sha256:"+strings.Repeat("ab", 32))
 	if err != nil || !overridden || img.Digest == "" || img.Repository != "mirror.local/exporter" {
 		t.Errorf("with %s set: DefaultExporterImage = %v, %v, %v", operand.ExporterRelatedImageEnv, img, overridden, err)
 	}
-	if _, _, err := operand.DefaultExporterImage(chrt, "mirror.local/exporter"); err == nil || !strings.Contains(err.Error(), operand.ExporterRelatedImageEnv) {
+	if _, _, err := operand.DefaultExporterImage(chrt.Values, "mirror.local/exporter"); err == nil || !strings.Contains(err.Error(), operand.ExporterRelatedImageEnv) {
 		t.Errorf("an untagged %s must be refused, naming the variable: %v", operand.ExporterRelatedImageEnv, err)
 	}
 }

@@ -117,7 +117,7 @@ var _ = Describe("On OKD's restricted-v2 SCC", Ordered, func() {
 		// The chart's exporter image, of which make e2e-images pushes a stand-in to the mirror.
 		chrt, err := loader.Load(filepath.Join(root, "helm-charts", "memcached"))
 		Expect(err).NotTo(HaveOccurred())
-		exporter, err := operand.ChartExporterImage(chrt)
+		exporter, err := operand.ChartExporterImage(chrt.Values)
 		Expect(err).NotTo(HaveOccurred())
 		exporterRepository = exporter.Repository
 		exporterDigest = registryDigest(exporterRepository, exporter.Tag)

@@ -53,3 +53,42 @@ func TestNoSourceFileHoldsSeveralConcerns(t *testing.T) {
 		}
 	}
 }
+
+// Helm's and the library's types stay inside internal/helm (docs/development.md, the engine): a
+// move to another Helm touches that package alone.
+func TestHelmStaysInsideInternalHelm(t *testing.T) {
+	for _, dir := range []string{"controllers", "internal", "api"} {
+		root := filepath.Join("..", "..", dir)
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && filepath.ToSlash(path) == "../../internal/helm" {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, imp := range []string{`"helm.sh/helm/`, `"github.com/operator-framework/helm-operator-plugins/`} {
+				if bytes.Contains(b, []byte(imp)) {
+					t.Errorf("%s imports %s...: take it through internal/helm", strings.TrimPrefix(path, "../../"), strings.Trim(imp, `"`))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte(`"helm.sh/helm/`)) || bytes.Contains(b, []byte(`"github.com/operator-framework/helm-operator-plugins/`)) {
+		t.Error("main.go imports Helm or the library: take it through internal/helm")
+	}
+}

@@ -59,7 +59,24 @@ type Config struct {
 }
 
 // BeforeUpgrade prepares a release's objects for an upgrade from last to target (Config.BeforeUpgrade).
-type BeforeUpgrade func(ctx context.Context, cr client.Object, last, target *release.Release) error
+type BeforeUpgrade func(ctx context.Context, cr client.Object, last, target *Rendered) error
+
+// Rendered is what the kind's own code reads of a release: its revision, whether it is the
+// deployed one, and the manifest it renders. Helm's release type stays inside this package and
+// internal/helm, so a move to another Helm touches them alone.
+type Rendered struct {
+	Version  int32
+	Deployed bool
+	Manifest string
+}
+
+// RenderedOf is rel as the kind's own code reads it (nil for none).
+func RenderedOf(rel *release.Release) *Rendered {
+	if rel == nil {
+		return nil
+	}
+	return &Rendered{Version: int32(rel.Version), Deployed: rel.Info != nil && rel.Info.Status == release.StatusDeployed, Manifest: rel.Manifest}
+}
 
 // NewGetter returns an ActionClientGetter whose clients add the behaviour this package describes.
 // opts are the library's own client options. The library's getter is built once; each client it

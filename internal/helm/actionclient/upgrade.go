@@ -104,7 +104,7 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 		return nil, err
 	}
 	if c.beforeUpgrade != nil {
-		if err := c.beforeUpgrade(c.ctx, c.owner, last, target); err != nil {
+		if err := c.beforeUpgrade(c.ctx, c.owner, RenderedOf(last), RenderedOf(target)); err != nil {
 			countOperation("upgrade", err)
 			c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "UpgradeFailed", "UpgradeRelease", "Upgrade of release %s to chart %s: %v", name, to, err)
 			return nil, fmt.Errorf("prepare the upgrade of release %s: %w", name, err)
