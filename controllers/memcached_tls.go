@@ -101,6 +101,9 @@ type MemcachedTLSReconciler struct {
 	// CertificateSecretCheck is how often a certificate Secret of the user's is read again (0:
 	// DefaultCertificateSecretCheck).
 	CertificateSecretCheck time.Duration
+	// CASpread is how long clients are given both CAs while the user's CA changes (0:
+	// DefaultCASpread).
+	CASpread time.Duration
 	// Workers handle that many caches at once; a namespace takes one at most (slots).
 	Workers int
 
@@ -161,6 +164,11 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if certificateSecretOf(&mc.Spec) != "" {
 		if err := r.removeUnmountedServerSecret(ctx, mc); err != nil {
 			return ctrl.Result{}, err
+		}
+		if cond.Reason == "CertificatesServed" {
+			if err := r.trimClientCA(ctx, made); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 	if retry > 0 {
@@ -235,9 +243,10 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	// With the client Secret as just written, not as the cache may still show it: after a CA made
 	// anew, the older client certificate would still be taken by the servers, and what they were
 	// told (refresh_certs, with whichever files the kubelet had brought) would depend on a race.
+	spreading := time.Now().Before(current.refreshAfter)
 	for _, a := range askServers(ctx, tlsPods, r.Reach.pinning(current.client), func(ctx context.Context, srv memcache.Server) (*x509.Certificate, error) {
 		served, err := memcache.ServedCertificate(ctx, srv, cacheTimeout)
-		if err != nil || served.Equal(want) {
+		if err != nil || served.Equal(want) || spreading {
 			return served, err
 		}
 		// The kubelet may not have brought the new files into the pod yet: ask again next time.
@@ -258,6 +267,11 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 		}
 	}
 	switch {
+	case len(foreign) > 0 && current.theirCA != nil:
+		cond.Status, cond.Reason = metav1.ConditionFalse, "CertificateAuthorityReplaced"
+		cond.Message = fmt.Sprintf("%s %s a certificate that no CA clients are given (ca.crt of Secret %s) signs: delete %s one at a time to restart %s with the certificate of Secret %s",
+			strings.Join(foreign, ", "), pluralVerb(len(foreign), "serves", "serve"), clientTLSSecretOf(mc.Name), pluralVerb(len(foreign), "its pod", "their pods"), pluralVerb(len(foreign), "it", "them"), certificateSecretOf(&mc.Spec))
+		return cond, oldest, conflictLookAgain, nil
 	case len(foreign) > 0:
 		// A CA made anew (its Secret deleted or spoiled): the running servers neither present a
 		// certificate it signed nor take the client certificate it signs.
@@ -265,6 +279,10 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 		cond.Message = fmt.Sprintf("%s %s a certificate of a CA this cache no longer has (Secret %s was made anew): delete %s one at a time to restart %s with the new certificates",
 			strings.Join(foreign, ", "), pluralVerb(len(foreign), "serves", "serve"), caSecretName(mc.Name), pluralVerb(len(foreign), "its pod", "their pods"), pluralVerb(len(foreign), "it", "them"))
 		return cond, oldest, conflictLookAgain, nil
+	case len(stale) > 0 && spreading:
+		cond.Status, cond.Reason = metav1.ConditionFalse, "Renewing"
+		cond.Message = fmt.Sprintf("%s still %s the certificate of the CA of before: the servers serve the new CA's from %s, once the kubelet has brought both CAs (ca.crt of Secret %s) to the clients",
+			strings.Join(stale, ", "), pluralVerb(len(stale), "serves", "serve"), current.refreshAfter.UTC().Format(time.RFC3339), clientTLSSecretOf(mc.Name))
 	case len(stale) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, "Renewing"
 		cond.Message = fmt.Sprintf("%s still %s a replaced certificate: the kubelet brings the renewed one into the pod, and memcached reads it on refresh_certs",
@@ -277,6 +295,8 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 		cond.Message = fmt.Sprintf("every ready server (%d) serves the certificate valid until %s", len(tlsPods), until)
 	}
 	switch {
+	case len(stale) > 0 && spreading:
+		return cond, oldest, min(refreshRetry, max(time.Until(current.refreshAfter), 100*time.Millisecond)), nil
 	case len(stale) > 0:
 		return cond, oldest, refreshRetry, nil
 	case len(silent) > 0:

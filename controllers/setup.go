@@ -70,6 +70,9 @@ type Config struct {
 	// CertificateSecretCheck is how often a certificate Secret that a Memcached names
 	// (spec.tls.certificateSecret) is read again (0: DefaultCertificateSecretCheck).
 	CertificateSecretCheck time.Duration
+	// TLSCASpread is how long clients are given both CAs while a user's certificate Secret changes
+	// its CA (0: DefaultCASpread).
+	TLSCASpread time.Duration
 	// TLSProfile is the TLS security profile the operator follows (the metrics server's): memcached
 	// takes it when it serves TLS. nil: Intermediate.
 	TLSProfile *tlsprofile.Server
@@ -177,7 +180,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 
 	tlsCerts := &MemcachedTLSReconciler{Client: mgr.GetClient(), Secrets: tlsSecrets, Live: direct, Recorder: mgr.GetEventRecorder("memcached-tls-controller"),
 		Reach: reach, Workers: cfg.Helm.Workers, CAValidity: cmp.Or(cfg.CAValidity, DefaultCAValidity), CertValidity: cmp.Or(cfg.CertificateValidity, DefaultCertificateValidity),
-		CertificateSecretCheck: cfg.CertificateSecretCheck}
+		CertificateSecretCheck: cfg.CertificateSecretCheck, CASpread: cfg.TLSCASpread}
 	if err := tlsCerts.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached TLS controller: %w", err)
 	}

@@ -186,6 +186,7 @@ func startOperatorProcess(c *rest.Config, user string, wrap func(http.RoundTripp
 		StatsPort:              statsPort,
 		CertificateValidity:    certificateValidity,
 		CertificateSecretCheck: time.Second,
+		TLSCASpread:            time.Second,
 		MayRecoverPending:      recovery.mayRecover,
 		Records:                records,
 	})).To(Succeed())

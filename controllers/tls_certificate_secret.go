@@ -17,9 +17,12 @@ limitations under the License.
 package controllers
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"slices"
 	"time"
@@ -31,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/labels"
 )
 
 // A cache whose spec.tls.certificateSecret names a Secret serves the certificate in it, as
@@ -44,6 +48,10 @@ import (
 const (
 	// DefaultCertificateSecretCheck is how often a cache's own certificate Secret is read again.
 	DefaultCertificateSecretCheck = time.Minute
+	// DefaultCASpread is how long clients are given both CAs before the servers serve the
+	// certificate of a changed CA: the kubelet brings a changed Secret into pods within about a
+	// minute (its sync period and its cache of Secrets).
+	DefaultCASpread = 2 * time.Minute
 
 	// OKD publishes its service CA bundle in every namespace in this ConfigMap; its service CA
 	// writes Secrets with no ca.crt.
@@ -91,6 +99,10 @@ func (r *MemcachedTLSReconciler) readCertificateSecret(ctx context.Context, mc *
 	if err != nil {
 		return invalid("no certificate and key that match in %s and %s: %v", corev1.TLSCertKey, corev1.TLSPrivateKeyKey, err)
 	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0]) // the one memcached serves first
+	if err != nil {
+		return invalid("%s: %v", corev1.TLSCertKey, err)
+	}
 	bundle, from := secret.Data[caCertKey], "its "+caCertKey
 	if len(bundle) == 0 {
 		cm := &corev1.ConfigMap{}
@@ -116,12 +128,100 @@ func (r *MemcachedTLSReconciler) readCertificateSecret(ctx context.Context, mc *
 	domain := serverDomain(headlessNameOf(mc.Name), mc.Namespace)
 	// A server's stable name, and the headless Service's own (status.tls.serverName).
 	for _, host := range []string{serversNameOf(mc.Name) + "-0." + domain, domain} {
-		if _, err := pair.Leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: intermediates, DNSName: host,
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: intermediates, DNSName: host,
 			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 			return invalid("clients that verify %s with the CA of %s would refuse it: %v (it must hold the DNS names *.%s and %s)", host, from, err, domain, domain)
 		}
 	}
-	return userCertificate{cert: secret.Data[corev1.TLSCertKey], caBundle: bundle}, nil
+	return userCertificate{cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw}), caBundle: bundle}, nil
+}
+
+// clientCAOf is the ca.crt the client Secret is to hold for the user's CA bundle: the bundle; or,
+// while it changes (a new issuer, or the operator's certificate replaced by the user's), the
+// certificates the Secret held and the bundle's, so that clients and the operator verify the
+// servers that still serve the certificate of before. It comes down to the bundle once every
+// server serves the new certificate (trimClientCA).
+func (r *MemcachedTLSReconciler) clientCAOf(ctx context.Context, mc *cachev1.Memcached, bundle []byte) ([]byte, error) {
+	held := &corev1.Secret{}
+	if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: clientTLSSecretOf(mc.Name)}, held); err != nil {
+		return bundle, client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(held, mc) {
+		return bundle, nil // not ours: ensure refuses it
+	}
+	was := held.Data[caCertKey]
+	if len(was) == 0 || holdsAll(was, bundle) {
+		if len(was) == 0 || bytes.Equal(was, bundle) {
+			return bundle, nil
+		}
+		return was, nil // a change under way
+	}
+	return append(append(bytes.TrimRight(slices.Clone(was), "\n"), '\n'), bundle...), nil
+}
+
+// markCAChange notes on the client Secret s when its ca.crt began to differ from the user's CA
+// bundle (labels.CAChangedAt), and says when the servers may serve the new CA's certificate: a
+// CASpread after that, so that the kubelet has brought both CAs to the clients first.
+func (r *MemcachedTLSReconciler) markCAChange(ctx context.Context, s *corev1.Secret, bundle []byte, now time.Time) (*corev1.Secret, time.Time, error) {
+	if bytes.Equal(s.Data[caCertKey], bundle) {
+		return s, time.Time{}, nil
+	}
+	if at, err := time.Parse(time.RFC3339, s.Annotations[labels.CAChangedAt]); err == nil {
+		return s, at.Add(r.caSpread()), nil
+	}
+	s = s.DeepCopy()
+	metav1.SetMetaDataAnnotation(&s.ObjectMeta, labels.CAChangedAt, now.UTC().Format(time.RFC3339))
+	if err := r.Update(ctx, s); err != nil {
+		return nil, time.Time{}, fmt.Errorf("note the CA change on Secret %s: %w", s.Name, err)
+	}
+	return s, now.Add(r.caSpread()), nil
+}
+
+func (r *MemcachedTLSReconciler) caSpread() time.Duration { return cmp.Or(r.CASpread, DefaultCASpread) }
+
+// trimClientCA brings the client Secret's ca.crt down to the user's CA bundle, once every server
+// serves the certificate it signs.
+func (r *MemcachedTLSReconciler) trimClientCA(ctx context.Context, made madeCertificates) error {
+	if made.theirCA == nil || made.client == nil || bytes.Equal(made.client.Data[caCertKey], made.theirCA) {
+		return nil
+	}
+	s := made.client.DeepCopy()
+	s.Data[caCertKey] = made.theirCA
+	delete(s.Annotations, labels.CAChangedAt)
+	if err := r.Update(ctx, s); err != nil {
+		return fmt.Errorf("update the CA of Secret %s: %w", s.Name, err) // a conflict: the next try reads it again
+	}
+	log.FromContext(ctx).Info("TLS Secret's CA trimmed: every server serves the certificate of spec.tls.certificateSecret", "secret", s.Name)
+	return nil
+}
+
+// holdsAll reports whether PEM bundle have holds every certificate of PEM bundle want.
+func holdsAll(have, want []byte) bool {
+	held := map[string]bool{}
+	for _, der := range derCerts(have) {
+		held[string(der)] = true
+	}
+	for _, der := range derCerts(want) {
+		if !held[string(der)] {
+			return false
+		}
+	}
+	return true
+}
+
+// derCerts are the certificates of a PEM bundle.
+func derCerts(bundle []byte) [][]byte {
+	var out [][]byte
+	for {
+		var block *pem.Block
+		block, bundle = pem.Decode(bundle)
+		if block == nil {
+			return out
+		}
+		if block.Type == "CERTIFICATE" {
+			out = append(out, block.Bytes)
+		}
+	}
 }
 
 // removeUnmountedServerSecret deletes the servers' certificate Secret the operator made, once the
@@ -143,6 +243,16 @@ func (r *MemcachedTLSReconciler) removeUnmountedServerSecret(ctx context.Context
 		if mountsSecret(p, name) {
 			return nil // until the rollout has replaced it: a restart mounts its volumes again
 		}
+	}
+	// Nor while the StatefulSet may still make a pod that mounts it: its template, or a rollout
+	// not complete (a held partition, a pod still going).
+	servers, err := serversOf(ctx, r.Client, mc)
+	if err != nil || servers == nil {
+		return err
+	}
+	template := &corev1.Pod{Spec: servers.Spec.Template.Spec}
+	if mountsSecret(template, name) || !rolloutOfServers(servers).complete() || servers.Status.CurrentRevision != servers.Status.UpdateRevision {
+		return nil
 	}
 	if err := r.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete Secret %s: %w", name, err)

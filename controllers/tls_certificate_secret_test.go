@@ -18,8 +18,11 @@ package controllers_test
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -78,7 +81,8 @@ var _ = Describe("TLS with the user's certificate Secret", func() {
 			p.Spec.Containers[0].Args = args
 			p.Spec.Volumes = servers.Spec.Template.Spec.Volumes
 		})
-		withClient := tlsClient(mountedSecret(ctx, clientSecret), "tls-memcached-0."+domain, true)
+		clientDir := mountedSecret(ctx, clientSecret)
+		withClient := reloadingTLSClient(clientDir, "tls-memcached-0."+domain)
 		Expect(setAndGet(withClient, statsAddr(host), "k", "v")).To(Succeed())
 		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("Stats", And(Not(BeNil()), HaveField("Pods", int32(1)))))
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
@@ -95,13 +99,30 @@ var _ = Describe("TLS with the user's certificate Secret", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() bool { return servedCertificate(withClient, statsAddr(host)).Equal(want) }, timeout, interval).Should(BeTrue())
 		Expect(want.Equal(before)).To(BeFalse())
+
+		By("serving the certificate of a new CA (another issuer): clients are given both CAs first, then the new one alone")
+		nextCA := newCA("the user's next CA")
+		byNext := userCertificate(key.Namespace, nextCA, true, 3*time.Hour, "*."+domain, domain)
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
+		theirs.Data = byNext.Data
+		Expect(k8sClient.Update(ctx, theirs)).To(Succeed())
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
+			HaveField("Reason", "Renewing"), HaveField("Message", ContainSubstring("once the kubelet has brought both CAs"))))
+		next, err := certs.ParseCert(byNext.Data["tls.crt"])
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() bool { return servedCertificate(withClient, statsAddr(host)).Equal(next) }, timeout, interval).Should(BeTrue())
+		Eventually(func(g Gomega) []byte {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(clientSecret), clientSecret)).To(Succeed())
+			return clientSecret.Data["ca.crt"]
+		}, timeout, interval).Should(Equal(nextCA.Cert), "once every server serves it, clients are given the new CA alone")
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(HaveField("Reason", "CertificatesServed"))
 		stopReading()
 		Eventually(func(g Gomega) time.Time {
 			tls := memcachedStatus(ctx, key)(g).TLS
 			g.Expect(tls).NotTo(BeNil())
 			g.Expect(tls.NotAfter).NotTo(BeNil())
 			return tls.NotAfter.Time
-		}, timeout, interval).Should(BeTemporally("~", want.NotAfter, time.Second), "status.tls.notAfter: the renewed certificate's")
+		}, timeout, interval).Should(BeTemporally("~", next.NotAfter, time.Second), "status.tls.notAfter: the served certificate's")
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), &corev1.Secret{})).To(Succeed(), "the user's Secret stays")
 	})
 
@@ -166,7 +187,10 @@ var _ = Describe("TLS with the user's certificate Secret", func() {
 		}, timeout, interval).Should(Succeed())
 		Consistently(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(server), &corev1.Secret{}) }, 2*time.Second, interval).Should(Succeed())
 
+		By("keeping it while the rollout that replaces that pod is not complete")
 		Expect(k8sClient.Delete(ctx, pod)).To(Succeed())
+		Consistently(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(server), &corev1.Secret{}) }, 2*time.Second, interval).Should(Succeed())
+		setRollout(ctx, types.NamespacedName{Namespace: key.Namespace, Name: servers.Name}, 1, 1, 1)
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(server), &corev1.Secret{}))
 		}, timeout, interval).Should(BeTrue(), "the operator's servers' certificate goes once no pod mounts it")
@@ -190,6 +214,27 @@ func userCertificate(namespace string, ca certs.KeyPair, withCA bool, validity t
 		s.Data["ca.crt"] = ca.Cert
 	}
 	return s
+}
+
+// reloadingTLSClient is tlsClient with the client certificate, verifying the servers with the
+// mounted ca.crt as it is at each handshake, as clients that follow the Secret do.
+func reloadingTLSClient(dir, serverName string) *tls.Config {
+	cfg := tlsClient(dir, serverName, true)
+	cfg.InsecureSkipVerify = true // verified below, with the ca.crt of now
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		caPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+		if err != nil {
+			return err
+		}
+		roots, inter := x509.NewCertPool(), x509.NewCertPool()
+		roots.AppendCertsFromPEM(caPEM)
+		for _, c := range cs.PeerCertificates[1:] {
+			inter.AddCert(c)
+		}
+		_, err = cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: serverName})
+		return err
+	}
+	return cfg
 }
 
 // ownedSecret waits for Secret name of the cache, which the Memcached controls.

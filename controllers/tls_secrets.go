@@ -108,6 +108,12 @@ type madeCertificates struct {
 	server []byte
 	// client is the client Secret as this reconcile left it.
 	client *corev1.Secret
+	// theirCA is the CA bundle of the user's certificate Secret (nil: the operator's certificate),
+	// which the client Secret's ca.crt comes down to once every server serves that certificate.
+	theirCA []byte
+	// refreshAfter is when the servers may be told to serve a certificate of a changed CA: the
+	// clients have it by then (zero: at once).
+	refreshAfter time.Time
 }
 
 // ensureCertificates makes or renews what is due of the cache's three Secrets (two when the
@@ -153,8 +159,12 @@ func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cac
 		if err != nil {
 			return made, time.Time{}, err
 		}
-		made.server = theirs.cert
-		leaves = []leafSecret{{clientTLSSecretOf(mc.Name), roleClient, client, theirs.caBundle}}
+		made.server, made.theirCA = theirs.cert, theirs.caBundle
+		clientCA, err := r.clientCAOf(ctx, mc, theirs.caBundle)
+		if err != nil {
+			return made, time.Time{}, err
+		}
+		leaves = []leafSecret{{clientTLSSecretOf(mc.Name), roleClient, client, clientCA}}
 		if at := now.Add(r.certificateSecretCheck()); at.Before(renewAt) {
 			renewAt = at
 		}
@@ -189,9 +199,14 @@ func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cac
 		}
 		if leaf.role == roleServer {
 			made.server = secret.Data[corev1.TLSCertKey]
-		} else {
-			made.client = secret
+			continue
 		}
+		if made.theirCA != nil {
+			if secret, made.refreshAfter, err = r.markCAChange(ctx, secret, made.theirCA, now); err != nil {
+				return made, time.Time{}, err
+			}
+		}
+		made.client = secret
 	}
 	return made, renewAt, nil
 }

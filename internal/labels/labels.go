@@ -55,6 +55,11 @@ const (
 	// holds: "ca", "server" or "client" (controllers/memcached_tls.go).
 	TLSSecret = "cache.my.domain/tls"
 
+	// CAChangedAt is when the operator gave clients a changed CA in a client Secret's ca.crt (the
+	// CA of before and the new one, an annotation): the servers are told to serve the certificate
+	// of the new CA only a while later, once the kubelet has brought it to the clients.
+	CAChangedAt = "cache.my.domain/ca-changed-at"
+
 	// RetiredAt marks a pod of an earlier release that left the Service, and when (an annotation).
 	RetiredAt = "cache.my.domain/retired-at"
 
