@@ -226,3 +226,23 @@ func TestMirrored(t *testing.T) {
 		t.Error("quay.io must be mirrored by the local registry")
 	}
 }
+
+// netpol-off removes kube-router's chains alone: kube-proxy's and CNI's stay, the cluster runs on.
+func TestNetpolOffRemovesKubeRoutersChainsAlone(t *testing.T) {
+	for _, chain := range []string{"KUBE-ROUTER-FORWARD", "KUBE-ROUTER-INPUT", "KUBE-ROUTER-OUTPUT", "KUBE-POD-FW-ABCDEFGHIJKLMNOP", "KUBE-NWPLCY-DEFAULT", "KUBE-NWPLCY-XYZ"} {
+		if !kubeRouterChain(chain) {
+			t.Errorf("%s is kube-router's", chain)
+		}
+	}
+	for _, chain := range []string{"KUBE-SERVICES", "KUBE-SVC-ABC", "KUBE-SEP-ABC", "KUBE-FORWARD", "KUBE-PROXY-FIREWALL", "KUBE-NODEPORTS", "CNI-FORWARD", "FORWARD"} {
+		if kubeRouterChain(chain) {
+			t.Errorf("%s is not kube-router's", chain)
+		}
+	}
+	if !jumpsTo(strings.Fields(`-A FORWARD -m comment --comment "kube-router netpol" -j KUBE-ROUTER-FORWARD`), kubeRouterChain) {
+		t.Error("FORWARD's jump to KUBE-ROUTER-FORWARD goes with it")
+	}
+	if jumpsTo(strings.Fields(`-A FORWARD -j KUBE-FORWARD`), kubeRouterChain) {
+		t.Error("FORWARD's jump to kube-proxy's KUBE-FORWARD stays")
+	}
+}
