@@ -368,7 +368,13 @@ func tlsClient(dir, serverName string, withCert bool) *tls.Config {
 	cfg := &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12}
 	if withCert {
 		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			pair, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+			// Both files of one version: the mount swaps its directory at once, as the kubelet
+			// does, so a renewal between the two reads would pair one certificate with another's key.
+			at, err := filepath.EvalSymlinks(dir)
+			if err != nil {
+				return nil, err
+			}
+			pair, err := tls.LoadX509KeyPair(filepath.Join(at, "tls.crt"), filepath.Join(at, "tls.key"))
 			return &pair, err
 		}
 	}
