@@ -328,9 +328,10 @@ func mountedProjection(ctx context.Context, sources ...projection) string {
 		}
 		return out, versions
 	}
-	secrets := make([]*corev1.Secret, len(sources))
+	// The Secrets as given now, and their keys: the spec may read into the objects it passed.
+	secrets, keys := make([]*corev1.Secret, len(sources)), make([]client.ObjectKey, len(sources))
 	for i, src := range sources {
-		secrets[i] = src.secret
+		secrets[i], keys[i] = src.secret.DeepCopy(), client.ObjectKeyFromObject(src.secret)
 	}
 	files, last := data(secrets)
 	write(files)
@@ -342,9 +343,9 @@ func mountedProjection(ctx context.Context, sources ...projection) string {
 			time.Sleep(20 * time.Millisecond) // far sooner than a kubelet, so that races with the files (serve after a new CA) show
 			now := make([]*corev1.Secret, len(sources))
 			var err error
-			for i, src := range sources {
+			for i := range sources {
 				now[i] = &corev1.Secret{}
-				err = errors.Join(err, k8sClient.Get(ctx, client.ObjectKeyFromObject(src.secret), now[i]))
+				err = errors.Join(err, k8sClient.Get(ctx, keys[i], now[i]))
 			}
 			if err != nil {
 				continue
