@@ -187,13 +187,13 @@ func measureTenant(ctx context.Context, what string, namespaces []string) tenant
 
 // watchHelmTalkingToServers samples every goroutine's stack every 100 ms until stopped, and
 // returns then the stacks of goroutines that talked to a memcached server (inside
-// internal/operand's conversations, which wait up to 2 s on a stalling server) for a reconcile of
+// internal/memcache's conversations, which wait up to 2 s on a stalling server) for a reconcile of
 // the Helm reconciler: in it, or started by it (askServers asks each server on a goroutine of its
 // own), and how many samples it took.
 func watchHelmTalkingToServers() (stop func() (talked []string, samples int)) {
 	const (
 		helmReconcile = "helm-operator-plugins/pkg/reconciler.(*Reconciler).Reconcile"
-		conversation  = "memcached-operator/internal/operand."
+		conversation  = "memcached-operator/internal/memcache."
 	)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
