@@ -240,7 +240,7 @@ func (r *MemcachedTLSReconciler) removeUnmountedServerSecret(ctx context.Context
 		return err
 	}
 	for _, p := range pods {
-		if mountsSecret(p, name) {
+		if mountsSecret(&p.Spec, name) {
 			return nil // until the rollout has replaced it: a restart mounts its volumes again
 		}
 	}
@@ -250,8 +250,7 @@ func (r *MemcachedTLSReconciler) removeUnmountedServerSecret(ctx context.Context
 	if err != nil || servers == nil {
 		return err
 	}
-	template := &corev1.Pod{Spec: servers.Spec.Template.Spec}
-	if mountsSecret(template, name) || !rolloutOfServers(servers).complete() || servers.Status.CurrentRevision != servers.Status.UpdateRevision {
+	if mountsSecret(&servers.Spec.Template.Spec, name) || !rolloutOfServers(servers).complete() || servers.Status.CurrentRevision != servers.Status.UpdateRevision {
 		return nil
 	}
 	if err := r.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
@@ -261,10 +260,10 @@ func (r *MemcachedTLSReconciler) removeUnmountedServerSecret(ctx context.Context
 	return nil
 }
 
-// mountsSecret reports whether pod p has a volume of Secret name (of the cached pods, whose
+// mountsSecret reports whether a pod spec has a volume of Secret name (of the cached pods, whose
 // volumes keep no more than the Secrets' names: secretVolumesOnly).
-func mountsSecret(p *corev1.Pod, name string) bool {
-	for _, v := range p.Spec.Volumes {
+func mountsSecret(spec *corev1.PodSpec, name string) bool {
+	for _, v := range spec.Volumes {
 		if v.Secret != nil && v.Secret.SecretName == name {
 			return true
 		}

@@ -170,15 +170,16 @@ func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cac
 		}
 	}
 	for _, leaf := range leaves {
+		// The certificate and key of data are the CA's, for this leaf, a pair, and not yet due.
+		certValid := func(data map[string][]byte) bool {
+			return certs.SignedBy(data[corev1.TLSCertKey], caPair, leaf.leaf) &&
+				certs.Matches(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]) && !certs.Due(data[corev1.TLSCertKey], now)
+		}
 		secret, err := r.ensure(ctx, mc, leaf.name, leaf.role, corev1.SecretTypeTLS,
-			func(data map[string][]byte) bool {
-				return bytes.Equal(data[caCertKey], leaf.ca) && certs.SignedBy(data[corev1.TLSCertKey], caPair, leaf.leaf) &&
-					certs.Matches(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]) && !certs.Due(data[corev1.TLSCertKey], now)
-			},
+			func(data map[string][]byte) bool { return bytes.Equal(data[caCertKey], leaf.ca) && certValid(data) },
 			func(old map[string][]byte) (map[string][]byte, error) {
 				what := fmt.Sprintf("the %s certificate (Secret %s)", leaf.role, leaf.name)
-				if old != nil && !bytes.Equal(leaf.ca, caPair.Cert) && certs.SignedBy(old[corev1.TLSCertKey], caPair, leaf.leaf) &&
-					certs.Matches(old[corev1.TLSCertKey], old[corev1.TLSPrivateKeyKey]) && !certs.Due(old[corev1.TLSCertKey], now) {
+				if old != nil && !bytes.Equal(leaf.ca, caPair.Cert) && certValid(old) {
 					// Only the CA the servers are verified with changed (the user's certificate Secret).
 					made.renewed = append(made.renewed, fmt.Sprintf("the CA to verify the servers with (%s of Secret %s)", caCertKey, leaf.name))
 					return map[string][]byte{corev1.TLSCertKey: old[corev1.TLSCertKey], corev1.TLSPrivateKeyKey: old[corev1.TLSPrivateKeyKey], caCertKey: leaf.ca}, nil
