@@ -41,6 +41,8 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 HELM ?= $(LOCALBIN)/helm
 STATICCHECK ?= $(LOCALBIN)/staticcheck
+# The Ginkgo CLI, at go.mod's Ginkgo version: it runs the envtest suite in parallel processes.
+GINKGO ?= $(LOCALBIN)/ginkgo
 # promtool and Prometheus, from Prometheus's Go module (hack/prometheus/go.mod): promtool tests the
 # shipped alert rules in make test; the e2e's Prometheus scrapes the operator and the exporters.
 PROMTOOL ?= $(LOCALBIN)/promtool
@@ -146,17 +148,26 @@ verify-bundle: $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM) ## Fail if 
 	hack/verify-generated.sh bundle
 
 .PHONY: test
-test: test-packages verify-generated vet lint lint-chart envtest ## Unit and envtest tests, staticcheck, chart lint, stale generated code.
+test: test-packages verify-generated vet lint lint-chart envtest $(GINKGO) ## Unit and envtest tests, staticcheck, chart lint, stale generated code.
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test $(TEST_PACKAGES) -coverprofile cover.out -timeout $(ENVTEST_TIMEOUT)
+	KUBEBUILDER_ASSETS="$(KUBE_BIN)" $(GINKGO_SUITE) --timeout=$(ENVTEST_TIMEOUT) --coverprofile=cover.controllers.out --output-dir=$(CURDIR) $(SUITE_PACKAGES)
 	cd hack/cluster && go test ./... -timeout 5m
 
-# What one package's tests may take: the controllers' envtest suite takes about 7 minutes on 2
-# cores (go test's default of 10 would stop it on a slower machine).
+# What one package's tests may take: the controllers' envtest suite takes about 4 minutes on 2
+# cores as ENVTEST_PROCS processes, 7 as one.
 ENVTEST_TIMEOUT ?= 20m
 
 # make test's packages: all but those make test-artifacts runs (tests/monitoring with promtool,
-# tests/sbom and tests/arm64 with the images it builds).
-TEST_PACKAGES = $(shell go list ./... | grep -Ev '/tests/(monitoring|sbom|arm64)$$')
+# tests/sbom and tests/arm64 with the images it builds) and the controllers' envtest suite, which
+# the Ginkgo CLI runs in parallel processes (SUITE_PACKAGES).
+TEST_PACKAGES = $(shell go list ./... | grep -Ev '/tests/(monitoring|sbom|arm64)$$|/controllers$$')
+SUITE_PACKAGES = ./controllers
+# The controllers' suite waits on API servers, memcacheds and clocks more than it computes: run as
+# one process it leaves the 2 cores about 60% idle. Ginkgo's parallel processes each start their own
+# kube-apiserver, etcd and operator, and take their own loopback addresses for memcached; the specs
+# marked Serial (those that count requests or time one another) run alone at the end.
+ENVTEST_PROCS ?= 3
+GINKGO_SUITE = $(GINKGO) run -p --procs=$(ENVTEST_PROCS) --require-suite
 
 .PHONY: test-artifacts
 test-artifacts: test-packages artifacts-packages verify-bundle $(PROMTOOL) envtest image-build sbom-operator ## What a release ships beside the code: bundle and catalog regenerated and validated (operator-sdk, opm), the operator image's SBOMs (syft) and its arm64 manager run under QEMU, alert rules and dashboard tested (promtool); CI runs it after make test.
@@ -176,8 +187,9 @@ test-packages:
 	@hack/host-packages.sh test
 
 .PHONY: test-floor
-test-floor: test-packages envtest-floor ## make test's packages again under the race detector, the envtest suites on the oldest supported Kubernetes (its kube-apiserver is built first); CI runs it after make test.
+test-floor: test-packages envtest-floor $(GINKGO) ## make test's packages again under the race detector, the envtest suites on the oldest supported Kubernetes (its kube-apiserver is built first); CI runs it after make test.
 	KUBEBUILDER_ASSETS="$(FLOOR_KUBE_BIN)" go test -race $(TEST_PACKAGES) -timeout $(RACE_TIMEOUT)
+	KUBEBUILDER_ASSETS="$(FLOOR_KUBE_BIN)" $(GINKGO_SUITE) --race --timeout=$(RACE_TIMEOUT) $(SUITE_PACKAGES)
 
 # The race detector makes the controllers' envtest suite about twice as slow (10.5 minutes on
 # 2 cores).
@@ -642,6 +654,8 @@ $(SYFT): hack/sbom/go.mod
 	  -o $@ github.com/anchore/syft/cmd/syft
 $(HELM): hack/tools/go.mod
 	cd hack/tools && go build -o $@ helm.sh/helm/v3/cmd/helm
+$(GINKGO): go.mod
+	go build -o $@ github.com/onsi/ginkgo/v2/ginkgo
 $(STATICCHECK): hack/tools/go.mod
 	cd hack/tools && go build -o $@ honnef.co/go/tools/cmd/staticcheck
 $(PROMTOOL): hack/prometheus/go.mod

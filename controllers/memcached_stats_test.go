@@ -163,7 +163,12 @@ var _ = Describe("Memcached stats", func() {
 // spec starts: the operator reads every pod at the same port, statsPort, as at the chart's 11211.
 var loopbackHosts atomic.Int32
 
-func nextLoopbackHost() string { return fmt.Sprintf("127.0.1.%d", loopbackHosts.Add(1)) }
+// nextLoopbackHost is an address no other memcached of the run has: each of Ginkgo's parallel
+// processes (make test runs the suite as several) takes its own 127.<process>.0.0/16.
+func nextLoopbackHost() string {
+	n := loopbackHosts.Add(1)
+	return fmt.Sprintf("127.%d.%d.%d", GinkgoParallelProcess(), n/250, n%250+1)
+}
 
 // startMemcached runs memcached at statsPort of a loopback address of its own, with memoryMB of
 // item memory and extra flags, until the spec ends, and returns that address.

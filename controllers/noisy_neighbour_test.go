@@ -50,8 +50,9 @@ import (
 // B is measured twice beside A's same caches and the same changes: first while nothing listens at
 // A's servers' addresses (every conversation refused at once), then while A's servers stall. The
 // operator's work for A is the same in both, so is the load it puts on the 2 cores; what differs
-// is only whether A's servers keep the operator waiting.
-var _ = Describe("One tenant's stalling servers", Ordered, func() {
+// is only whether A's servers keep the operator waiting. Serial: no other spec's process shares
+// the cores while it measures.
+var _ = Describe("One tenant's stalling servers", Ordered, Serial, func() {
 	ctx := context.Background()
 
 	It("slow no other tenant's install, availability or memory change, and are reported", func() {
