@@ -16,6 +16,15 @@ limitations under the License.
 
 package controllers
 
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+)
+
 // ChartNamesOf are the names the operator gives, outside the chart, to what the chart names for a
 // release: the StatefulSet, its headless Service and the TLS Secrets (for the chart's tests).
 func ChartNamesOf(release string) (servers, headless, serverTLS, clientTLS string) {
@@ -23,3 +32,13 @@ func ChartNamesOf(release string) (servers, headless, serverTLS, clientTLS strin
 }
 
 func CASecretOf(release string) string { return caSecretName(release) }
+
+// WriteStatusAs writes what st says of the part of a Memcached's status that owner ("operand",
+// "stats", "autopilot" or "tls") writes, as that writer does.
+func WriteStatusAs(ctx context.Context, c client.Client, owner string, mc *cachev1.Memcached, st *cachev1.MemcachedStatus) error {
+	w, ok := map[string]statusOwner{"operand": operandWriter, "stats": statsWriter, "autopilot": autopilotWriter, "tls": tlsWriter}[owner]
+	if !ok {
+		return fmt.Errorf("no writer %q", owner)
+	}
+	return w.write(ctx, c, mc, st)
+}

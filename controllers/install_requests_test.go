@@ -197,7 +197,7 @@ func gets(requests []string) []string {
 	return out
 }
 
-var statusWrite = regexp.MustCompile(`^PUT /apis/cache.my.domain/v1/namespaces/[^/]+/memcacheds/[^/]+/status$`)
+var statusWrite = regexp.MustCompile(`^(PUT|PATCH) /apis/cache.my.domain/v1/namespaces/[^/]+/memcacheds/[^/]+/status$`)
 
 // statusWrites counts the writes of a Memcached's status among requests.
 func statusWrites(requests []string) int {

@@ -120,13 +120,13 @@ func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.R
 	}
 	if !equality.Semantic.DeepEqual(*st, mc.Status) {
 		was := mc.Status
-		mc.Status = *st
-		if err := r.Status().Update(ctx, mc); err != nil {
+		if err := autopilotWriter.write(ctx, r.Client, mc, st); err != nil {
 			if apierrors.IsConflict(err) {
 				return ctrl.Result{RequeueAfter: conflictRetry}, nil
 			}
-			return ctrl.Result{}, fmt.Errorf("update status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
+			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
+		mc.Status = *st
 		r.announce(mc, was, *st, step)
 	}
 	autopilotMetrics.set(req.NamespacedName, st.Autopilot)

@@ -181,14 +181,14 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	mc.Status = *st
 	before := mc.ResourceVersion
-	if err := r.Status().Update(ctx, mc); err != nil {
+	if err := operandWriter.write(ctx, r.Client, mc, st); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil // the Helm reconciler wrote first: recompute on the new object
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil // someone wrote while a field was taken out: recompute on the new object
 		}
-		return ctrl.Result{}, fmt.Errorf("update status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	mc.Status = *st
 	r.replaced.Store(req.NamespacedName, before)
 	r.progressSince.Delete(req.NamespacedName)
 	return ctrl.Result{RequeueAfter: requeue}, nil

@@ -147,13 +147,13 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		log.FromContext(ctx).Error(err, "a server that started empty is not in status") // its Event and metric are out
 	}
 	if was := mc.Status; !equality.Semantic.DeepEqual(*st, was) {
-		mc.Status = *st
-		if err := r.Status().Update(ctx, mc); err != nil {
+		if err := statsWriter.write(ctx, r.Client, mc, st); err != nil {
 			if apierrors.IsConflict(err) {
 				return ctrl.Result{RequeueAfter: conflictRetry}, nil // read again, on the CR as the other writer left it
 			}
-			return ctrl.Result{}, fmt.Errorf("update status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
+			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
+		mc.Status = *st
 		r.announce(mc, was, *st)
 	}
 	r.remember(req.NamespacedName, reads)

@@ -22,15 +22,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -305,8 +302,7 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	return cond, oldest, 0, nil
 }
 
-// setStatus writes the CertificatesReady condition and status.tls with server-side apply, as
-// their only writer: what other controllers write to status stays theirs.
+// setStatus writes the CertificatesReady condition and status.tls, as their only writer.
 func (r *MemcachedTLSReconciler) setStatus(ctx context.Context, mc *cachev1.Memcached, cond *cachev1.HelmCondition, tlsStatus *cachev1.TLSStatus) error {
 	was := memcachedCondition(mc.Status, ConditionCertificatesReady)
 	if was.Type != "" && was.Status == cond.Status && was.Reason == cond.Reason && was.Message == cond.Message &&
@@ -317,39 +313,19 @@ func (r *MemcachedTLSReconciler) setStatus(ctx context.Context, mc *cachev1.Memc
 	if was.Type != "" && was.Status == cond.Status {
 		cond.LastTransitionTime = was.LastTransitionTime
 	}
-	status := map[string]any{"conditions": []any{map[string]any{"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason,
-		"message": cond.Message, "lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339)}}}
-	if tlsStatus != nil {
-		t, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tlsStatus)
-		if err != nil {
-			return err
-		}
-		status["tls"] = t
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
-	u.SetGroupVersionKind(cachev1.GroupVersion.WithKind("Memcached"))
-	u.SetNamespace(mc.Namespace)
-	u.SetName(mc.Name)
-	if err := r.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(tlsFieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("write the %s condition of Memcached %s/%s: %w", ConditionCertificatesReady, mc.Namespace, mc.Name, client.IgnoreNotFound(err))
+	if err := tlsWriter.write(ctx, r.Client, mc, &cachev1.MemcachedStatus{Conditions: []cachev1.HelmCondition{*cond}, TLS: tlsStatus}); err != nil {
+		return fmt.Errorf("write the %s condition: %w", ConditionCertificatesReady, client.IgnoreNotFound(err))
 	}
 	return nil
 }
 
-// removeStatus takes the CertificatesReady condition and status.tls out of status, on the status
-// the reconcile read (a conflict: looked at again). A patch, not an apply: another writer's full
-// update may have made it a co-owner of the condition, which an apply would leave in place.
+// removeStatus takes the CertificatesReady condition and status.tls out of status.
 func (r *MemcachedTLSReconciler) removeStatus(ctx context.Context, mc *cachev1.Memcached) error {
 	if memcachedCondition(mc.Status, ConditionCertificatesReady).Type == "" && mc.Status.TLS == nil {
 		return nil
 	}
-	before := mc.DeepCopy()
-	mc.Status.Conditions = slices.DeleteFunc(slices.Clone(mc.Status.Conditions), func(c cachev1.HelmCondition) bool {
-		return c.Type == ConditionCertificatesReady
-	})
-	mc.Status.TLS = nil
-	if err := r.Status().Patch(ctx, mc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("remove what status says of TLS from Memcached %s/%s: %w", mc.Namespace, mc.Name, client.IgnoreNotFound(err))
+	if err := tlsWriter.write(ctx, r.Client, mc, &cachev1.MemcachedStatus{}); err != nil {
+		return fmt.Errorf("remove what status says of TLS: %w", client.IgnoreNotFound(err))
 	}
 	return nil
 }

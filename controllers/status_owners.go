@@ -1,0 +1,126 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+)
+
+// statusOwner is one of the Go side's writers of a Memcached's status: the conditions and fields
+// it alone writes (docs/development.md, "Who writes a Memcached's status"). It writes them by
+// server-side apply as a field manager of its own: a write carries only its part, so it can
+// overwrite no other writer's, whatever that writer did between its read and this write.
+type statusOwner struct {
+	manager    string
+	conditions []string
+	// fields are the JSON names of its fields of status, a nested one by its dotted path.
+	fields []string
+}
+
+var (
+	operandWriter = statusOwner{manager: "memcached-operand",
+		conditions: []string{ConditionAvailable, ConditionProgressing, ConditionResizing, ConditionCacheWarm},
+		fields:     []string{"replicas", "readyReplicas", "updatedReplicas", "servers", "readyServers", "serversConfigMap", "version", "deployedRelease.revision"}}
+	statsWriter = statusOwner{manager: "memcached-stats",
+		conditions: []string{ConditionMemoryPressure, ConditionConnectionsSaturated, ConditionServersResponsive},
+		fields:     []string{"stats"}}
+	autopilotWriter = statusOwner{manager: "memcached-autopilot",
+		conditions: []string{ConditionScalingActive, ConditionScalingLimited},
+		fields:     []string{"autopilot"}}
+	tlsWriter = statusOwner{manager: tlsFieldOwner,
+		conditions: []string{ConditionCertificatesReady},
+		fields:     []string{"tls"}}
+)
+
+// write makes the owner's part of mc's live status what st says it is, and leaves the rest as it
+// is live. An apply of the part, then a patch for what the part no longer has but the live
+// object still shows: a field that another manager co-owns (the full updates of releases before
+// 1.3.0 made the operator's one manager own every field) outlives an apply that leaves it out.
+// That patch is made on the applied object's resourceVersion: a conflict means someone wrote
+// meanwhile, and the caller looks again.
+func (o statusOwner) write(ctx context.Context, c client.Client, mc *cachev1.Memcached, st *cachev1.MemcachedStatus) error {
+	want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
+	if err != nil {
+		return err
+	}
+	part := map[string]any{}
+	var conditions []any
+	for _, c := range st.Conditions {
+		if slices.Contains(o.conditions, c.Type) {
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
+			if err != nil {
+				return err
+			}
+			conditions = append(conditions, u)
+		}
+	}
+	if len(conditions) > 0 {
+		part["conditions"] = conditions
+	}
+	for _, f := range o.fields {
+		path := strings.Split(f, ".")
+		if v, ok, _ := unstructured.NestedFieldNoCopy(want, path...); ok {
+			if err := unstructured.SetNestedField(part, runtime.DeepCopyJSONValue(v), path...); err != nil {
+				return err
+			}
+		}
+	}
+	applied := &unstructured.Unstructured{Object: map[string]any{"status": part}}
+	applied.SetGroupVersionKind(cachev1.GroupVersion.WithKind("Memcached"))
+	applied.SetNamespace(mc.Namespace)
+	applied.SetName(mc.Name)
+	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(o.manager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("write the status of Memcached %s/%s as %s: %w", mc.Namespace, mc.Name, o.manager, err)
+	}
+
+	// What the owner no longer says, and the live object (the apply's answer) still does.
+	trimmed := applied.DeepCopy()
+	if conds, ok, _ := unstructured.NestedSlice(trimmed.Object, "status", "conditions"); ok {
+		kept := slices.DeleteFunc(conds, func(c any) bool {
+			t, _, _ := unstructured.NestedString(c.(map[string]any), "type")
+			return slices.Contains(o.conditions, t) && !slices.ContainsFunc(st.Conditions, func(s cachev1.HelmCondition) bool { return s.Type == t })
+		})
+		if len(kept) == 0 {
+			unstructured.RemoveNestedField(trimmed.Object, "status", "conditions")
+		} else if err := unstructured.SetNestedSlice(trimmed.Object, kept, "status", "conditions"); err != nil {
+			return err
+		}
+	}
+	for _, f := range o.fields {
+		path := strings.Split(f, ".")
+		if _, ok, _ := unstructured.NestedFieldNoCopy(want, path...); !ok {
+			unstructured.RemoveNestedField(trimmed.Object, append([]string{"status"}, path...)...)
+		}
+	}
+	if equality.Semantic.DeepEqual(trimmed.Object["status"], applied.Object["status"]) {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, trimmed, client.MergeFromWithOptions(applied, client.MergeFromWithOptimisticLock{}), client.FieldOwner(o.manager)); err != nil {
+		return fmt.Errorf("take what %s no longer says out of the status of Memcached %s/%s: %w", o.manager, mc.Namespace, mc.Name, err)
+	}
+	return nil
+}
