@@ -17,12 +17,13 @@ limitations under the License.
 package controllers
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,30 +98,66 @@ func (o statusOwner) write(ctx context.Context, c client.Client, mc *cachev1.Mem
 		return fmt.Errorf("write the status of Memcached %s/%s as %s: %w", mc.Namespace, mc.Name, o.manager, err)
 	}
 
-	// What the owner no longer says, and the live object (the apply's answer) still does.
-	trimmed := applied.DeepCopy()
-	if conds, ok, _ := unstructured.NestedSlice(trimmed.Object, "status", "conditions"); ok {
-		kept := slices.DeleteFunc(conds, func(c any) bool {
-			t, _, _ := unstructured.NestedString(c.(map[string]any), "type")
-			return slices.Contains(o.conditions, t) && !slices.ContainsFunc(st.Conditions, func(s cachev1.HelmCondition) bool { return s.Type == t })
-		})
-		if len(kept) == 0 {
-			unstructured.RemoveNestedField(trimmed.Object, "status", "conditions")
-		} else if err := unstructured.SetNestedSlice(trimmed.Object, kept, "status", "conditions"); err != nil {
-			return err
+	// Where the live object (the apply's answer) differs from what the owner says, down to a
+	// condition's message or a field of stats: what only another manager still owns.
+	status := map[string]any{}
+	if live, ok := applied.Object["status"].(map[string]any); ok {
+		status = runtime.DeepCopyJSON(live)
+	}
+	stale := false
+	ownedWant := map[string]any{}
+	for _, c := range conditions {
+		ownedWant[c.(map[string]any)["type"].(string)] = c
+	}
+	liveConditions, _ := status["conditions"].([]any)
+	var kept []any
+	for _, c := range liveConditions {
+		t, _ := c.(map[string]any)["type"].(string)
+		switch w, ok := ownedWant[t]; {
+		case !slices.Contains(o.conditions, t):
+			kept = append(kept, c)
+		case !ok:
+			stale = true // the owner no longer says it
+		default:
+			stale = stale || !sameJSON(c, w)
+			kept = append(kept, w)
 		}
+	}
+	if len(kept) > 0 {
+		status["conditions"] = kept
+	} else {
+		delete(status, "conditions")
 	}
 	for _, f := range o.fields {
 		path := strings.Split(f, ".")
-		if _, ok, _ := unstructured.NestedFieldNoCopy(want, path...); !ok {
-			unstructured.RemoveNestedField(trimmed.Object, append([]string{"status"}, path...)...)
+		w, says, _ := unstructured.NestedFieldNoCopy(want, path...)
+		l, shows, _ := unstructured.NestedFieldNoCopy(status, path...)
+		switch {
+		case !says && shows:
+			unstructured.RemoveNestedField(status, path...)
+			stale = true
+		case says && !sameJSON(w, l):
+			if err := unstructured.SetNestedField(status, runtime.DeepCopyJSONValue(w), path...); err != nil {
+				return err
+			}
+			stale = true
 		}
 	}
-	if equality.Semantic.DeepEqual(trimmed.Object["status"], applied.Object["status"]) {
+	if !stale {
 		return nil
 	}
+	trimmed := applied.DeepCopy()
+	trimmed.Object["status"] = status
 	if err := c.Status().Patch(ctx, trimmed, client.MergeFromWithOptions(applied, client.MergeFromWithOptimisticLock{}), client.FieldOwner(o.manager)); err != nil {
 		return fmt.Errorf("take what %s no longer says out of the status of Memcached %s/%s: %w", o.manager, mc.Namespace, mc.Name, err)
 	}
 	return nil
+}
+
+// sameJSON tells whether a and b are the same JSON: a number the API server answered as an
+// integer is the float the converter made of it.
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }

@@ -90,7 +90,7 @@ var _ = Describe("The status's writers", func() {
 			"the other writers' conditions stay too")
 	})
 
-	It("take out a condition the owner no longer writes, though a full update of an earlier release made another field manager own it too", func() {
+	It("take out a condition, or a condition's message, the owner no longer writes, though a full update of an earlier release made another field manager own it too", func() {
 		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "upgraded"}
 		deployed(key)
 		By("writing the autopilot's two conditions as releases before 1.3.0 did: a full update of status")
@@ -101,9 +101,17 @@ var _ = Describe("The status's writers", func() {
 			g.Expect(k8sClient.Status().Update(ctx, mc)).To(Succeed())
 		}, timeout, interval).Should(Succeed())
 
-		By("the autopilot, which writes its part alone now, saying ScalingActive only")
+		By("the autopilot, which writes its part alone now, saying both, ScalingActive with no message")
 		mc := &cachev1.Memcached{}
 		Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+		st := written("by the autopilot", controllers.ConditionScalingActive, controllers.ConditionScalingLimited)
+		st.Conditions[0].Message = ""
+		Expect(controllers.WriteStatusAs(ctx, k8sClient, "autopilot", mc, st)).To(Succeed())
+		Expect(conditionsOf(key)(Default)).To(And(
+			HaveKeyWithValue(controllers.ConditionScalingActive, "True "),
+			HaveKeyWithValue(controllers.ConditionScalingLimited, "True by the autopilot")))
+
+		By("the autopilot saying ScalingActive only")
 		Expect(controllers.WriteStatusAs(ctx, k8sClient, "autopilot", mc, written("by the autopilot", controllers.ConditionScalingActive))).To(Succeed())
 		Expect(conditionsOf(key)(Default)).To(And(
 			HaveKeyWithValue(controllers.ConditionScalingActive, "True by the autopilot"),
