@@ -167,7 +167,9 @@ SUITE_PACKAGES = ./controllers
 # kube-apiserver, etcd and operator, and take their own loopback addresses for memcached; the specs
 # marked Serial (those that count requests or time one another) run alone at the end.
 ENVTEST_PROCS ?= 3
-GINKGO_SUITE = $(GINKGO) run -p --procs=$(ENVTEST_PROCS) --require-suite
+# Like go test, it prints the output of failing specs only: what the processes write to stdout
+# themselves (the Helm library's diffs) is not captured into every spec's report.
+GINKGO_SUITE = $(GINKGO) run -p --procs=$(ENVTEST_PROCS) --require-suite --output-interceptor-mode=none
 
 .PHONY: test-artifacts
 test-artifacts: test-packages artifacts-packages verify-bundle $(PROMTOOL) envtest image-build sbom-operator ## What a release ships beside the code: bundle and catalog regenerated and validated (operator-sdk, opm), the operator image's SBOMs (syft) and its arm64 manager run under QEMU, alert rules and dashboard tested (promtool); CI runs it after make test.
