@@ -152,6 +152,7 @@ test: test-packages verify-generated vet lint lint-chart envtest $(GINKGO) ## Un
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test $(TEST_PACKAGES) -coverprofile cover.out -timeout $(ENVTEST_TIMEOUT)
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" $(GINKGO_SUITE) --timeout=$(ENVTEST_TIMEOUT) --coverprofile=cover.controllers.out --output-dir=$(CURDIR) $(SUITE_PACKAGES)
 	cd hack/cluster && go test ./... -timeout 5m
+	cd bench && go test ./... -timeout 5m
 
 # What one package's tests may take: the controllers' envtest suite takes about 4 minutes on 2
 # cores as ENVTEST_PROCS processes, 7 as one.

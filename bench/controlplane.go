@@ -256,7 +256,8 @@ func (cp *controlPlane) memory(o options) (int64, error) {
 	return total, nil
 }
 
-// processesOf lists the running processes of some of the control plane's binaries in kubeBin:
+// processesOf lists the running processes of some of the control plane's binaries in kubeBin
+// that this process started (envtest's, kube-controller-manager, a kube-apiserver started again):
 // pid to binary name.
 func processesOf(kubeBin string, binaries ...string) (map[int]string, error) {
 	want := map[string]string{}
@@ -277,7 +278,13 @@ func processesOf(kubeBin string, binaries ...string) (map[int]string, error) {
 		if err != nil {
 			continue
 		}
-		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && want[exe] != "" {
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil || want[exe] == "" {
+			continue
+		}
+		// This process's own: another control plane of the same binaries (the local cluster of
+		// make test-e2e, which CI runs beside make chaos) is not the bench's to stop or measure.
+		if stat, err := processStat(pid); err == nil && stat[1] == strconv.Itoa(os.Getpid()) {
 			found[pid] = want[exe]
 		}
 	}

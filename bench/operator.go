@@ -182,16 +182,32 @@ func (p *operatorProcess) cpu() (time.Duration, error) { return processCPU(p.cmd
 
 // processCPU is the CPU time (user and system) a process has used.
 func processCPU(pid int) (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	fields, err := processStat(pid)
 	if err != nil {
 		return 0, err
 	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	const ticksPerSecond = 100 // USER_HZ on Linux
 	return time.Duration(utime+stime) * time.Second / ticksPerSecond, nil
+}
+
+// processStat is the fields of /proc/<pid>/stat after the command name (which is in parentheses
+// and may hold spaces): the state first, then the parent's pid.
+func processStat(pid int) ([]string, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	end := strings.LastIndexByte(string(raw), ')')
+	if end < 0 || end+2 > len(raw) {
+		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	fields := strings.Fields(string(raw[end+2:]))
+	if len(fields) < 13 {
+		return nil, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
+	}
+	return fields, nil
 }
 
 // profileHeap writes a heap profile to path (when the operator serves pprof).
