@@ -70,9 +70,9 @@ func (o statusOwner) write(ctx context.Context, c client.Client, mc *cachev1.Mem
 	}
 	part := map[string]any{}
 	var conditions []any
-	for _, c := range st.Conditions {
-		if slices.Contains(o.conditions, c.Type) {
-			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
+	for _, cond := range st.Conditions {
+		if slices.Contains(o.conditions, cond.Type) {
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cond)
 			if err != nil {
 				return err
 			}
@@ -106,20 +106,20 @@ func (o statusOwner) write(ctx context.Context, c client.Client, mc *cachev1.Mem
 	}
 	stale := false
 	ownedWant := map[string]any{}
-	for _, c := range conditions {
-		ownedWant[c.(map[string]any)["type"].(string)] = c
+	for _, cond := range conditions {
+		ownedWant[cond.(map[string]any)["type"].(string)] = cond
 	}
 	liveConditions, _ := status["conditions"].([]any)
 	var kept []any
-	for _, c := range liveConditions {
-		t, _ := c.(map[string]any)["type"].(string)
+	for _, cond := range liveConditions {
+		t, _ := cond.(map[string]any)["type"].(string)
 		switch w, ok := ownedWant[t]; {
 		case !slices.Contains(o.conditions, t):
-			kept = append(kept, c)
+			kept = append(kept, cond)
 		case !ok:
 			stale = true // the owner no longer says it
 		default:
-			stale = stale || !sameJSON(c, w)
+			stale = stale || !sameJSON(cond, w)
 			kept = append(kept, w)
 		}
 	}
