@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func TestProcessesOfListsOnlyTheBenchsOwn(t *testing.T) {
 			t.Fatal("the shell's sleep did not start")
 		}
 		children, _ := exec.Command("pgrep", "-P", strconv.Itoa(other.Process.Pid)).Output()
-		othersSleep, _ = strconv.Atoi(string(children[:max(len(children)-1, 0)]))
+		othersSleep, _ = strconv.Atoi(strings.TrimSpace(string(children)))
 	}
 
 	procs, err := processesOf(dir, binary)

@@ -69,14 +69,11 @@ func (o statusOwner) write(ctx context.Context, c client.Client, mc *cachev1.Mem
 		return err
 	}
 	part := map[string]any{}
-	var conditions []any
-	for _, cond := range st.Conditions {
-		if slices.Contains(o.conditions, cond.Type) {
-			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cond)
-			if err != nil {
-				return err
-			}
-			conditions = append(conditions, u)
+	var conditions []any // the owner's, as want has them
+	allConditions, _ := want["conditions"].([]any)
+	for _, cond := range allConditions {
+		if t, _ := cond.(map[string]any)["type"].(string); slices.Contains(o.conditions, t) {
+			conditions = append(conditions, runtime.DeepCopyJSONValue(cond))
 		}
 	}
 	if len(conditions) > 0 {
