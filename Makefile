@@ -198,11 +198,17 @@ test-floor: test-packages envtest-floor $(GINKGO) ## make test's packages again 
 # ENVTEST_PROCS processes, compile included (10.5 as one).
 RACE_TIMEOUT ?= 30m
 
+# The e2e suite's processes. The tutorial's specs share one operator and run across them, each in
+# namespaces of its own: they wait on a real cluster, and as one process left the 2 cores about two
+# thirds idle. The OLM, upgrade and OKD specs, and those that stop or move the operator, run after
+# them on one process (Serial).
+E2E_PROCS ?= 2
+
 # The last e2e run's output; on failure, `make test-e2e` ends with what failed, read from it.
 E2E_LOG ?= $(LOCALBIN)/e2e.log
 
 .PHONY: test-e2e
-test-e2e: host-packages cluster-binaries cluster-tool olm-binaries olmv1-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) $(PROMETHEUS) ## End-to-end suites on the local cluster with OLM v0 and v1 and a real Prometheus (root); always tears the cluster down. E2E_ARGS='-ginkgo.focus=...' picks specs.
+test-e2e: host-packages cluster-binaries cluster-tool olm-binaries olmv1-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) $(PROMETHEUS) $(GINKGO) ## End-to-end suites on the local cluster with OLM v0 and v1 and a real Prometheus (root); always tears the cluster down. E2E_ARGS='--focus=...' picks specs.
 	status=0; rm -f $(E2E_LOG); \
 	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && \
 	  $(MAKE) --no-print-directory olm-install olmv1-install e2e-olm-images e2e-release-images && \
@@ -212,7 +218,7 @@ test-e2e: host-packages cluster-binaries cluster-tool olm-binaries olmv1-binarie
 	    E2E_BUNDLE_IMG=$(E2E_BUNDLE_IMG) E2E_CATALOG_IMG=$(E2E_CATALOG_IMG) \
 	    E2E_VERSION=$(VERSION) E2E_OLDEST_VERSION=$(OLDEST_VERSION) E2E_PREVIOUS_VERSION=$(PREVIOUS_VERSION) E2E_PREVIOUS_BUNDLE_IMG=$(E2E_IMAGE_TAG_BASE)-bundle:v$(PREVIOUS_VERSION) \
 	    E2E_INDEX_IMG=localhost:5000/opm:$(OPM_VERSION) E2E_BUSYBOX_IMG=localhost:5000/busybox:stable E2E_PROMETHEUS=$(PROMETHEUS) \
-	    go test -tags e2e ./tests/e2e -count=1 -timeout 60m -v -ginkgo.v $(E2E_ARGS) 2>&1 | tee $(E2E_LOG) || status=$$?; \
+	    $(GINKGO) run -p --procs=$(E2E_PROCS) --tags=e2e --timeout=60m -v $(E2E_ARGS) ./tests/e2e 2>&1 | tee $(E2E_LOG) || status=$$?; \
 	  $(CLUSTER_TOOL) down $(CLUSTER_FLAGS) || status=1; \
 	  if [ $$status -ne 0 ]; then \
 	    echo "--- what failed (the whole run: $(E2E_LOG)) ---"; \

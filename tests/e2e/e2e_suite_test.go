@@ -83,7 +83,12 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 })
 
-var _ = AfterSuite(func() {
+// Once every process has ended: the operator of make deploy goes if it still runs (the spec that
+// removes it failed or was not picked), and make deploy's edit of the kustomization is undone.
+var _ = SynchronizedAfterSuite(func() {}, func() {
+	if k8s != nil {
+		withoutOperator()
+	}
 	if kustomizationBefore != nil {
 		Expect(os.WriteFile(filepath.Join(root, "config", "manager", "kustomization.yaml"), kustomizationBefore, 0o644)).To(Succeed())
 	}

@@ -88,8 +88,9 @@ func registryDigest(repository, tag string) string {
 // level; the real SCC sets it per container) and pods with a UID outside it are refused, and the
 // namespaces enforce the restricted Pod Security Standard. The operator's RELATED_IMAGE_*
 // variables name the images by digest, as a disconnected install's mirror does.
-var _ = Describe("On OKD's restricted-v2 SCC", Ordered, func() {
+var _ = Describe("On OKD's restricted-v2 SCC", Ordered, Serial, func() {
 	BeforeAll(func() {
+		withoutOperator()
 		// Only where OKD is emulated, never on OKD itself, whose SCC API this would replace; a run
 		// cut short may have left the emulation, which carries a marker.
 		apis := kubectl("api-versions")

@@ -217,13 +217,16 @@ func samplesReconcile(ns string) {
 	kubectl("-n", ns, "delete", "-f", "config/samples/cache_v1_memcached.yaml", "-f", "config/samples/cache_v1_memcachedbackup.yaml", "--timeout=2m")
 }
 
-var _ = Describe("Through OLM", Ordered, func() {
-	BeforeAll(olmEnv)
+var _ = Describe("Through OLM", Ordered, Serial, func() {
+	BeforeAll(func() {
+		withoutOperator()
+		olmEnv()
+	})
 	// OLM v0 leaves the CRDs and the bundle's ClusterRoles of an uninstalled operator; remove
 	// them so other specs start clean.
 	AfterAll(removeOLMv0Leftovers)
 
-	It("installs with operator-sdk run bundle, reconciles both samples, and operator-sdk cleanup removes it", func() {
+	It("installs with operator-sdk run bundle, reconciles both samples, passes every scorecard test (basic, olm and the project's own) against the live cluster, and operator-sdk cleanup removes it", func() {
 		ns := "memcached-run-bundle"
 		kubectl("create", "namespace", ns)
 		DeferCleanup(deleteNamespace, ns)
@@ -232,6 +235,39 @@ var _ = Describe("Through OLM", Ordered, func() {
 		Expect(csvPhase(ns, csvName)()).To(Equal("Succeeded"))
 		mirrorMemcached(ns)
 		samplesReconcile(ns)
+
+		By("running every scorecard test against the operator OLM runs")
+		// As users run it (docs/olm.md), with the local registry's busybox for its helper pods.
+		cmd := exec.Command("make", "-s", "--no-print-directory", "scorecard", "SCORECARD_NAMESPACE="+ns,
+			"SCORECARD_FLAGS=-u "+busyboxImage+" -b "+busyboxImage+" -w 5m -o json")
+		cmd.Dir = root
+		out, err := cmd.Output()
+		fmt.Fprintf(GinkgoWriter, "$ make scorecard SCORECARD_NAMESPACE=%s ...\n%s\n", ns, out)
+		Expect(err).NotTo(HaveOccurred(), "make scorecard failed:\n%s", out)
+		Expect(bytes.IndexByte(out, '{')).NotTo(Equal(-1), "scorecard's JSON, after kubectl's lines")
+		out = out[bytes.IndexByte(out, '{'):]
+		var list struct {
+			Items []struct {
+				Status struct {
+					Results []struct {
+						Name   string   `json:"name"`
+						State  string   `json:"state"`
+						Errors []string `json:"errors"`
+					} `json:"results"`
+				} `json:"status"`
+			} `json:"items"`
+		}
+		Expect(json.Unmarshal(out, &list)).To(Succeed())
+		states := map[string]string{}
+		for _, item := range list.Items {
+			for _, r := range item.Status.Results {
+				states[r.Name] = r.State
+				Expect(r.State).To(Equal("pass"), "scorecard test %s: %v", r.Name, r.Errors)
+			}
+		}
+		Expect(states).To(HaveLen(8), "basic-check-spec, 5 olm tests and the 2 tests of the project")
+		Expect(states).To(HaveKey("memcached-deployed"))
+		Expect(states).To(HaveKey("memcachedbackup-reports-pods"))
 
 		sdk("cleanup", "memcached-operator", "-n", ns, "--timeout", "3m")
 		Eventually(func() string {
@@ -275,47 +311,4 @@ var _ = Describe("Through OLM", Ordered, func() {
 		Entry("in AllNamespaces mode", "memcached-all", nil, "memcached-anywhere"),
 	)
 
-	It("passes every scorecard test (basic, olm and the project's own) against the live cluster", func() {
-		ns := "memcached-scorecard"
-		kubectl("create", "namespace", ns)
-		DeferCleanup(func() {
-			_, _ = exec.Command(operatorSDK, "cleanup", "memcached-operator", "-n", ns).CombinedOutput()
-			deleteNamespace(ns)
-		})
-		sdk("run", "bundle", bundleImage, "-n", ns, "--index-image", indexImage, "--decompression-image", busyboxImage,
-			"--install-mode", "OwnNamespace", "--timeout", "5m")
-		mirrorMemcached(ns)
-
-		// As users run it (docs/olm.md), with the local registry's busybox for its helper pods.
-		cmd := exec.Command("make", "-s", "--no-print-directory", "scorecard", "SCORECARD_NAMESPACE="+ns,
-			"SCORECARD_FLAGS=-u "+busyboxImage+" -b "+busyboxImage+" -w 5m -o json")
-		cmd.Dir = root
-		out, err := cmd.Output()
-		fmt.Fprintf(GinkgoWriter, "$ make scorecard SCORECARD_NAMESPACE=%s ...\n%s\n", ns, out)
-		Expect(err).NotTo(HaveOccurred(), "make scorecard failed:\n%s", out)
-		Expect(bytes.IndexByte(out, '{')).NotTo(Equal(-1), "scorecard's JSON, after kubectl's lines")
-		out = out[bytes.IndexByte(out, '{'):]
-		var list struct {
-			Items []struct {
-				Status struct {
-					Results []struct {
-						Name   string   `json:"name"`
-						State  string   `json:"state"`
-						Errors []string `json:"errors"`
-					} `json:"results"`
-				} `json:"status"`
-			} `json:"items"`
-		}
-		Expect(json.Unmarshal(out, &list)).To(Succeed())
-		states := map[string]string{}
-		for _, item := range list.Items {
-			for _, r := range item.Status.Results {
-				states[r.Name] = r.State
-				Expect(r.State).To(Equal("pass"), "scorecard test %s: %v", r.Name, r.Errors)
-			}
-		}
-		Expect(states).To(HaveLen(8), "basic-check-spec, 5 olm tests and the 2 tests of the project")
-		Expect(states).To(HaveKey("memcached-deployed"))
-		Expect(states).To(HaveKey("memcachedbackup-reports-pods"))
-	})
 })

@@ -98,8 +98,9 @@ func removeOLMv1() {
 	_, _ = kubectlOut("delete", "clusterrolebinding,clusterrole", "memcached-operator-installer", "--ignore-not-found")
 }
 
-var _ = Describe("Through OLM v1", Ordered, func() {
+var _ = Describe("Through OLM v1", Ordered, Serial, func() {
 	BeforeAll(func() {
+		withoutOperator()
 		upgradeEnv()
 		// Nothing an earlier spec's OLM v0 install left: OLM v1 refuses to adopt objects it did
 		// not install (docs/olm.md, "From OLM v0").

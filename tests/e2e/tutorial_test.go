@@ -150,124 +150,176 @@ func releaseGone(ns, name string) func(g Gomega) {
 	}
 }
 
-var _ = Describe("The tutorial on a real cluster", Ordered, func() {
-	BeforeAll(func() {
-		By("deploying the operator with make deploy")
-		mustMake("deploy", "IMG="+operatorImage, "MEMCACHED_IMG="+memcachedImage)
-		// The suite's settings, as an admin sets flags: memcached's stats read every 10 s instead
-		// of 30, so the specs that wait for figures (memory pressure, the autopilot's steps, which
-		// need two reads) wait a third as long; each release checked every 20 s instead of every
-		// minute, so a change nothing watches (a tenant's forged release record) is seen sooner;
-		// TLS certificates that live 2 minutes, so that one is renewed within the TLS spec. The
-		// same behaviour, sooner.
-		kubectl("-n", operatorNamespace, "patch", "deployment", operatorDeployment, "--type=json", "-p",
-			`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--operand-stats-interval=10s"},`+
-				`{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--reconcile-period=20s"},`+
-				`{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--tls-certificate-validity=`+tlsCertificateValidity.String()+`"}]`)
-		kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=3m")
-		kubectl("create", "namespace", e2eNamespace)
-	})
+// The tutorial's specs share the operator of make deploy (operator_test.go). They run first
+// (SpecPriority), the long ones first, across the suite's processes; those marked Serial run
+// after every parallel spec, on one process.
+var _ = Describe("The tutorial on a real cluster", SpecPriority(1), func() {
+	BeforeEach(withOperator)
 
-	AfterAll(func() {
-		_, _ = kubectlOut("delete", "namespace", e2eNamespace, "--ignore-not-found", "--wait=true", "--timeout=2m")
-		// The last spec undeploys; when an earlier one failed it was skipped, and the operator of
-		// make deploy, which watches every namespace, would reconcile the CRs of the suites after
-		// this one alongside theirs.
-		if out, _ := kubectlOut("get", "namespace", operatorNamespace, "-o", "name"); strings.Contains(out, operatorNamespace) {
-			mustMake("undeploy", "ignore-not-found=true")
-		}
-	})
+	Describe("with the samples", Ordered, func() {
+		BeforeAll(func() { kubectl("create", "namespace", e2eNamespace) })
+		AfterAll(func() {
+			_, _ = kubectlOut("delete", "namespace", e2eNamespace, "--ignore-not-found", "--wait=true", "--timeout=2m")
+		})
 
-	It("runs 3 memcached pods for config/samples/cache_v1_memcached.yaml", func() {
-		kubectl("-n", e2eNamespace, "apply", "-f", "config/samples/cache_v1_memcached.yaml")
-		Eventually(runningPods(memcachedPods), timeout, poll).Should(HaveLen(3))
-		mc := &cachev1.Memcached{}
-		Eventually(func(g Gomega) string {
-			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, mc)).To(Succeed())
-			for _, c := range mc.Status.Conditions {
-				if c.Type == "Deployed" {
-					return string(c.Status)
+		It("runs 3 memcached pods for config/samples/cache_v1_memcached.yaml", func() {
+			kubectl("-n", e2eNamespace, "apply", "-f", "config/samples/cache_v1_memcached.yaml")
+			Eventually(runningPods(memcachedPods), timeout, poll).Should(HaveLen(3))
+			mc := &cachev1.Memcached{}
+			Eventually(func(g Gomega) string {
+				g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, mc)).To(Succeed())
+				for _, c := range mc.Status.Conditions {
+					if c.Type == "Deployed" {
+						return string(c.Status)
+					}
 				}
+				return ""
+			}, timeout, poll).Should(Equal("True"))
+			servers := &appsv1.StatefulSet{}
+			Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, servers)).To(Succeed())
+			Expect(servers.Spec.Template.Spec.Containers[0].Image).To(Equal(memcachedImage), "the operator uses RELATED_IMAGE_MEMCACHED")
+			Expect(runningPods(memcachedPods)(Default)).To(Equal([]string{mcName + "-0", mcName + "-1", mcName + "-2"}), "servers with stable names")
+		})
+
+		It("runs 2 pods for config/samples/cache_v1_memcachedbackup.yaml and lists them in status.nodes", func() {
+			kubectl("-n", e2eNamespace, "apply", "-f", "config/samples/cache_v1_memcachedbackup.yaml")
+			Eventually(runningPods(backupPods), timeout, poll).Should(HaveLen(2))
+			Eventually(func(g Gomega) []string {
+				b := &cachev1.MemcachedBackup{}
+				g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: backupName}, b)).To(Succeed())
+				return b.Status.Nodes
+			}, timeout, poll).Should(Equal(runningPods(backupPods)(Default)))
+			out := kubectl("-n", e2eNamespace, "get", "memcachedbackup", backupName, "-o", "jsonpath={.status.conditions[?(@.type==\"Available\")].status}")
+			Expect(out).To(Equal("True"))
+		})
+
+		It("serves: an application's sharding client stores and reads keys over the server list in status", func() {
+			mc := &cachev1.Memcached{}
+			Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, mc)).To(Succeed())
+			servers := &appsv1.StatefulSet{}
+			Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, servers)).To(Succeed())
+			var want []string
+			for _, pod := range runningPods(memcachedPods)(Default) {
+				want = append(want, fmt.Sprintf("%s.%s.%s.svc:11211", pod, servers.Spec.ServiceName, e2eNamespace))
 			}
-			return ""
-		}, timeout, poll).Should(Equal("True"))
-		servers := &appsv1.StatefulSet{}
-		Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, servers)).To(Succeed())
-		Expect(servers.Spec.Template.Spec.Containers[0].Image).To(Equal(memcachedImage), "the operator uses RELATED_IMAGE_MEMCACHED")
-		Expect(runningPods(memcachedPods)(Default)).To(Equal([]string{mcName + "-0", mcName + "-1", mcName + "-2"}), "servers with stable names")
-	})
+			Expect(want).To(HaveLen(3))
+			Expect(mc.Status.Servers).To(Equal(want), "each server by its stable DNS name, in ordinal order")
+			var check struct{ Stored, Read clientCounts }
+			runClient(e2eNamespace, "check", &check, "-servers", strings.Join(mc.Status.Servers, ","), "-op", "check", "-keys", "500")
+			Expect(check.Stored).To(And(HaveField("Hits", 500), HaveField("Failures", 0)))
+			Expect(check.Read).To(And(HaveField("Hits", 500), HaveField("Misses", 0), HaveField("Failures", 0)))
+		})
 
-	It("runs 2 pods for config/samples/cache_v1_memcachedbackup.yaml and lists them in status.nodes", func() {
-		kubectl("-n", e2eNamespace, "apply", "-f", "config/samples/cache_v1_memcachedbackup.yaml")
-		Eventually(runningPods(backupPods), timeout, poll).Should(HaveLen(2))
-		Eventually(func(g Gomega) []string {
-			b := &cachev1.MemcachedBackup{}
-			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: backupName}, b)).To(Succeed())
-			return b.Status.Nodes
-		}, timeout, poll).Should(Equal(runningPods(backupPods)(Default)))
-		out := kubectl("-n", e2eNamespace, "get", "memcachedbackup", backupName, "-o", "jsonpath={.status.conditions[?(@.type==\"Available\")].status}")
-		Expect(out).To(Equal("True"))
-	})
-
-	It("serves: an application's sharding client stores and reads keys over the server list in status", func() {
-		mc := &cachev1.Memcached{}
-		Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, mc)).To(Succeed())
-		servers := &appsv1.StatefulSet{}
-		Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, servers)).To(Succeed())
-		var want []string
-		for _, pod := range runningPods(memcachedPods)(Default) {
-			want = append(want, fmt.Sprintf("%s.%s.%s.svc:11211", pod, servers.Spec.ServiceName, e2eNamespace))
-		}
-		Expect(want).To(HaveLen(3))
-		Expect(mc.Status.Servers).To(Equal(want), "each server by its stable DNS name, in ordinal order")
-		var check struct{ Stored, Read clientCounts }
-		runClient(e2eNamespace, "check", &check, "-servers", strings.Join(mc.Status.Servers, ","), "-op", "check", "-keys", "500")
-		Expect(check.Stored).To(And(HaveField("Hits", 500), HaveField("Failures", 0)))
-		Expect(check.Read).To(And(HaveField("Hits", 500), HaveField("Misses", 0), HaveField("Failures", 0)))
-	})
-
-	It("reconciles changed specs re-applied with kubectl", func() {
-		kubectl("-n", e2eNamespace, "patch", "memcached", mcName, "--type=merge", "-p", `{"spec":{"replicaCount":2}}`)
-		kubectl("-n", e2eNamespace, "patch", "memcachedbackup", backupName, "--type=merge", "-p", `{"spec":{"size":3}}`)
-		Eventually(runningPods(memcachedPods), timeout, poll).Should(HaveLen(2))
-		Eventually(runningPods(backupPods), timeout, poll).Should(HaveLen(3))
-		Eventually(func(g Gomega) {
-			b := &cachev1.MemcachedBackup{}
-			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: backupName}, b)).To(Succeed())
-			g.Expect(b.Status.Nodes).To(HaveLen(3))
-			g.Expect(b.Status.Nodes).To(Equal(runningPods(backupPods)(g)), "status.nodes names the running pods")
-		}, timeout, poll).Should(Succeed())
-	})
-
-	It("repairs drift: a deleted StatefulSet or Deployment comes back, a hand-scaled one is scaled back", func() {
-		workloads := map[string]func() client.Object{
-			mcName:     func() client.Object { return &appsv1.StatefulSet{} },
-			backupName: func() client.Object { return &appsv1.Deployment{} },
-		}
-		for name, obj := range workloads {
-			before := obj()
-			Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, before)).To(Succeed())
-			Expect(k8s.Delete(ctx(), before, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		It("reconciles changed specs re-applied with kubectl", func() {
+			kubectl("-n", e2eNamespace, "patch", "memcached", mcName, "--type=merge", "-p", `{"spec":{"replicaCount":2}}`)
+			kubectl("-n", e2eNamespace, "patch", "memcachedbackup", backupName, "--type=merge", "-p", `{"spec":{"size":3}}`)
+			Eventually(runningPods(memcachedPods), timeout, poll).Should(HaveLen(2))
+			Eventually(runningPods(backupPods), timeout, poll).Should(HaveLen(3))
 			Eventually(func(g Gomega) {
-				now := obj()
-				g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, now)).To(Succeed())
-				g.Expect(now.GetUID()).NotTo(Equal(before.GetUID()))
-			}, timeout, poll).Should(Succeed(), "%T %s is recreated", before, name)
-		}
-		Eventually(runningPods(memcachedPods), timeout, poll).Should(HaveLen(2))
-		Eventually(runningPods(backupPods), timeout, poll).Should(HaveLen(3))
+				b := &cachev1.MemcachedBackup{}
+				g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: backupName}, b)).To(Succeed())
+				g.Expect(b.Status.Nodes).To(HaveLen(3))
+				g.Expect(b.Status.Nodes).To(Equal(runningPods(backupPods)(g)), "status.nodes names the running pods")
+			}, timeout, poll).Should(Succeed())
+		})
 
-		kubectl("-n", e2eNamespace, "scale", "statefulset", mcName, "--replicas=5")
-		kubectl("-n", e2eNamespace, "scale", "deployment", backupName, "--replicas=1")
-		Eventually(func(g Gomega) []int32 {
-			servers, deploy := &appsv1.StatefulSet{}, &appsv1.Deployment{}
-			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, servers)).To(Succeed())
-			g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: backupName}, deploy)).To(Succeed())
-			return []int32{*servers.Spec.Replicas, *deploy.Spec.Replicas}
-		}, timeout, poll).Should(Equal([]int32{2, 3}))
+		It("repairs drift: a deleted StatefulSet or Deployment comes back, a hand-scaled one is scaled back", func() {
+			workloads := map[string]func() client.Object{
+				mcName:     func() client.Object { return &appsv1.StatefulSet{} },
+				backupName: func() client.Object { return &appsv1.Deployment{} },
+			}
+			for name, obj := range workloads {
+				before := obj()
+				Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, before)).To(Succeed())
+				Expect(k8s.Delete(ctx(), before, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+				Eventually(func(g Gomega) {
+					now := obj()
+					g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, now)).To(Succeed())
+					g.Expect(now.GetUID()).NotTo(Equal(before.GetUID()))
+				}, timeout, poll).Should(Succeed(), "%T %s is recreated", before, name)
+			}
+			Eventually(runningPods(memcachedPods), timeout, poll).Should(HaveLen(2))
+			Eventually(runningPods(backupPods), timeout, poll).Should(HaveLen(3))
+
+			kubectl("-n", e2eNamespace, "scale", "statefulset", mcName, "--replicas=5")
+			kubectl("-n", e2eNamespace, "scale", "deployment", backupName, "--replicas=1")
+			Eventually(func(g Gomega) []int32 {
+				servers, deploy := &appsv1.StatefulSet{}, &appsv1.Deployment{}
+				g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: mcName}, servers)).To(Succeed())
+				g.Expect(k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: backupName}, deploy)).To(Succeed())
+				return []int32{*servers.Spec.Replicas, *deploy.Spec.Replicas}
+			}, timeout, poll).Should(Equal([]int32{2, 3}))
+		})
+
+		It("removes everything the CRs made when they are deleted", func() {
+			kubectl("-n", e2eNamespace, "delete", "-f", "config/samples/cache_v1_memcached.yaml", "-f", "config/samples/cache_v1_memcachedbackup.yaml", "--wait=true", "--timeout=2m")
+			Eventually(func(g Gomega) {
+				for _, obj := range []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}} {
+					for _, name := range []string{mcName, backupName} {
+						err := k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, obj)
+						g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s still exists", obj, name)
+					}
+				}
+				secrets := &corev1.SecretList{}
+				g.Expect(k8s.List(ctx(), secrets, client.InNamespace(e2eNamespace), client.MatchingLabels{"owner": "helm"})).To(Succeed())
+				g.Expect(secrets.Items).To(BeEmpty(), "Helm release secrets are gone")
+				g.Expect(runningPods(memcachedPods)(g)).To(BeEmpty())
+				pods := &corev1.PodList{}
+				g.Expect(k8s.List(ctx(), pods, client.InNamespace(e2eNamespace), client.MatchingLabels(backupPods))).To(Succeed())
+				g.Expect(pods.Items).To(BeEmpty())
+			}, timeout, poll).Should(Succeed())
+		})
 	})
 
-	It("leads for life with 2 replicas: one reconciles, the lock belongs to its pod, and leadership moves when it is deleted", func() {
+	// The long proofs first: they are handed to the processes in this order.
+	It("sizes a cache from its own evictions: memory grown in place, then a server added, removed again once the load stops", proveAutopilot)
+
+	It("serves TLS with client certificates: 10000 keys over mutual TLS, other clients refused, stats still read, a certificate renewed under a reading client with no failed request", proveTLS)
+
+	It("keeps the keys through the changes it rolls out: annotations in place, a new image restarted warm one server at a time, a new item memory said to start empty", proveCacheKept)
+
+	It("proves its monitoring against a real Prometheus: a cache overfilled shows in status, Events, metrics and alerts, and clears", proveMonitoring)
+
+	It("serves as one cache through its server list: every key read back, no stale read, one server cold at a time while rolling, most keys kept when it grows", proveOneCache)
+
+	It("keeps a namespace editor's forged release records from deleting a Deployment of another namespace or a Secret in kube-system", proveTenantCannotReachOut)
+
+	It("changes the servers' memory in place: 30000 keys kept, no restart, memcached's own limit doubled and halved", proveMemoryInPlace)
+
+	It("deletes a namespace with live Memcached and MemcachedBackup CRs: everything goes, nothing stays Terminating", func() {
+		ns := "memcached-doomed"
+		kubectl("create", "namespace", ns)
+		smallCRs(ns)
+		kubectl("delete", "namespace", ns, "--timeout=3m")
+		out, _ := kubectlOut("get", "namespace", ns)
+		Expect(out).To(ContainSubstring("NotFound"))
+	})
+
+	It("says within a minute, in status and with an Event, that a pod cannot pull its image, and recovers once the image is fixed", func() {
+		ns := "memcached-bad-image"
+		kubectl("create", "namespace", ns)
+		DeferCleanup(deleteNamespace, ns)
+		key := types.NamespacedName{Namespace: ns, Name: mcName}
+		Expect(k8s.Create(ctx(), &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mcName},
+			Spec: cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](1),
+				Image: &cachev1.ImageSpec{Repository: "localhost:5000/e2e/no-such-image", Tag: "1.6.39"}}})).To(Succeed())
+		progressing := func(g Gomega) cachev1.HelmCondition { return memcachedConditionOf(g, key, "Progressing") }
+		Eventually(progressing, time.Minute, poll).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "PodsFailing"),
+			HaveField("Message", MatchRegexp(`container memcached: (ErrImagePull|ImagePullBackOff): .*no-such-image`))))
+		Eventually(eventReasonsOf(ns, mcName), timeout, poll).Should(ContainElement("PodsFailing"))
+
+		kubectl("-n", ns, "patch", "memcached", mcName, "--type=merge", "-p", `{"spec":{"image":null}}`)
+		Eventually(progressing, timeout, poll).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "Complete")))
+	})
+
+	// Serial: these move, stop or remove the operator, or change the whole cluster's network.
+	It("lets only the clients its NetworkPolicy allows reach memcached, on a cluster that enforces it: others refused until the policy is off", Serial, proveNetworkPolicy)
+
+	It("leads for life with 2 replicas: one reconciles, the lock belongs to its pod, and leadership moves when it is deleted", Serial, func() {
+		ns := "memcached-leader"
+		kubectl("create", "namespace", ns)
+		DeferCleanup(deleteNamespace, ns)
+		smallCRs(ns)
 		kubectl("-n", operatorNamespace, "scale", "deployment", operatorDeployment, "--replicas=2")
 		kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=3m")
 
@@ -313,31 +365,12 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 		}
 
 		By("reconciling on under the new leader")
-		kubectl("-n", e2eNamespace, "patch", "memcachedbackup", backupName, "--type=merge", "-p", `{"spec":{"size":2}}`)
-		Eventually(runningPods(backupPods), timeout, poll).Should(HaveLen(2))
+		kubectl("-n", ns, "patch", "memcachedbackup", backupName, "--type=merge", "-p", `{"spec":{"size":2}}`)
+		Eventually(runningPodsIn(ns, backupPods), timeout, poll).Should(HaveLen(2))
 		kubectl("-n", operatorNamespace, "scale", "deployment", operatorDeployment, "--replicas=1")
 	})
 
-	It("removes everything the CRs made when they are deleted", func() {
-		kubectl("-n", e2eNamespace, "delete", "-f", "config/samples/cache_v1_memcached.yaml", "-f", "config/samples/cache_v1_memcachedbackup.yaml", "--wait=true", "--timeout=2m")
-		Eventually(func(g Gomega) {
-			for _, obj := range []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}, &corev1.Service{}, &corev1.ServiceAccount{}} {
-				for _, name := range []string{mcName, backupName} {
-					err := k8s.Get(ctx(), types.NamespacedName{Namespace: e2eNamespace, Name: name}, obj)
-					g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s still exists", obj, name)
-				}
-			}
-			secrets := &corev1.SecretList{}
-			g.Expect(k8s.List(ctx(), secrets, client.InNamespace(e2eNamespace), client.MatchingLabels{"owner": "helm"})).To(Succeed())
-			g.Expect(secrets.Items).To(BeEmpty(), "Helm release secrets are gone")
-			g.Expect(runningPods(memcachedPods)(g)).To(BeEmpty())
-			pods := &corev1.PodList{}
-			g.Expect(k8s.List(ctx(), pods, client.InNamespace(e2eNamespace), client.MatchingLabels(backupPods))).To(Succeed())
-			g.Expect(pods.Items).To(BeEmpty())
-		}, timeout, poll).Should(Succeed())
-	})
-
-	It("uninstalls the release of a CR deleted while the operator was down, once it is back", func() {
+	It("uninstalls the release of a CR deleted while the operator was down, once it is back", Serial, func() {
 		ns := "memcached-operator-down"
 		kubectl("create", "namespace", ns)
 		DeferCleanup(deleteNamespace, ns)
@@ -359,49 +392,7 @@ var _ = Describe("The tutorial on a real cluster", Ordered, func() {
 		}, timeout, poll).Should(BeTrue())
 	})
 
-	It("deletes a namespace with live Memcached and MemcachedBackup CRs: everything goes, nothing stays Terminating", func() {
-		ns := "memcached-doomed"
-		kubectl("create", "namespace", ns)
-		smallCRs(ns)
-		kubectl("delete", "namespace", ns, "--timeout=3m")
-		out, _ := kubectlOut("get", "namespace", ns)
-		Expect(out).To(ContainSubstring("NotFound"))
-	})
-
-	It("says within a minute, in status and with an Event, that a pod cannot pull its image, and recovers once the image is fixed", func() {
-		ns := "memcached-bad-image"
-		kubectl("create", "namespace", ns)
-		DeferCleanup(deleteNamespace, ns)
-		key := types.NamespacedName{Namespace: ns, Name: mcName}
-		Expect(k8s.Create(ctx(), &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: mcName},
-			Spec: cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](1),
-				Image: &cachev1.ImageSpec{Repository: "localhost:5000/e2e/no-such-image", Tag: "1.6.39"}}})).To(Succeed())
-		progressing := func(g Gomega) cachev1.HelmCondition { return memcachedConditionOf(g, key, "Progressing") }
-		Eventually(progressing, time.Minute, poll).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "PodsFailing"),
-			HaveField("Message", MatchRegexp(`container memcached: (ErrImagePull|ImagePullBackOff): .*no-such-image`))))
-		Eventually(eventReasonsOf(ns, mcName), timeout, poll).Should(ContainElement("PodsFailing"))
-
-		kubectl("-n", ns, "patch", "memcached", mcName, "--type=merge", "-p", `{"spec":{"image":null}}`)
-		Eventually(progressing, timeout, poll).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "Complete")))
-	})
-
-	It("proves its monitoring against a real Prometheus: a cache overfilled shows in status, Events, metrics and alerts, and clears", proveMonitoring)
-
-	It("keeps a namespace editor's forged release records from deleting a Deployment of another namespace or a Secret in kube-system", proveTenantCannotReachOut)
-
-	It("serves as one cache through its server list: every key read back, no stale read, one server cold at a time while rolling, most keys kept when it grows", proveOneCache)
-
-	It("serves TLS with client certificates: 10000 keys over mutual TLS, other clients refused, stats still read, a certificate renewed under a reading client with no failed request", proveTLS)
-
-	It("lets only the clients its NetworkPolicy allows reach memcached, on a cluster that enforces it: others refused until the policy is off", proveNetworkPolicy)
-
-	It("changes the servers' memory in place: 30000 keys kept, no restart, memcached's own limit doubled and halved", proveMemoryInPlace)
-
-	It("keeps the keys through the changes it rolls out: annotations in place, a new image restarted warm one server at a time, a new item memory said to start empty", proveCacheKept)
-
-	It("sizes a cache from its own evictions: memory grown in place, then a server added, removed again once the load stops", proveAutopilot)
-
-	It("leaves no operator objects after make undeploy, and with CRs present removes them and their releases first", func() {
+	It("leaves no operator objects after make undeploy, and with CRs present removes them and their releases first", Serial, func() {
 		ns := "memcached-left"
 		kubectl("create", "namespace", ns)
 		DeferCleanup(deleteNamespace, ns)

@@ -278,8 +278,11 @@ func crUIDs(ns string) map[string]types.UID {
 	return map[string]types.UID{"memcached": mc.UID, "backup": backup.UID}
 }
 
-var _ = Describe("Upgrades from earlier releases", Ordered, func() {
-	BeforeAll(upgradeEnv)
+var _ = Describe("Upgrades from earlier releases", Ordered, Serial, func() {
+	BeforeAll(func() {
+		withoutOperator()
+		upgradeEnv()
+	})
 	AfterAll(removeOLMv0Leftovers)
 
 	// From the oldest release, the catalog's skipRange leads straight to the channel's head: one
