@@ -20,6 +20,9 @@ import (
 	"context"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
@@ -41,4 +44,18 @@ func WriteStatusAs(ctx context.Context, c client.Client, owner string, mc *cache
 		return fmt.Errorf("no writer %q", owner)
 	}
 	return w.write(ctx, c, mc, st)
+}
+
+// AfterStatusWrite is what the operand, stats and autopilot reconcilers return after a status
+// write that returned err.
+func AfterStatusWrite(err error) (ctrl.Result, error) { return afterStatusWriteError(err) }
+
+// WriteTLSStatus writes mc's CertificatesReady condition (ready) or takes it and status.tls out
+// (!ready), as the TLS controller does.
+func WriteTLSStatus(ctx context.Context, c client.Client, mc *cachev1.Memcached, ready bool) error {
+	r := &MemcachedTLSReconciler{Client: c}
+	if !ready {
+		return r.removeStatus(ctx, mc)
+	}
+	return r.setStatus(ctx, mc, &cachev1.HelmCondition{Type: ConditionCertificatesReady, Status: metav1.ConditionTrue, Reason: "Written"}, nil)
 }

@@ -121,10 +121,7 @@ func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if !equality.Semantic.DeepEqual(*st, mc.Status) {
 		was := mc.Status
 		if err := autopilotWriter.write(ctx, r.Client, mc, st); err != nil {
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
-			}
-			return ctrl.Result{}, client.IgnoreNotFound(err)
+			return afterStatusWriteError(err)
 		}
 		mc.Status = *st
 		r.announce(mc, was, *st, step)

@@ -183,10 +183,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	before := mc.ResourceVersion
 	if err := operandWriter.write(ctx, r.Client, mc, st); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil // someone wrote while a field was taken out: recompute on the new object
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return afterStatusWriteError(err)
 	}
 	mc.Status = *st
 	r.replaced.Store(req.NamespacedName, before)

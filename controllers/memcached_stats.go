@@ -148,10 +148,7 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 	if was := mc.Status; !equality.Semantic.DeepEqual(*st, was) {
 		if err := statsWriter.write(ctx, r.Client, mc, st); err != nil {
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil // read again, on the CR as the other writer left it
-			}
-			return ctrl.Result{}, client.IgnoreNotFound(err)
+			return afterStatusWriteError(err)
 		}
 		mc.Status = *st
 		r.announce(mc, was, *st)

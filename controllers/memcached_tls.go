@@ -313,8 +313,9 @@ func (r *MemcachedTLSReconciler) setStatus(ctx context.Context, mc *cachev1.Memc
 	if was.Type != "" && was.Status == cond.Status {
 		cond.LastTransitionTime = was.LastTransitionTime
 	}
-	if err := tlsWriter.write(ctx, r.Client, mc, &cachev1.MemcachedStatus{Conditions: []cachev1.HelmCondition{*cond}, TLS: tlsStatus}); err != nil {
-		return fmt.Errorf("write the %s condition: %w", ConditionCertificatesReady, client.IgnoreNotFound(err))
+	// A CR deleted meanwhile has no status left to write.
+	if err := tlsWriter.write(ctx, r.Client, mc, &cachev1.MemcachedStatus{Conditions: []cachev1.HelmCondition{*cond}, TLS: tlsStatus}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("write the %s condition: %w", ConditionCertificatesReady, err)
 	}
 	return nil
 }
@@ -324,8 +325,8 @@ func (r *MemcachedTLSReconciler) removeStatus(ctx context.Context, mc *cachev1.M
 	if memcachedCondition(mc.Status, ConditionCertificatesReady).Type == "" && mc.Status.TLS == nil {
 		return nil
 	}
-	if err := tlsWriter.write(ctx, r.Client, mc, &cachev1.MemcachedStatus{}); err != nil {
-		return fmt.Errorf("remove what status says of TLS: %w", client.IgnoreNotFound(err))
+	if err := tlsWriter.write(ctx, r.Client, mc, &cachev1.MemcachedStatus{}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("remove what status says of TLS: %w", err)
 	}
 	return nil
 }

@@ -24,8 +24,10 @@ import (
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
@@ -56,6 +58,16 @@ var (
 		conditions: []string{ConditionCertificatesReady},
 		fields:     []string{"tls"}}
 )
+
+// afterStatusWriteError is what a reconcile returns when its write of status failed with err. A
+// conflict means another writer of the CR came first: look again soon, on the CR as it left it.
+// A CR deleted meanwhile has nothing left to reconcile. Anything else is retried with backoff.
+func afterStatusWriteError(err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return ctrl.Result{}, client.IgnoreNotFound(err)
+}
 
 // write makes the owner's part of mc's live status what st says it is, and leaves the rest as it
 // is live. An apply of the part, then a patch for what the part no longer has but the live

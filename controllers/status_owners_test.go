@@ -118,4 +118,17 @@ var _ = Describe("The status's writers", func() {
 			Not(HaveKey(controllers.ConditionScalingLimited)),
 			HaveKeyWithValue("Deployed", HavePrefix("True"))))
 	})
+
+	It("leave a CR deleted since their read alone: the write ends without an error, and the reconcile with it", func() {
+		// Never created: to the API server, the same as deleted after the reconcile's read.
+		mc := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace(ctx), Name: "gone"},
+			Status: cachev1.MemcachedStatus{TLS: &cachev1.TLSStatus{ClientSecret: "gone-client-tls"}}}
+		for _, owner := range []string{"operand", "stats", "autopilot"} {
+			res, err := controllers.AfterStatusWrite(controllers.WriteStatusAs(ctx, k8sClient, owner, mc.DeepCopy(), written("to a gone CR")))
+			Expect(err).NotTo(HaveOccurred(), owner)
+			Expect(res).To(BeZero(), owner)
+		}
+		Expect(controllers.WriteTLSStatus(ctx, k8sClient, mc.DeepCopy(), true)).To(Succeed())
+		Expect(controllers.WriteTLSStatus(ctx, k8sClient, mc.DeepCopy(), false)).To(Succeed())
+	})
 })
