@@ -102,13 +102,26 @@ help: ## Display this help.
 
 ##@ Development
 
+# The manifests are generated into MANIFESTS_OUT, then moved into the tree where they changed, a
+# file at a time: `make deploy` rewrites nothing that is up to date, and what reads them meanwhile
+# (make test-floor, which CI runs beside the e2e suite's deploys) never meets a file half written,
+# or a CRD without its name rules.
+MANIFESTS_OUT = $(CURDIR)/bin/manifests
+# $(call move_changed,FILE,INTO_FOLDER): FILE replaces its namesake in INTO_FOLDER if they differ.
+move_changed = cmp -s $(1) $(2)/$$(basename $(1)) || mv $(1) $(2)/
 # controller-gen reads only the folders with markers: with "./..." it walks every folder,
 # nested modules and the local cluster's state folder too, which containerd changes under it.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRDs (with the name rules of api/v1/names.go), the RBAC role and the chart's values.schema.json.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./controllers/..." output:crd:artifacts:config=config/crd/bases
-	go run ./hack/crdnames -dir config/crd/bases
-	go run ./hack/chartschema -crd config/crd/bases/cache.my.domain_memcacheds.yaml -out helm-charts/memcached/values.schema.json
+	rm -rf $(MANIFESTS_OUT)
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./controllers/..." \
+	  output:crd:artifacts:config=$(MANIFESTS_OUT)/crd output:rbac:artifacts:config=$(MANIFESTS_OUT)/rbac
+	go run ./hack/crdnames -dir $(MANIFESTS_OUT)/crd
+	go run ./hack/chartschema -crd $(MANIFESTS_OUT)/crd/cache.my.domain_memcacheds.yaml -out $(MANIFESTS_OUT)/values.schema.json
+	@for f in $(MANIFESTS_OUT)/crd/*.yaml; do $(call move_changed,$$f,config/crd/bases); done
+	@$(call move_changed,$(MANIFESTS_OUT)/rbac/role.yaml,config/rbac)
+	@$(call move_changed,$(MANIFESTS_OUT)/values.schema.json,helm-charts/memcached)
+	@rm -rf $(MANIFESTS_OUT)
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
