@@ -60,7 +60,13 @@ func TestE2E(t *testing.T) {
 	RunSpecs(t, "memcached-operator end-to-end suite")
 }
 
-var _ = BeforeSuite(func() {
+// Process 1 keeps the kustomization as it is before any process can run make deploy (which edits
+// it), to put it back at the end; every process then sets itself up.
+var _ = SynchronizedBeforeSuite(func() {
+	var err error
+	kustomizationBefore, err = os.ReadFile(filepath.Join("..", "..", "config", "manager", "kustomization.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+}, func() {
 	var err error
 	root, err = filepath.Abs(filepath.Join("..", ".."))
 	Expect(err).NotTo(HaveOccurred())
@@ -78,19 +84,17 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-
-	kustomizationBefore, err = os.ReadFile(filepath.Join(root, "config", "manager", "kustomization.yaml"))
-	Expect(err).NotTo(HaveOccurred())
 })
 
 // Once every process has ended: the operator of make deploy goes if it still runs (the spec that
 // removes it failed or was not picked), and make deploy's edit of the kustomization is undone.
 var _ = SynchronizedAfterSuite(func() {}, func() {
+	if kustomizationBefore != nil {
+		// Put back first: removing the operator can fail.
+		Expect(os.WriteFile(filepath.Join(root, "config", "manager", "kustomization.yaml"), kustomizationBefore, 0o644)).To(Succeed())
+	}
 	if k8s != nil {
 		withoutOperator()
-	}
-	if kustomizationBefore != nil {
-		Expect(os.WriteFile(filepath.Join(root, "config", "manager", "kustomization.yaml"), kustomizationBefore, 0o644)).To(Succeed())
 	}
 })
 

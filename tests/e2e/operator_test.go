@@ -28,6 +28,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -39,7 +40,8 @@ import (
 // operator first deploys it, under a file lock, so that no two processes deploy or undeploy it at
 // once.
 
-// suiteSettingsAnnotation marks the operator Deployment that withOperator deployed and set up.
+// suiteSettingsAnnotation marks the operator Deployment that withOperator deployed and set up; one
+// of another image (an earlier run's, on a cluster that outlived it) is deployed again.
 const suiteSettingsAnnotation = "e2e.memcached-operator/suite-settings"
 
 // withOperator makes sure the operator of make deploy runs with the suite's settings.
@@ -47,10 +49,19 @@ func withOperator() {
 	defer lockOperator()()
 	deployment := &appsv1.Deployment{}
 	err := k8s.Get(ctx(), types.NamespacedName{Namespace: operatorNamespace, Name: operatorDeployment}, deployment)
-	if err == nil && deployment.Annotations[suiteSettingsAnnotation] == "true" {
+	Expect(client.IgnoreNotFound(err)).To(Succeed())
+	if err == nil && deployment.Annotations[suiteSettingsAnnotation] == "true" &&
+		deployment.Spec.Template.Spec.Containers[0].Image == operatorImage {
+		// A spec that scaled it and failed before scaling back leaves it so.
+		if ptr.Deref(deployment.Spec.Replicas, 1) != 1 || deployment.Status.AvailableReplicas != 1 || deployment.Status.Replicas != 1 {
+			kubectl("-n", operatorNamespace, "scale", "deployment", operatorDeployment, "--replicas=1")
+			kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=3m")
+		}
 		return
 	}
-	Expect(client.IgnoreNotFound(err)).To(Succeed())
+	if err == nil { // another deployment of it (OKD's, or an earlier run's): start from none
+		mustMake("undeploy", "ignore-not-found=true")
+	}
 
 	By("deploying the operator with make deploy")
 	mustMake("deploy", "IMG="+operatorImage, "MEMCACHED_IMG="+memcachedImage)
