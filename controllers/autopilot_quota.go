@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/rollout"
 )
 
 // Whether the namespace's ResourceQuota admits the autopilot's next step (see
@@ -55,7 +56,7 @@ func (r *MemcachedAutopilotReconciler) quotaRefusal(ctx context.Context, mc *cac
 		need[corev1.ResourcePods] = *resource.NewQuantity(int64(next.Replicas-ap.Replicas), resource.DecimalSI)
 	}
 	if delta := int64(next.MaxMemoryMB-ap.MaxMemoryMB) << 20; delta > 0 {
-		c := memcachedContainer(&pod)
+		c := rollout.MemcachedContainer(&pod)
 		for _, kind := range []struct {
 			name corev1.ResourceName
 			list corev1.ResourceList

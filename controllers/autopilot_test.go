@@ -34,7 +34,6 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
-	"github.com/example/memcached-operator/internal/labels"
 )
 
 // The autopilot, with the stats controller reading real memcacheds (one per pod, at statsPort of
@@ -81,13 +80,13 @@ var _ = Describe("The autopilot", func() {
 		Eventually(func(g Gomega) {
 			s := getStatefulSet(g, ctx, servers)
 			g.Expect(s.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", "64"), "the chart renders the autopilot's choice")
-			g.Expect(s.Annotations).To(HaveKeyWithValue(labels.ResizeHold, ContainSubstring(`"toMB":64`)), "in place")
+			g.Expect(changeOf(g, ctx, servers)).To(HaveField("Memory.ToMB", BeEquivalentTo(64)), "in place")
 		}, timeout, interval).Should(Succeed())
 		setServerRevisions(ctx, servers, "rev-32", "rev-64", 0)
 		Eventually(podMemoryLimit(ctx, servers, 0), timeout, interval).Should(Equal("96Mi"))
 		kubeletResized(ctx, servers, 0)
 		Eventually(func() int { return memoryLimitMB(host) }, timeout, interval).Should(Equal(64))
-		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(ContainSubstring(`"outcome":"InPlace"`))
+		Eventually(func(g Gomega) *cachev1.ServersChange { return changeOf(g, ctx, servers) }, timeout, interval).Should(HaveField("Phase", cachev1.RolloutComplete))
 		setServerRevisions(ctx, servers, "rev-64", "rev-64", 1)
 
 		By("still evicting at maxMemoryMB: a server is added")
@@ -156,7 +155,7 @@ var _ = Describe("The autopilot", func() {
 		setServerRevisions(ctx, servers, "rev-32", "rev-64", 0)
 		Eventually(podMemoryLimit(ctx, servers, 0), timeout, interval).Should(Equal("96Mi"))
 		kubeletResized(ctx, servers, 0)
-		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(ContainSubstring(`"outcome":"InPlace"`))
+		Eventually(func(g Gomega) *cachev1.ServersChange { return changeOf(g, ctx, servers) }, timeout, interval).Should(HaveField("Phase", cachev1.RolloutComplete))
 		setServerRevisions(ctx, servers, "rev-64", "rev-64", 1)
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionProgressing), timeout, interval).Should(HaveField("Reason", "Complete"))
 		before := memcachedStatus(ctx, key)(Default)

@@ -41,6 +41,7 @@ import (
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/helm/library"
 	"github.com/example/memcached-operator/internal/labels"
+	"github.com/example/memcached-operator/internal/rollout"
 )
 
 // CacheOptions limits the manager's cache to the watched namespaces (empty: all),
@@ -115,7 +116,7 @@ func podWithoutSpec(obj any) (any, error) {
 	pod.ManagedFields = nil
 	spec := corev1.PodSpec{HostNetwork: pod.Spec.HostNetwork, Hostname: pod.Spec.Hostname, Subdomain: pod.Spec.Subdomain,
 		Volumes: secretVolumesOnly(pod.Spec.Volumes)}
-	if c := memcachedContainer(&pod.Spec); c != nil {
+	if c := rollout.MemcachedContainer(&pod.Spec); c != nil {
 		spec.Containers = []corev1.Container{{Name: c.Name, Args: c.Args, Resources: c.Resources}}
 	}
 	pod.Spec = spec

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,4 +58,10 @@ func WriteTLSStatus(ctx context.Context, c client.Client, mc *cachev1.Memcached,
 		return r.removeStatus(ctx, mc)
 	}
 	return r.setStatus(ctx, mc, &cachev1.HelmCondition{Type: ConditionCertificatesReady, Status: metav1.ConditionTrue, Reason: "Written"}, nil)
+}
+
+// SetPartition sets the partition of StatefulSet s on the spec of s as read, as the servers
+// reconciler holds and lets go of a rollout.
+func SetPartition(ctx context.Context, c client.Client, s *appsv1.StatefulSet, partition int32) error {
+	return (&MemcachedOperandReconciler{Live: c}).setPartition(ctx, s, partition)
 }

@@ -42,6 +42,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/memcache"
+	"github.com/example/memcached-operator/internal/rollout"
 )
 
 // The autopilot (spec.autoscaling; docs/autopilot.md) sizes a Memcached from memcached's own
@@ -268,7 +269,7 @@ func (r *MemcachedAutopilotReconciler) busyWith(ctx context.Context, mc *cachev1
 	if servers == nil {
 		return "the servers are not made yet", nil
 	}
-	if m, ok := memoryOf(&servers.Spec.Template.Spec); replicasOf(servers) != ap.Replicas || !ok || m.MB != ap.MaxMemoryMB {
+	if m, ok := rollout.MemoryOf(&servers.Spec.Template.Spec); replicasOf(servers) != ap.Replicas || !ok || m.MB != ap.MaxMemoryMB {
 		return "the size chosen last is not deployed yet", nil
 	}
 	if c := memcachedCondition(*st, ConditionResizing); c.Status == metav1.ConditionTrue {

@@ -38,11 +38,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/helm/library"
 	"github.com/example/memcached-operator/internal/labels"
+	"github.com/example/memcached-operator/internal/rollout"
 )
 
 // Conditions of a Memcached that the Go side writes (the Helm reconciler writes the others).
@@ -65,12 +67,23 @@ const conflictRetry = 100 * time.Millisecond
 //   - it retires the pods of an earlier release that an upgrade replacing the Deployment left
 //     running (see internal/helm): they serve until the StatefulSet's servers are all
 //     available, then leave the Services, and stop RetireDelay later, so no client request fails;
-//   - it reports the memcached pods in status: the version they run, replica counts, and the
-//     conditions Available and Progressing, from the release's StatefulSet, and the servers
-//     clients shard keys over.
+//   - it drives every change of the servers (servers_rollout.go): the one plan per cache in
+//     status.rollout, made before Helm's upgrades (BeforeUpgrade) and taken one server at a time;
+//   - it reports the memcached pods in status: the version they run, replica counts, the servers
+//     clients shard keys over, and the conditions Available, Progressing, Resizing and CacheWarm,
+//     from the release's StatefulSet, its pods and status.rollout. It is their only writer.
 type MemcachedOperandReconciler struct {
 	client.Client
+	// Live reads what a change of the servers goes on from (the Memcached, its StatefulSet, a
+	// server's pod) from the API server, and writes pods.
+	Live     client.Client
 	Recorder events.EventRecorder
+	// Support says whether the cluster resizes pods in place.
+	Support *resizeSupport
+	// Reach is how the operator reaches the servers.
+	Reach *ServerReach
+	// talk has the conversations with the servers held off the workers.
+	talk *conversations
 	// RetireDelay: see DefaultRetireDelay.
 	RetireDelay time.Duration
 	// Records are the Helm side's decoded release records, whose seals say which records count
@@ -167,7 +180,24 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	st := operandStatus(mc, servers, revision, retiring, pods)
+	if servers != nil && changing(mc, servers) {
+		// A change of the servers goes on from the Memcached and StatefulSet as they are live,
+		// not as the cache shows them: what the last step recorded must be seen.
+		if mc, servers, err = r.readLive(ctx, mc, servers); err != nil || mc == nil {
+			return ctrl.Result{}, err
+		}
+	}
+	rs, again, err := r.advance(ctx, mc, servers, revision, pods)
+	if err != nil {
+		return afterStatusWriteError(err)
+	}
+	if rs != nil && rs.Change == nil && len(rs.Servers) == 0 {
+		rs = nil // nothing to say: no write for it
+	}
+	if again > 0 && (requeue == 0 || again < requeue) {
+		requeue = again
+	}
+	st := operandStatus(mc, servers, revision, retiring, pods, rs)
 	if c := memcachedCondition(*st, ConditionProgressing); c.Reason == ReasonPodsFailing && memcachedCondition(mc.Status, ConditionProgressing).Reason != ReasonPodsFailing {
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, ReasonPodsFailing, "ObserveOperand", "%s", c.Message)
 	}
@@ -181,20 +211,48 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
+	// On the version read: BeforeUpgrade records a change there too, and neither may overwrite
+	// what the other wrote meanwhile.
 	before := mc.ResourceVersion
-	if err := operandWriter.write(ctx, r.Client, mc, st); err != nil {
+	written, err := operandWriter.writeOn(ctx, r.Client, mc, st, before)
+	if err != nil {
 		return afterStatusWriteError(err)
 	}
 	mc.Status = *st
-	r.replaced.Store(req.NamespacedName, before)
+	if written != before { // (a write that changed nothing made no new version to wait for)
+		r.replaced.Store(req.NamespacedName, before)
+	}
 	r.progressSince.Delete(req.NamespacedName)
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// changing says whether a change of mc's servers is in flight, or left for this operator to take
+// on or finish: status.rollout's, a hold not let go, or the record of an earlier operator.
+func changing(mc *cachev1.Memcached, servers *appsv1.StatefulSet) bool {
+	_, held := servers.Annotations[labels.ResizeHold]
+	_, empty := servers.Annotations[labels.StartedEmpty]
+	return (mc.Status.Rollout != nil && rollout.InFlight(mc.Status.Rollout.Change)) || partitionOf(servers) > 0 || held || empty
+}
+
+// readLive reads mc and its StatefulSet from the API server; nil when either is gone or another.
+func (r *MemcachedOperandReconciler) readLive(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet) (*cachev1.Memcached, *appsv1.StatefulSet, error) {
+	liveMC, liveServers := &cachev1.Memcached{}, &appsv1.StatefulSet{}
+	if err := r.Live.Get(ctx, client.ObjectKeyFromObject(mc), liveMC); err != nil || liveMC.UID != mc.UID {
+		return nil, nil, client.IgnoreNotFound(err)
+	}
+	if err := r.Live.Get(ctx, client.ObjectKeyFromObject(servers), liveServers); err != nil || liveServers.UID != servers.UID {
+		return nil, nil, client.IgnoreNotFound(err)
+	}
+	return liveMC, liveServers, nil
 }
 
 // forget drops what the reconciler holds of a Memcached that is gone or going.
 func (r *MemcachedOperandReconciler) forget(key types.NamespacedName) {
 	r.replaced.Delete(key)
 	r.progressSince.Delete(key)
+	if r.talk != nil {
+		r.talk.forget(key)
+	}
 }
 
 // progressWait is how much longer the report st of the Memcached key, whose status is now live,
@@ -263,7 +321,7 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 	if err != nil || len(earlierReleasePods(pods)) > 0 || podTrouble(pods) != "" {
 		return nil, err
 	}
-	return runtime.DefaultUnstructuredConverter.ToUnstructured(operandStatus(mc, servers, revision, 0, pods))
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(operandStatus(mc, servers, revision, 0, pods, mc.Status.Rollout))
 }
 
 // firstReportWait is how long FirstReport waits for the cache to show what the install made a
@@ -372,23 +430,47 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	recordToMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[library.RecordNameLabel]}}}
 	})
+	if r.talk == nil {
+		r.talk = newConversations()
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-operand").
+		// A conversation with a cache's servers ended: its answer waits for this cache's reconcile.
+		WatchesRawSource(source.Channel(r.talk.done, &handler.EnqueueRequestForObject{})).
 		// The spec, and the Helm side's outcome, which the first report waits for.
 		For(MemcachedObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, helmOutcomeChanged))).
 		Watches(&appsv1.StatefulSet{}, toMemcached(), builder.WithPredicates(chartObjects)).
 		// A pod that cannot start changes no StatefulSet status; a server that turns ready or
-		// not changes the ready servers.
+		// not changes the ready servers; a change of the servers takes its next step when the
+		// kubelet reports a resize or a restart of memcached, and a pod deleted is replaced.
 		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			UpdateFunc: func(e event.UpdateEvent) bool {
-				before, after := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-				return podTrouble([]corev1.Pod{*before}) != podTrouble([]corev1.Pod{*after}) || podReady(before) != podReady(after) ||
-					before.Labels[appsv1.StatefulSetRevisionLabel] != after.Labels[appsv1.StatefulSetRevisionLabel] // resized in place
+				return serverChanged(e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod))
 			},
-			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return true },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
 		Watches(&corev1.Secret{}, recordToMemcached). // the cache holds only release records
+		// A step a ResourceQuota blocked is tried again when a quota of the namespace changes.
+		Watches(&corev1.ResourceQuota{}, namespaceMemcacheds(r.Client, blockedChange)).
 		Complete(r)
+}
+
+// serverChanged says whether a server's pod changed in what its status or a change of the servers
+// reads: its trouble, readiness, template revision, memcached's restarts, the kubelet's report of
+// a resize, its spec (a resize, an image changed in place).
+func serverChanged(before, after *corev1.Pod) bool {
+	return podTrouble([]corev1.Pod{*before}) != podTrouble([]corev1.Pod{*after}) || podReady(before) != podReady(after) ||
+		before.Labels[appsv1.StatefulSetRevisionLabel] != after.Labels[appsv1.StatefulSetRevisionLabel] ||
+		rollout.RestartsOf(before, labels.ChartName) != rollout.RestartsOf(after, labels.ChartName) ||
+		before.Generation != after.Generation || before.Status.ObservedGeneration != after.Status.ObservedGeneration ||
+		!equality.Semantic.DeepEqual(resizeStatus(before), resizeStatus(after))
+}
+
+// blockedChange passes the Memcacheds whose change of the servers a policy of the namespace
+// blocks.
+func blockedChange(u *unstructured.Unstructured) bool {
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "rollout", "change", "phase")
+	return phase == cachev1.RolloutBlocked
 }

@@ -83,8 +83,6 @@ type MemcachedStatsReconciler struct {
 	mu sync.Mutex
 	// last is each pod's previous read, by Memcached: rates are the difference of two reads.
 	last map[types.NamespacedName]map[types.UID]memcache.Stats
-	// empty tells the servers that started empty from the reads.
-	empty emptyStarts
 	// unresponsive counts, per Memcached, the rounds in a row some of its servers did not answer.
 	unresponsive map[types.NamespacedName]int
 	// slots keep one namespace's caches from taking more than one worker at a time.
@@ -104,13 +102,11 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
-			r.empty.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if mc.DeletionTimestamp != nil {
 		r.forget(req.NamespacedName)
-		r.empty.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	pods, err := readyServers(ctx, r.Client, mc)
@@ -142,9 +138,6 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		if rd.err != nil {
 			log.FromContext(ctx).V(1).Info("memcached stats unreadable", "error", rd.err.Error())
 		}
-	}
-	if err := r.empty.observe(ctx, r.Client, r.Recorder, mc, reads); err != nil {
-		log.FromContext(ctx).Error(err, "a server that started empty is not in status") // its Event and metric are out
 	}
 	if was := mc.Status; !equality.Semantic.DeepEqual(*st, was) {
 		if err := statsWriter.write(ctx, r.Client, mc, st); err != nil {

@@ -179,7 +179,7 @@ var changeMetrics = func() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "memcached_operator", Name: "server_changes_total",
 		Help: "Changes of Memcacheds' server templates, by how they were made: in_place, warm_restart or started_empty."}, []string{"way"})
 	crmetrics.Registry.MustRegister(c)
-	for _, way := range []string{WayInPlace, WayWarmRestart, WayStartedEmpty} {
+	for _, way := range []string{cachev1.WayInPlace, cachev1.WayWarmRestart, cachev1.WayStartedEmpty} {
 		c.WithLabelValues(wayMetric(way))
 	}
 	return c
@@ -188,35 +188,35 @@ var changeMetrics = func() *prometheus.CounterVec {
 // wayMetric is a way's value of the way label.
 func wayMetric(way string) string {
 	switch way {
-	case WayWarmRestart:
+	case cachev1.WayWarmRestart:
 		return "warm_restart"
-	case WayStartedEmpty:
+	case cachev1.WayStartedEmpty:
 		return "started_empty"
 	}
 	return "in_place"
 }
 
-// Reasons a server started empty: the reason label of startedEmptyMetrics.
-const (
-	// emptyRollout: a change of the servers rolled them out (a new pod each).
-	emptyRollout = "rollout"
-	// emptyNotRestored: memcached restarted in its pod but did not restore its memory file.
-	emptyNotRestored = "not_restored"
-	// emptyPodReplaced: its pod was replaced outside a rollout (a drain, an eviction, a deletion).
-	emptyPodReplaced = "pod_replaced"
-	// emptyRestarted: memcached restarted in its pod (a crash, a failed probe) without a memory
-	// file to restore from, or was killed before it could save it.
-	emptyRestarted = "restarted"
-)
+// emptyMetric is the reason label of startedEmptyMetrics for a reason a server started empty
+// (cachev1.Empty*).
+func emptyMetric(reason string) string {
+	switch reason {
+	case cachev1.EmptyRolledOut:
+		return "rollout"
+	case cachev1.EmptyNotRestored:
+		return "not_restored"
+	case cachev1.EmptyPodReplaced:
+		return "pod_replaced"
+	}
+	return "restarted"
+}
 
-// startedEmptyMetrics counts the memcached servers that started empty after holding items, by
-// reason.
+// startedEmptyMetrics counts the memcached servers that started empty, by reason.
 var startedEmptyMetrics = func() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "memcached_operator", Name: "servers_started_empty_total",
-		Help: "memcached servers that started empty after holding items, by reason: rollout, not_restored, pod_replaced or restarted."}, []string{"reason"})
+		Help: "memcached servers that started empty, by reason: rollout, not_restored, pod_replaced or restarted."}, []string{"reason"})
 	crmetrics.Registry.MustRegister(c)
-	for _, reason := range []string{emptyRollout, emptyNotRestored, emptyPodReplaced, emptyRestarted} {
-		c.WithLabelValues(reason)
+	for _, reason := range []string{cachev1.EmptyRolledOut, cachev1.EmptyNotRestored, cachev1.EmptyPodReplaced, cachev1.EmptyRestarted} {
+		c.WithLabelValues(emptyMetric(reason))
 	}
 	return c
 }()

@@ -36,8 +36,8 @@ import (
 
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
-	"github.com/example/memcached-operator/internal/labels"
 )
 
 // A tenant who may edit CRs in its namespace runs any image as "memcached": its servers may accept
@@ -178,8 +178,8 @@ func measureTenant(ctx context.Context, what string, namespaces []string) tenant
 		setServerRevisions(ctx, servers, "rev-64", "rev-96", 0)
 		Eventually(podMemoryLimit(ctx, servers, 0), timeout, 10*time.Millisecond).Should(Equal("128Mi"))
 		kubeletResized(ctx, servers, 0)
-		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, 10*time.Millisecond).Should(
-			ContainSubstring(`"outcome":"InPlace"`))
+		Eventually(func(g Gomega) *cachev1.ServersChange { return changeOf(g, ctx, servers) }, timeout, 10*time.Millisecond).Should(
+			HaveField("Phase", cachev1.RolloutComplete))
 		t.resized = append(t.resized, time.Since(start))
 		deleteMemcached(ctx, key) // no periodic reconciles of it during the next measurement
 	}

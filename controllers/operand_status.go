@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,8 +26,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/helm/library"
-	"github.com/example/memcached-operator/internal/labels"
-	"github.com/example/memcached-operator/internal/operand"
+	"github.com/example/memcached-operator/internal/rollout"
 )
 
 // The operand's part of a Memcached's status, from its StatefulSet and pods (see
@@ -34,12 +34,13 @@ import (
 
 // operandStatus is mc's status with the Go side's part as the operand is: the release's
 // StatefulSet (nil: none), its deployed revision (0: none yet), the number of pods of an earlier
-// release still up, and the release's pods.
-func operandStatus(mc *cachev1.Memcached, servers *appsv1.StatefulSet, revision int32, retiring int, pods []corev1.Pod) *cachev1.MemcachedStatus {
+// release still up, the release's pods, and status.rollout as the servers reconciler leaves it.
+func operandStatus(mc *cachev1.Memcached, servers *appsv1.StatefulSet, revision int32, retiring int, pods []corev1.Pod, rs *cachev1.RolloutStatus) *cachev1.MemcachedStatus {
 	st := mc.Status.DeepCopy()
+	st.Rollout = rs.DeepCopy()
 	observeOperand(st, servers, retiring, podTrouble(pods))
 	observeServers(st, servers, pods)
-	observeChange(st, servers, pods)
+	observeRollout(st, servers, time.Now())
 	if revision > 0 {
 		st.DeployedRelease = &cachev1.HelmRelease{Name: mc.Name, Revision: revision}
 	}
@@ -120,15 +121,7 @@ func observeServers(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, po
 
 // templateVersion is the memcached version a pod template runs.
 func templateVersion(template corev1.PodTemplateSpec) string {
-	for _, c := range template.Spec.Containers {
-		if c.Name == labels.ChartName {
-			if img, err := operand.ParseImage(c.Image); err == nil {
-				return operand.Version(img)
-			}
-			return c.Image
-		}
-	}
-	return ""
+	return rollout.TemplateVersion(template)
 }
 
 // memcachedCondition is the condition of type typ, or an empty one.

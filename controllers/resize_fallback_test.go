@@ -29,8 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
-	"github.com/example/memcached-operator/internal/labels"
 )
 
 // A cluster whose API server does not serve pods/resize: a second API server, which on Kubernetes
@@ -70,7 +70,7 @@ var _ = Describe("On a cluster that cannot resize pods in place", Ordered, func(
 		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 128\n")
 		Eventually(func(g Gomega) {
 			s := getStatefulSet(g, ctx, servers)
-			g.Expect(s.Annotations[labels.ResizeHold]).To(And(ContainSubstring(`"outcome":"RolledOut"`), ContainSubstring("does not serve pods/resize")))
+			g.Expect(changeOf(g, ctx, servers)).To(And(HaveField("Phase", cachev1.RolloutRolledOut), HaveField("Message", ContainSubstring("does not serve pods/resize"))))
 			g.Expect(heldServers(ctx, servers)(g)).To(BeZero(), "nothing held: the StatefulSet replaces the server")
 			g.Expect(s.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", "128"))
 		}, timeout, interval).Should(Succeed())

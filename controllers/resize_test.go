@@ -81,7 +81,7 @@ var _ = Describe("Memory changes in place", func() {
 		updateSpec(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 128\n")
 		Eventually(func(g Gomega) {
 			s := getStatefulSet(g, ctx, servers)
-			g.Expect(s.Annotations).To(HaveKeyWithValue(labels.ResizeHold, ContainSubstring(`"toMB":128`)))
+			g.Expect(changeOf(g, ctx, servers)).To(And(HaveField("Phase", cachev1.RolloutChanging), HaveField("Memory.ToMB", BeEquivalentTo(128))))
 			g.Expect(s.Spec.UpdateStrategy.RollingUpdate).NotTo(BeNil())
 			g.Expect(s.Spec.UpdateStrategy.RollingUpdate.Partition).To(HaveValue(BeEquivalentTo(2)), "both servers held")
 			g.Expect(s.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", "128"))
@@ -105,9 +105,8 @@ var _ = Describe("Memory changes in place", func() {
 			Eventually(func() int { return memoryLimitMB(h) }, timeout, interval).Should(Equal(128))
 		}
 		Eventually(func(g Gomega) {
-			s := getStatefulSet(g, ctx, servers)
 			g.Expect(heldServers(ctx, servers)(g)).To(BeZero())
-			g.Expect(s.Annotations[labels.ResizeHold]).To(ContainSubstring(`"outcome":"InPlace"`))
+			g.Expect(changeOf(g, ctx, servers)).To(HaveField("Phase", cachev1.RolloutComplete))
 			for i := range hosts {
 				g.Expect(serverPod(g, ctx, servers, i).Labels).To(HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-128"))
 			}
@@ -130,9 +129,7 @@ var _ = Describe("Memory changes in place", func() {
 			Expect(memoryLimitMB(h)).To(Equal(64), "memcached shrinks before its container")
 			kubeletResized(ctx, servers, i)
 		}
-		Eventually(func(g Gomega) string {
-			return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold]
-		}, timeout, interval).Should(ContainSubstring(`"outcome":"InPlace"`))
+		Eventually(func(g Gomega) *cachev1.ServersChange { return changeOf(g, ctx, servers) }, timeout, interval).Should(HaveField("Phase", cachev1.RolloutComplete))
 		for _, h := range hosts {
 			Expect(countKeys(h, "before", 500)).To(Equal(500), "no key lost")
 		}
@@ -149,7 +146,7 @@ var _ = Describe("Memory changes in place", func() {
 		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 64\n")
 		Eventually(func(g Gomega) {
 			s := getStatefulSet(g, ctx, servers)
-			g.Expect(s.Annotations[labels.ResizeHold]).To(And(ContainSubstring(`"outcome":"RolledOut"`), ContainSubstring("above the new 64 MiB")))
+			g.Expect(changeOf(g, ctx, servers)).To(And(HaveField("Phase", cachev1.RolloutRolledOut), HaveField("Message", ContainSubstring("above the new 64 MiB"))))
 			g.Expect(heldServers(ctx, servers)(g)).To(BeZero(), "not held")
 			g.Expect(s.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", "64"))
 		}, timeout, interval).Should(Succeed())
@@ -181,10 +178,9 @@ var _ = Describe("Memory changes in place", func() {
 		}, timeout, interval).Should(Succeed())
 
 		Eventually(func(g Gomega) {
-			s := getStatefulSet(g, ctx, servers)
 			g.Expect(heldServers(ctx, servers)(g)).To(BeZero(), "the StatefulSet may replace the server")
-			g.Expect(s.Annotations[labels.ResizeHold]).To(And(ContainSubstring(`"outcome":"RolledOut"`), ContainSubstring("the kubelet cannot resize server"),
-				ContainSubstring("didn't have enough capacity")))
+			g.Expect(changeOf(g, ctx, servers)).To(And(HaveField("Phase", cachev1.RolloutRolledOut), HaveField("Message", And(ContainSubstring("the kubelet cannot resize server"),
+				ContainSubstring("didn't have enough capacity")))))
 		}, timeout, interval).Should(Succeed())
 		Expect(serverPod(Default, ctx, servers, 0).Labels).To(HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-a"), "not marked as resized")
 		Expect(memoryLimitMB(host)).To(Equal(64), "memcached untouched")
@@ -230,8 +226,8 @@ var _ = Describe("Memory changes in place", func() {
 		Eventually(podMemoryLimit(ctx, servers, 0), timeout, interval).Should(Equal("160Mi"))
 		kubeletResized(ctx, servers, 0)
 		Eventually(func() int { return memoryLimitMB(host) }, timeout, interval).Should(Equal(128))
-		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(
-			And(ContainSubstring(`"outcome":"InPlace"`), Not(ContainSubstring("blocked"))))
+		Eventually(func(g Gomega) *cachev1.ServersChange { return changeOf(g, ctx, servers) }, timeout, interval).Should(
+			And(HaveField("Phase", cachev1.RolloutComplete), HaveField("Message", BeEmpty())))
 		Expect(countKeys(host, "before", 500)).To(Equal(500), "no key lost")
 	})
 
@@ -245,8 +241,8 @@ var _ = Describe("Memory changes in place", func() {
 			s := getStatefulSet(g, ctx, servers)
 			g.Expect(s.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-c", "2048"))
 			g.Expect(heldServers(ctx, servers)(g)).To(BeZero(), "the StatefulSet replaces the server with the new template")
-			g.Expect(s.Annotations[labels.ResizeHold]).To(And(ContainSubstring(`"outcome":"RolledOut"`), ContainSubstring("another change came"),
-				ContainSubstring("memcached's flags change")))
+			g.Expect(changeOf(g, ctx, servers)).To(And(HaveField("Phase", cachev1.RolloutRolledOut), HaveField("Message", And(ContainSubstring("another change came"),
+				ContainSubstring("memcached's flags change")))))
 		}, timeout, interval).Should(Succeed())
 		Expect(serverPod(Default, ctx, servers, 0).Labels).To(HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-a"), "never marked as running the new template")
 	})
@@ -259,7 +255,7 @@ var _ = Describe("Memory changes in place", func() {
 		Eventually(func(g Gomega) {
 			s := getStatefulSet(g, ctx, servers)
 			g.Expect(s.Spec.Template.Annotations).To(HaveKeyWithValue("team", "web"))
-			g.Expect(s.Annotations[labels.ResizeHold]).To(ContainSubstring("pod labels or annotations, item memory 64 → 96 MiB"))
+			g.Expect(changeOf(g, ctx, servers)).To(HaveField("What", ContainSubstring("pod labels or annotations, item memory 64 → 96 MiB")))
 			g.Expect(heldServers(ctx, servers)(g)).To(BeEquivalentTo(1), "still held")
 		}, timeout, interval).Should(Succeed())
 		setServerRevisions(ctx, servers, "rev-a", "rev-c", 0)
@@ -268,7 +264,7 @@ var _ = Describe("Memory changes in place", func() {
 			p := serverPod(g, ctx, servers, 0)
 			g.Expect(p.Annotations).To(HaveKeyWithValue("team", "web"))
 			g.Expect(p.Labels).To(HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-c"))
-			g.Expect(getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold]).To(ContainSubstring(`"outcome":"InPlace"`))
+			g.Expect(changeOf(g, ctx, servers)).To(HaveField("Phase", cachev1.RolloutComplete))
 		}, timeout, interval).Should(Succeed())
 		Expect(memoryLimitMB(host)).To(Equal(96))
 	})
@@ -278,7 +274,7 @@ var _ = Describe("Memory changes in place", func() {
 		host, servers := resizingOneServer(key)
 		kubeletResized(ctx, servers, 0)
 		Eventually(func() int { return memoryLimitMB(host) }, timeout, interval).Should(Equal(96))
-		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(ContainSubstring(`"outcome":"InPlace"`))
+		Eventually(func(g Gomega) *cachev1.ServersChange { return changeOf(g, ctx, servers) }, timeout, interval).Should(HaveField("Phase", cachev1.RolloutComplete))
 		setServerRevisions(ctx, servers, "rev-b", "rev-b", 1)
 
 		By("memcached restarts in the pod, with the -m its arguments say")
@@ -347,7 +343,7 @@ func addServerPod(ctx context.Context, s *appsv1.StatefulSet, i int, host, revis
 		ObservedGeneration: pod.Generation, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 	for _, c := range pod.Spec.Containers {
 		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: true,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, Resources: c.Resources.DeepCopy()})
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}, Resources: c.Resources.DeepCopy()})
 	}
 	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
 }
@@ -392,10 +388,19 @@ func awaitHold(ctx context.Context, s *appsv1.StatefulSet, mb, held int) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		live := getStatefulSet(g, ctx, s)
-		g.Expect(live.Annotations[labels.ResizeHold]).To(And(ContainSubstring(fmt.Sprintf(`"toMB":%d`, mb)), Not(ContainSubstring("outcome"))))
+		g.Expect(changeOf(g, ctx, s)).To(And(HaveField("Phase", cachev1.RolloutChanging), HaveField("Memory.ToMB", BeEquivalentTo(mb))))
 		g.Expect(heldServers(ctx, s)(g)).To(BeEquivalentTo(held))
 		g.Expect(live.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", fmt.Sprint(mb)))
 	}, timeout, interval).Should(Succeed())
+}
+
+// changeOf is status.rollout.change of the Memcached whose StatefulSet s is.
+func changeOf(g Gomega, ctx context.Context, s *appsv1.StatefulSet) *cachev1.ServersChange {
+	mc := &cachev1.Memcached{}
+	g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[labels.Instance]}, mc)).To(Succeed())
+	g.Expect(mc.Status.Rollout).NotTo(BeNil(), "status.rollout")
+	g.Expect(mc.Status.Rollout.Change).NotTo(BeNil(), "status.rollout.change")
+	return mc.Status.Rollout.Change
 }
 
 // heldServers is the StatefulSet's partition: the servers below it are not replaced.

@@ -25,10 +25,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// rollout is where a Deployment stands in bringing its pods to its spec. Every status this
+// progress is where a Deployment or StatefulSet stands in bringing its pods to its spec. Every status this
 // operator reports about pods (Memcached, MemcachedBackup, the OperatorCondition Upgradeable)
 // reads it from here, so that they agree on when a rollout is complete.
-type rollout struct {
+type progress struct {
 	want, replicas, updated, ready, available int32
 	// seen: the Deployment controller has seen the latest spec.
 	seen bool
@@ -38,25 +38,25 @@ type rollout struct {
 
 // rolloutOfServers is where the memcached StatefulSet stands: a StatefulSet reports no failure
 // of its own (podTrouble reads the pods' own).
-func rolloutOfServers(s *appsv1.StatefulSet) rollout {
+func rolloutOfServers(s *appsv1.StatefulSet) progress {
 	want := int32(1)
 	if s.Spec.Replicas != nil {
 		want = *s.Spec.Replicas
 	}
 	st := s.Status
-	return rollout{
+	return progress{
 		want: want, replicas: st.Replicas, updated: st.UpdatedReplicas, ready: st.ReadyReplicas,
 		available: st.AvailableReplicas, seen: st.ObservedGeneration >= s.Generation,
 	}
 }
 
-func rolloutOf(d *appsv1.Deployment) rollout {
+func rolloutOf(d *appsv1.Deployment) progress {
 	want := int32(1)
 	if d.Spec.Replicas != nil {
 		want = *d.Spec.Replicas
 	}
 	st := d.Status
-	r := rollout{
+	r := progress{
 		want: want, replicas: st.Replicas, updated: st.UpdatedReplicas, ready: st.ReadyReplicas,
 		available: st.AvailableReplicas, seen: st.ObservedGeneration >= d.Generation,
 	}
@@ -72,19 +72,19 @@ func rolloutOf(d *appsv1.Deployment) rollout {
 }
 
 // complete: every wanted pod runs the latest spec and is available, and no old pod is left.
-func (r rollout) complete() bool {
+func (r progress) complete() bool {
 	return r.seen && r.updated == r.want && r.replicas == r.want && r.available >= r.want
 }
 
 // allAvailable: as many pods as wanted are available, of any version (a rolling update that
 // starts new pods before stopping old ones keeps this true).
-func (r rollout) allAvailable() bool { return r.available >= r.want }
+func (r progress) allAvailable() bool { return r.available >= r.want }
 
 // String says where the rollout stands. While its controller reports no pod, "0 of N updated" holds
 // whether or not it has seen the spec: a new StatefulSet's first step (the generation seen, no pod
 // yet) then says nothing new, and is no status write. With pods, counts from before the spec was
 // seen are not about it.
-func (r rollout) String() string {
+func (r progress) String() string {
 	if !r.seen && r.replicas > 0 {
 		return "has a change its controller has not seen yet"
 	}

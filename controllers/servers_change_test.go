@@ -35,6 +35,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
 	"github.com/example/memcached-operator/internal/labels"
 )
@@ -62,7 +63,7 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		updateSpec(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  podAnnotations: {team: web}\n  podLabels: {tier: cache}\n")
 		Eventually(func(g Gomega) {
 			s := getStatefulSet(g, ctx, servers)
-			g.Expect(s.Annotations[labels.ResizeHold]).To(And(ContainSubstring(`"way":"InPlace"`), Not(ContainSubstring("outcome"))))
+			g.Expect(changeOf(g, ctx, servers)).To(And(HaveField("Way", cachev1.WayInPlace), HaveField("Phase", cachev1.RolloutChanging)))
 			g.Expect(heldServers(ctx, servers)(g)).To(BeEquivalentTo(2), "both servers held")
 			g.Expect(s.Spec.Template.Annotations).To(HaveKeyWithValue("team", "web"))
 		}, timeout, interval).Should(Succeed())
@@ -70,7 +71,7 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 
 		Eventually(func(g Gomega) {
 			g.Expect(heldServers(ctx, servers)(g)).To(BeZero())
-			g.Expect(getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold]).To(ContainSubstring(`"outcome":"InPlace"`))
+			g.Expect(changeOf(g, ctx, servers)).To(HaveField("Phase", cachev1.RolloutComplete))
 			for i := range hosts {
 				p := serverPod(g, ctx, servers, i)
 				g.Expect(p.Annotations).To(HaveKeyWithValue("team", "web"))
@@ -81,9 +82,9 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		}, timeout, interval).Should(Succeed())
 		setServerRevisions(ctx, servers, "rev-b", "rev-b", 2)
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.WayInPlace),
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1.WayInPlace),
 			HaveField("Message", And(ContainSubstring("pod labels or annotations"), ContainSubstring("no server restarted")))))
-		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.WayInPlace))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(cachev1.WayInPlace))
 		for _, h := range hosts {
 			Expect(countKeys(h, "k", 500)).To(Equal(500), "no key lost")
 		}
@@ -118,7 +119,7 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		updateSpec(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n  image: {tag: 1.6.39}\n")
 		Eventually(func(g Gomega) {
 			s := getStatefulSet(g, ctx, servers)
-			g.Expect(s.Annotations[labels.ResizeHold]).To(ContainSubstring(`"way":"WarmRestart"`))
+			g.Expect(changeOf(g, ctx, servers)).To(HaveField("Way", cachev1.WayWarmRestart))
 			g.Expect(s.Spec.Template.Spec.Containers[0].Image).To(HaveSuffix(":1.6.39"), "Helm applied the change")
 			g.Expect(heldServers(ctx, servers)(g)).To(BeEquivalentTo(2))
 		}, timeout, interval).Should(Succeed())
@@ -142,7 +143,7 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		Expect(servingLabels(ctx, servers, 2)).To(Equal([]string{"true", "false"}))
 		Consistently(serverImage(ctx, servers, 0), 2*time.Second, interval).Should(HaveSuffix(":1.6.38"))
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.WayWarmRestart),
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1.WayWarmRestart),
 			HaveField("Message", ContainSubstring("memcached 1.6.38 → 1.6.39: restarting the servers in their pods one at a time"))))
 		kubeletRestarts(ctx, servers, 1, warm[1], 64)
 
@@ -153,8 +154,7 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		Eventually(func() []string { return servingLabels(ctx, servers, 2) }, timeout, interval).Should(Equal([]string{"true", "true"}))
 
 		Eventually(func(g Gomega) {
-			s := getStatefulSet(g, ctx, servers)
-			g.Expect(s.Annotations[labels.ResizeHold]).To(And(ContainSubstring(`"outcome":"InPlace"`), ContainSubstring(`"warm":["warm-memcached-1","warm-memcached-0"]`)))
+			g.Expect(changeOf(g, ctx, servers)).To(HaveField("Phase", cachev1.RolloutComplete))
 			g.Expect(heldServers(ctx, servers)(g)).To(BeZero())
 			for i := range warm {
 				g.Expect(serverPod(g, ctx, servers, i).Labels).To(HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-b"))
@@ -162,12 +162,12 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		}, timeout, interval).Should(Succeed())
 		setServerRevisions(ctx, servers, "rev-b", "rev-b", 2)
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.WayWarmRestart),
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1.WayWarmRestart),
 			HaveField("Message", ContainSubstring("every server restarted in its pod with its items"))))
 		for _, w := range warm {
 			Expect(countKeys(w.host, "k", 1000)).To(Equal(1000), "every key restored")
 		}
-		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.WayWarmRestart))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(cachev1.WayWarmRestart))
 	})
 
 	It("labels the running servers as serving before the Service selects by it, when warm restarts are turned on", func() {
@@ -205,11 +205,11 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		kubeletRestarts(ctx, servers, 0, warm, 80)
 
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", controllers.WayStartedEmpty),
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1.WayStartedEmpty),
 			HaveField("Message", And(ContainSubstring("server mismatch-memcached-0 started empty"), ContainSubstring("held 1000 items before and 0 after")))))
-		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.WayStartedEmpty))
-		Eventually(func(g Gomega) string { return getStatefulSet(g, ctx, servers).Annotations[labels.ResizeHold] }, timeout, interval).Should(
-			ContainSubstring(`"outcome":"InPlace"`), "the change is made all the same")
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(cachev1.WayStartedEmpty))
+		Eventually(func(g Gomega) *cachev1.ServersChange { return changeOf(g, ctx, servers) }, timeout, interval).Should(
+			HaveField("Phase", cachev1.RolloutComplete), "the change is made all the same")
 		Expect(countKeys(warm.host, "k", 1000)).To(BeZero())
 	})
 })
@@ -247,15 +247,16 @@ var _ = Describe("Servers that start empty outside a change", func() {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 			cs := &p.Status.ContainerStatuses[0]
 			cs.RestartCount++
+			cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
 			cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}
 			g.Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
 		}, timeout, interval).Should(Succeed())
 
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", controllers.WayStartedEmpty),
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1.WayStartedEmpty),
 			HaveField("Message", And(ContainSubstring("server crash-memcached-0 started empty"), ContainSubstring("OOMKilled, exit code 137"),
 				ContainSubstring("keepCacheAcross MemoryChanges")))))
-		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.WayStartedEmpty))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(cachev1.WayStartedEmpty))
 	})
 })
 
@@ -264,6 +265,8 @@ var _ = Describe("Servers that start empty outside a change", func() {
 type warmMemcached struct {
 	host, file string
 	cmd        *exec.Cmd
+	// born is when its first process started: one that restores its file goes on with its clock.
+	born time.Time
 }
 
 // startWarmMemcached runs memcached with mb MiB of item memory and its memory file on a tmpfs,
@@ -293,10 +296,27 @@ func (w *warmMemcached) start(mb int) {
 	if w.file != "" {
 		args = append(args, "-e", w.file)
 	}
+	if w.born.IsZero() {
+		w.born = time.Now()
+	}
 	w.cmd = exec.Command(bin, args...)
 	w.cmd.Stdout, w.cmd.Stderr = GinkgoWriter, GinkgoWriter
 	Expect(w.cmd.Start()).To(Succeed())
 	Eventually(func() error { return dialOnce(statsAddr(w.host)) }, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+}
+
+// replace plays a server's pod replaced: its memcached killed, its memory file gone with the pod's
+// memory, and a new memcached started empty.
+func (w *warmMemcached) replace(mb int) {
+	GinkgoHelper()
+	_ = w.cmd.Process.Kill()
+	_ = w.cmd.Wait()
+	if w.file != "" {
+		Expect(os.RemoveAll(w.file)).To(Succeed())
+		_ = os.Remove(w.file + ".meta")
+	}
+	w.born = time.Time{}
+	w.start(mb)
 }
 
 // restart stops memcached as the chart's shell does when Kubernetes stops the container (SIGUSR1:
@@ -309,6 +329,9 @@ func (w *warmMemcached) restart(mb int) {
 	if w.file != "" {
 		Expect(w.file + ".meta").To(BeAnExistingFile())
 		time.Sleep(1100 * time.Millisecond) // memcached refuses a file saved in the second it starts
+		// A restored memcached tells its return by a start well before its container's (the
+		// operator's judgement, rollout.Restored): as a server that ran a while before it.
+		time.Sleep(time.Until(w.born.Add(6 * time.Second)))
 	}
 	w.start(mb)
 }
@@ -325,6 +348,7 @@ func kubeletRestarts(ctx context.Context, s *appsv1.StatefulSet, i int, w *warmM
 		for j := range p.Status.ContainerStatuses {
 			if cs := &p.Status.ContainerStatuses[j]; cs.Name == "memcached" {
 				cs.Image, cs.RestartCount = p.Spec.Containers[0].Image, cs.RestartCount+1
+				cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
 			}
 		}
 		g.Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())

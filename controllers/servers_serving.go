@@ -27,6 +27,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/labels"
 )
@@ -42,7 +43,7 @@ import (
 
 // setServing sets labels.Serving of server p to serving, where p carries it (only the servers of
 // a cache with keepCacheAcross Restarts do).
-func (r *MemcachedResizeReconciler) setServing(ctx context.Context, p *corev1.Pod, serving bool) error {
+func (r *MemcachedOperandReconciler) setServing(ctx context.Context, p *corev1.Pod, serving bool) error {
 	want := strconv.FormatBool(serving)
 	if v, ok := p.Labels[labels.Serving]; !ok || v == want {
 		return nil
@@ -50,7 +51,7 @@ func (r *MemcachedResizeReconciler) setServing(ctx context.Context, p *corev1.Po
 	return r.labelServing(ctx, p, want)
 }
 
-func (r *MemcachedResizeReconciler) labelServing(ctx context.Context, p *corev1.Pod, value string) error {
+func (r *MemcachedOperandReconciler) labelServing(ctx context.Context, p *corev1.Pod, value string) error {
 	before := p.DeepCopy()
 	if p.Labels == nil {
 		p.Labels = map[string]string{}
@@ -65,36 +66,27 @@ func (r *MemcachedResizeReconciler) labelServing(ctx context.Context, p *corev1.
 	return nil
 }
 
-// restoreServing sets labels.Serving back to true on every server but the one restarting (the
-// record's): a server left out of the Service by a restart the operator did not see through (a
-// hold let go, an operator stopped meanwhile) serves again.
-func (r *MemcachedResizeReconciler) restoreServing(ctx context.Context, pods map[int32]*corev1.Pod, restarting string) error {
+// keepServing sets labels.Serving back to true on every server but those status.rollout says
+// restart now: a server left out of the Service by a restart the operator did not see through (a
+// change rolled out meanwhile, an operator stopped) serves again. Only the servers of a cache
+// whose template has the label carry it.
+func (r *MemcachedOperandReconciler) keepServing(ctx context.Context, servers *appsv1.StatefulSet, pods map[int32]*corev1.Pod, rs *cachev1.RolloutStatus) error {
+	if _, ok := servers.Spec.Template.Labels[labels.Serving]; !ok {
+		return nil
+	}
 	var failed error
 	for _, p := range pods {
-		if p.Name != restarting && p.Labels[labels.Serving] == "false" {
-			failed = errors.Join(failed, r.setServing(ctx, p, true))
+		if e := entryOf(rs, p.Name); (e == nil || e.Restart == nil) && p.Labels[labels.Serving] == "false" {
+			failed = errors.Join(failed, r.setServing(ctx, p.DeepCopy(), true))
 		}
 	}
 	return failed
 }
 
-// keepServing sets labels.Serving back to true on every server of a cache whose template has it,
-// when no restart is in flight (none listed for a cache without it).
-func (r *MemcachedResizeReconciler) keepServing(ctx context.Context, servers *appsv1.StatefulSet) error {
-	if _, ok := servers.Spec.Template.Labels[labels.Serving]; !ok {
-		return nil
-	}
-	pods, err := r.serverPods(ctx, servers)
-	if err != nil {
-		return err
-	}
-	return r.restoreServing(ctx, pods, "")
-}
-
 // servingBeforeUpgrade labels the running servers with labels.Serving=true before Helm applies a
 // release whose ClusterIP Service selects it (keepCacheAcross Restarts turned on), so that the
 // Service never selects none of them: servers made from the old template lack it.
-func (r *MemcachedResizeReconciler) servingBeforeUpgrade(ctx context.Context, cr client.Object, target *helm.Rendered) error {
+func (r *MemcachedOperandReconciler) servingBeforeUpgrade(ctx context.Context, cr client.Object, target *helm.Rendered) error {
 	if target == nil || !selectsServing(target.Manifest) {
 		return nil
 	}
@@ -109,17 +101,23 @@ func (r *MemcachedResizeReconciler) servingBeforeUpgrade(ctx context.Context, cr
 	if !helm.OwnedByRelease(live, cr) {
 		return nil
 	}
-	pods, err := r.serverPods(ctx, live)
-	if err != nil {
+	mc := &cachev1.Memcached{}
+	if err := r.Live.Get(ctx, client.ObjectKeyFromObject(cr), mc); err != nil {
 		return err
 	}
-	restarting := ""
-	if rec := resizeRecordOf(live); rec != nil && rec.Restart != nil {
-		restarting = rec.Restart.Server
+	list := &corev1.PodList{}
+	if err := r.List(ctx, list, client.InNamespace(live.Namespace), client.MatchingFields{instanceIndex: cr.GetName()}, client.MatchingLabels(live.Spec.Selector.MatchLabels)); err != nil {
+		return fmt.Errorf("list the servers of StatefulSet %s: %w", live.Name, err)
+	}
+	restarting := map[string]bool{}
+	if mc.Status.Rollout != nil {
+		for _, e := range mc.Status.Rollout.Servers {
+			restarting[e.Name] = e.Restart != nil
+		}
 	}
 	var failed error
-	for _, p := range pods {
-		if _, ok := p.Labels[labels.Serving]; !ok && p.Name != restarting {
+	for _, p := range serverPodsOf(live, list.Items) {
+		if _, ok := p.Labels[labels.Serving]; !ok && !restarting[p.Name] {
 			failed = errors.Join(failed, r.labelServing(ctx, p.DeepCopy(), "true"))
 		}
 	}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/memcache"
+	"github.com/example/memcached-operator/internal/rollout"
 )
 
 // The chart's names for a release, written again here because the certificates must exist before
@@ -82,7 +83,7 @@ func serverDomain(headless, namespace string) string { return headless + "." + n
 // servesTLS reports whether a memcached pod was started to serve TLS (its arguments hold -Z): while
 // TLS is turned on or off, the servers of a rollout's two sides speak differently.
 func servesTLS(p *corev1.Pod) bool {
-	c := memcachedContainer(&p.Spec)
+	c := rollout.MemcachedContainer(&p.Spec)
 	return c != nil && slices.Contains(c.Args, "-Z")
 }
 

@@ -100,8 +100,8 @@ func WatchNamespaces(list string) []string {
 }
 
 // Setup registers every controller of the operator with the manager: the Helm side of the
-// Memcached API (its one entry in the watches file), its Go side (spec migration, operand status,
-// memcached's own stats, memory changes in place, the autopilot),
+// Memcached API (its one entry in the watches file), its Go side (spec migration, the servers'
+// changes and status, memcached's own stats, the autopilot, TLS),
 // and the MemcachedBackup controller, whose pods use the Memcached chart's image policy.
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if _, ok := mgr.GetCache().(memcachedsOnce); !ok {
@@ -141,7 +141,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if cfg.Records == nil {
 		cfg.Records = helm.NewRecords() // the cache keeps the records' data; both sides share the memo
 	}
-	operands := &MemcachedOperandReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-operand-controller"), RetireDelay: retire, Records: cfg.Records}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("discovery client: %w", err)
@@ -151,9 +150,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return fmt.Errorf("the cache of TLS Secrets: %w", err)
 	}
 	reach := &ServerReach{Port: cfg.StatsPort, Secrets: tlsSecrets}
-	resizes := &MemcachedResizeReconciler{Client: mgr.GetClient(), Live: direct, Recorder: mgr.GetEventRecorder("memcached-resize-controller"),
-		Records: cfg.Records, Support: &resizeSupport{discovery: dc}, Reach: reach}
-	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, defaults, direct, operands.FirstReport, resizes.BeforeUpgrade); err != nil {
+	operands := &MemcachedOperandReconciler{Client: mgr.GetClient(), Live: direct, Recorder: mgr.GetEventRecorder("memcached-operand-controller"),
+		RetireDelay: retire, Records: cfg.Records, Support: &resizeSupport{discovery: dc}, Reach: reach}
+	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, defaults, direct, operands.FirstReport, operands.BeforeUpgrade); err != nil {
 		return err
 	}
 	platform, err := operand.DetectPlatform(ctx, dc)
@@ -169,9 +168,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return fmt.Errorf("set up the Memcached operand controller: %w", err)
 	}
 
-	if err := resizes.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up the Memcached resize controller: %w", err)
-	}
 	autopilot := &MemcachedAutopilotReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-autopilot-controller"), Reach: reach,
 		StatsInterval: cfg.StatsInterval}
 	if err := autopilot.SetupWithManager(mgr); err != nil {

@@ -47,7 +47,7 @@ type statusOwner struct {
 var (
 	operandWriter = statusOwner{manager: "memcached-operand",
 		conditions: []string{ConditionAvailable, ConditionProgressing, ConditionResizing, ConditionCacheWarm},
-		fields:     []string{"replicas", "readyReplicas", "updatedReplicas", "servers", "readyServers", "serversConfigMap", "version", "deployedRelease.revision"}}
+		fields:     []string{"replicas", "readyReplicas", "updatedReplicas", "servers", "readyServers", "serversConfigMap", "version", "deployedRelease.revision", "rollout"}}
 	statsWriter = statusOwner{manager: "memcached-stats",
 		conditions: []string{ConditionMemoryPressure, ConditionConnectionsSaturated, ConditionServersResponsive},
 		fields:     []string{"stats"}}
@@ -76,9 +76,16 @@ func afterStatusWriteError(err error) (ctrl.Result, error) {
 // That patch is made on the applied object's resourceVersion: a conflict means someone wrote
 // meanwhile, and the caller looks again.
 func (o statusOwner) write(ctx context.Context, c client.Client, mc *cachev1.Memcached, st *cachev1.MemcachedStatus) error {
+	_, err := o.writeOn(ctx, c, mc, st, "")
+	return err
+}
+
+// writeOn is write on the resourceVersion rv of mc ("": any): a conflict means mc changed since
+// it was read at rv. It returns the resourceVersion written.
+func (o statusOwner) writeOn(ctx context.Context, c client.Client, mc *cachev1.Memcached, st *cachev1.MemcachedStatus, rv string) (string, error) {
 	want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
 	if err != nil {
-		return err
+		return "", err
 	}
 	part := map[string]any{}
 	var conditions []any // the owner's, as want has them
@@ -95,7 +102,7 @@ func (o statusOwner) write(ctx context.Context, c client.Client, mc *cachev1.Mem
 		path := strings.Split(f, ".")
 		if v, ok, _ := unstructured.NestedFieldNoCopy(want, path...); ok {
 			if err := unstructured.SetNestedField(part, runtime.DeepCopyJSONValue(v), path...); err != nil {
-				return err
+				return "", err
 			}
 		}
 	}
@@ -103,8 +110,9 @@ func (o statusOwner) write(ctx context.Context, c client.Client, mc *cachev1.Mem
 	applied.SetGroupVersionKind(cachev1.GroupVersion.WithKind("Memcached"))
 	applied.SetNamespace(mc.Namespace)
 	applied.SetName(mc.Name)
+	applied.SetResourceVersion(rv)
 	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner(o.manager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("write the status of Memcached %s/%s as %s: %w", mc.Namespace, mc.Name, o.manager, err)
+		return "", fmt.Errorf("write the status of Memcached %s/%s as %s: %w", mc.Namespace, mc.Name, o.manager, err)
 	}
 
 	// Where the live object (the apply's answer) differs from what the owner says, down to a
@@ -147,20 +155,20 @@ func (o statusOwner) write(ctx context.Context, c client.Client, mc *cachev1.Mem
 			stale = true
 		case says && !sameJSON(w, l):
 			if err := unstructured.SetNestedField(status, runtime.DeepCopyJSONValue(w), path...); err != nil {
-				return err
+				return "", err
 			}
 			stale = true
 		}
 	}
 	if !stale {
-		return nil
+		return applied.GetResourceVersion(), nil
 	}
 	trimmed := applied.DeepCopy()
 	trimmed.Object["status"] = status
 	if err := c.Status().Patch(ctx, trimmed, client.MergeFromWithOptions(applied, client.MergeFromWithOptimisticLock{}), client.FieldOwner(o.manager)); err != nil {
-		return fmt.Errorf("take what %s no longer says out of the status of Memcached %s/%s: %w", o.manager, mc.Namespace, mc.Name, err)
+		return "", fmt.Errorf("take what %s no longer says out of the status of Memcached %s/%s: %w", o.manager, mc.Namespace, mc.Name, err)
 	}
-	return nil
+	return trimmed.GetResourceVersion(), nil
 }
 
 // sameJSON tells whether a and b are the same JSON: a number the API server answered as an

@@ -755,6 +755,12 @@ type MemcachedStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Autopilot"
 	Autopilot *AutopilotStatus `json:"autopilot,omitempty"`
+
+	// rollout is how the operator changes the servers: the change in flight or the last one, and
+	// each server by its pod's UID, with which started empty and why.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Rollout"
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // TLSStatus is what clients of a cache that serves TLS need.

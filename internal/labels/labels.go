@@ -63,9 +63,9 @@ const (
 	// RetiredAt marks a pod of an earlier release that left the Service, and when (an annotation).
 	RetiredAt = "cache.my.domain/retired-at"
 
-	// ResizeHold is the annotation on a memcached StatefulSet while the operator holds its
-	// rollout (spec.updateStrategy.rollingUpdate.partition) to resize its servers in place: what
-	// the hold is for (controllers/memcached_resize.go).
+	// ResizeHold is the annotation on a memcached StatefulSet in which operator 1.3.0 recorded
+	// a change of its servers in place; later operators keep that record in status.rollout, take
+	// a change 1.3.0 left in flight from it, and remove it (controllers/servers_adopt.go).
 	ResizeHold = "cache.my.domain/resize-in-place"
 
 	// Serving is the label by which the ClusterIP Service of a cache with keepCacheAcross
@@ -73,8 +73,8 @@ const (
 	// to "false" on a server while memcached restarts in its pod (controllers/servers_serving.go).
 	Serving = "cache.my.domain/serving"
 
-	// StartedEmpty is the annotation on a memcached StatefulSet that says which server last
-	// started empty outside a change the operator made (a pod replaced, a crash), why and when
-	// (controllers/servers_empty.go).
+	// StartedEmpty is the annotation on a memcached StatefulSet in which operator 1.3.0 said
+	// which server last started empty outside a change; later operators say it in
+	// status.rollout, and remove it (controllers/servers_adopt.go).
 	StartedEmpty = "cache.my.domain/started-empty"
 )

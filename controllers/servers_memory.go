@@ -18,88 +18,17 @@ package controllers
 
 import (
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/discovery"
 
 	"github.com/example/memcached-operator/internal/helm"
-	"github.com/example/memcached-operator/internal/labels"
 )
 
-// A server's memory as its pod spec and the release's manifest say it, and whether the cluster
-// resizes pods in place (see memcached_resize.go).
-
-// serverMemory is what a memory change changes: memcached's -m, in MiB, and its container's
-// resources.
-type serverMemory struct {
-	MB        int32
-	Resources corev1.ResourceRequirements
-}
-
-func (m serverMemory) limit() string {
-	if q, ok := m.Resources.Limits[corev1.ResourceMemory]; ok {
-		return q.String()
-	}
-	return ""
-}
-
-// memcachedContainer is the memcached container of a pod spec, or nil.
-func memcachedContainer(spec *corev1.PodSpec) *corev1.Container {
-	for i := range spec.Containers {
-		if spec.Containers[i].Name == labels.ChartName {
-			return &spec.Containers[i]
-		}
-	}
-	return nil
-}
-
-// itemMemoryArg is the index in args of the value of memcached's -m, as the chart writes it (two
-// arguments), or -1.
-func itemMemoryArg(args []string) int {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "-m" {
-			return i + 1
-		}
-	}
-	return -1
-}
-
-// memoryOf is the memory of the memcached container of a pod spec; false when the spec has none
-// the chart made.
-func memoryOf(spec *corev1.PodSpec) (serverMemory, bool) {
-	c := memcachedContainer(spec)
-	if c == nil {
-		return serverMemory{}, false
-	}
-	i := itemMemoryArg(c.Args)
-	if i < 0 {
-		return serverMemory{}, false
-	}
-	mb, err := strconv.ParseInt(c.Args[i], 10, 32)
-	if err != nil {
-		return serverMemory{}, false
-	}
-	return serverMemory{MB: int32(mb), Resources: withDefaultRequests(c.Resources)}, true
-}
-
-// withDefaultRequests are resources as the API server keeps them for a pod: a limit without a
-// request is its request too. (A pod template keeps them as written; its pods do not.)
-func withDefaultRequests(r corev1.ResourceRequirements) corev1.ResourceRequirements {
-	r = *r.DeepCopy()
-	for name, q := range r.Limits {
-		if _, ok := r.Requests[name]; !ok {
-			if r.Requests == nil {
-				r.Requests = corev1.ResourceList{}
-			}
-			r.Requests[name] = q.DeepCopy()
-		}
-	}
-	return r
-}
+// The servers' StatefulSet as a release renders it, and whether the cluster resizes pods in
+// place.
 
 // manifestOf is a release's manifest, or "" for none.
 func manifestOf(rel *helm.Rendered) string {

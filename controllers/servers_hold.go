@@ -1,0 +1,333 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/helm"
+	"github.com/example/memcached-operator/internal/memcache"
+	"github.com/example/memcached-operator/internal/rollout"
+)
+
+// The decision, before Helm applies an upgrade of a Memcached's release, of how its change of the
+// servers is made (internal/rollout), and the StatefulSet's hold on its rollout while the servers
+// are changed in place (spec.updateStrategy.rollingUpdate.partition). The change is recorded in
+// status.rollout before the hold, each write on the version read: the servers reconciler, which
+// drives the change, writes there too, and neither may overwrite what the other wrote meanwhile.
+
+// holdWait is how long a change waits for the upgrade it was recorded for: Helm applies it right
+// after BeforeUpgrade, so one not applied by then failed.
+const holdWait = time.Minute
+
+// BeforeUpgrade decides, before Helm applies an upgrade of a Memcached's release, how the
+// upgrade's change of the servers is made: in place (the StatefulSet's rollout held, the servers
+// changed by the servers reconciler), or rolled out, each server starting empty (recorded with
+// why). A change already in flight takes a second one in when every server can take it the same
+// way; else the servers roll out.
+func (r *MemcachedOperandReconciler) BeforeUpgrade(ctx context.Context, cr client.Object, last, target *helm.Rendered) error {
+	if err := r.servingBeforeUpgrade(ctx, cr, target); err != nil {
+		return err
+	}
+	if last == nil || !last.Deployed {
+		return nil // a failed or pending release: what the servers run is not the last manifest's
+	}
+	from, to := statefulSetOf(last.Manifest), statefulSetOf(target.Manifest)
+	if from == nil || to == nil || from.Name != to.Name {
+		return nil
+	}
+	// Each try reads the Memcached and the StatefulSet again: the servers reconciler may have
+	// written either since.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live := &appsv1.StatefulSet{}
+		if err := r.Live.Get(ctx, client.ObjectKey{Namespace: cr.GetNamespace(), Name: to.Name}, live); err != nil {
+			return client.IgnoreNotFound(err) // none yet: Helm creates it
+		}
+		if !helm.OwnedByRelease(live, cr) {
+			return nil // Helm's own check refuses it
+		}
+		mc := &cachev1.Memcached{}
+		if err := r.Live.Get(ctx, client.ObjectKeyFromObject(cr), mc); err != nil {
+			return err
+		}
+		if mc.UID != cr.GetUID() {
+			return nil
+		}
+		return r.decide(ctx, mc, live, last, &from.Spec.Template, to)
+	})
+}
+
+// decide is BeforeUpgrade's decision on the versions of the Memcached and the StatefulSet read.
+func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Memcached, live *appsv1.StatefulSet, last *helm.Rendered, from *corev1.PodTemplateSpec, target *appsv1.StatefulSet) error {
+	to := &target.Spec.Template
+	rs := mc.Status.Rollout.DeepCopy()
+	if rs == nil {
+		rs = &cachev1.RolloutStatus{}
+	}
+	now := metav1.Now().Rfc3339Copy()
+	if c := rs.Change; rollout.InFlight(c) && partitionOf(live) > 0 {
+		// A change in flight: the servers run the template of their releases (status.rollout).
+		why, err := r.foldRefusal(ctx, mc, live, rs, to)
+		if err != nil {
+			return err
+		}
+		if why == "" {
+			c.UpgradeFrom, c.UpgradeTime = last.Version, &now // the change goes on once it is applied
+			return r.writeRollout(ctx, mc, rs)
+		}
+		r.rollOut(mc, live, rs, "another change came while the servers were changed in place ("+why+")")
+		if err := r.writeRollout(ctx, mc, rs); err != nil {
+			return err
+		}
+		return r.setPartition(ctx, live, 0)
+	}
+	plan := rollout.Plan(from, to)
+	if plan.Way == "" {
+		return nil // the servers' template does not change: nothing to decide
+	}
+	why := plan.Why
+	if why == "" {
+		why = r.inPlaceRefusal(live, plan)
+	}
+	// Servers the upgrade adds (ordinals from the smaller of the two counts on) start with the
+	// new template; the others are held.
+	held := min(replicasOf(live), replicasOf(target))
+	c := &cachev1.ServersChange{What: plan.What(), Way: plan.Way, Phase: cachev1.RolloutChanging, FromRelease: last.Version,
+		Revision: live.Status.CurrentRevision, Held: held, Memory: plan.MemoryChange(), Since: now, UpgradeFrom: last.Version, UpgradeTime: &now}
+	rs.Change = c
+	for i := range rs.Servers {
+		rs.Servers[i].Release, rs.Servers[i].Restart = c.FromRelease, nil
+	}
+	if why != "" {
+		r.rollOut(mc, live, rs, why)
+		return r.writeRollout(ctx, mc, rs)
+	}
+	if held == 0 {
+		rs.Change = nil
+		return r.writeRollout(ctx, mc, rs) // no server to change
+	}
+	if err := r.writeRollout(ctx, mc, rs); err != nil {
+		return err
+	}
+	if err := r.setPartition(ctx, live, held); err != nil {
+		return err
+	}
+	switch {
+	case plan.Way == cachev1.WayWarmRestart:
+		r.Recorder.Eventf(mc, live, corev1.EventTypeNormal, cachev1.WayWarmRestart, "ChangeServers",
+			"%s: restarting %s one at a time in their pods, each with its items", c.What, count(held, "server", "servers"))
+	case plan.Memory:
+		r.Recorder.Eventf(mc, live, corev1.EventTypeNormal, ReasonResizingInPlace, "ResizeServers",
+			"%s: resizing %s in place, without a restart", c.What, count(held, "server", "servers"))
+	default:
+		r.Recorder.Eventf(mc, live, corev1.EventTypeNormal, cachev1.WayInPlace, "ChangeServers",
+			"%s: writing onto %s in place, without a restart", c.What, count(held, "server", "servers"))
+	}
+	return nil
+}
+
+// foldRefusal says why a change in flight cannot take in the template to, or "" when every held
+// server can be taken to it in place from the template it runs.
+func (r *MemcachedOperandReconciler) foldRefusal(ctx context.Context, mc *cachev1.Memcached, live *appsv1.StatefulSet, rs *cachev1.RolloutStatus, to *corev1.PodTemplateSpec) (string, error) {
+	releases := map[int32]bool{rs.Change.FromRelease: true}
+	if rs.Change.ToRelease > 0 {
+		releases[rs.Change.ToRelease] = true
+	}
+	for _, e := range rs.Servers {
+		if n, ok := ordinalOf(live.Name, e.Name); ok && n < rs.Change.Held && e.Release > 0 {
+			releases[e.Release] = true
+		}
+	}
+	for rel := range releases {
+		ran, err := r.templateOf(ctx, mc, rel)
+		if err != nil {
+			return "", err
+		}
+		if ran == nil {
+			return fmt.Sprintf("the record of release revision %d that servers run cannot be read", rel), nil
+		}
+		if plan := rollout.Plan(ran, to); plan.Way == cachev1.WayStartedEmpty {
+			return plan.Why, nil
+		}
+	}
+	return "", nil
+}
+
+// templateOf is the servers' template of release revision rel of mc, from its sealed record; nil
+// when there is none.
+func (r *MemcachedOperandReconciler) templateOf(ctx context.Context, mc *cachev1.Memcached, rel int32) (*corev1.PodTemplateSpec, error) {
+	rendered, err := helm.Release(ctx, r.Client, r.Records, mc, rel)
+	if err != nil {
+		return nil, err
+	}
+	if s := statefulSetOf(manifestOf(rendered)); s != nil {
+		return &s.Spec.Template, nil
+	}
+	return nil, nil
+}
+
+// rollOut records that the change of rs is rolled out, each server starting empty, and why; it
+// says so in an Event and the metrics. The caller lets go of the hold.
+func (r *MemcachedOperandReconciler) rollOut(mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, why string) {
+	c, now := rs.Change, metav1.Now().Rfc3339Copy()
+	c.Phase, c.Way, c.Message, c.CompletionTime, c.UpgradeFrom, c.UpgradeTime = cachev1.RolloutRolledOut, cachev1.WayStartedEmpty, why, &now, 0, nil
+	for i := range rs.Servers {
+		rs.Servers[i].Restart = nil
+	}
+	reason := cachev1.WayStartedEmpty
+	if c.Memory != nil {
+		reason = "ResizeByRollout"
+		resizeMetrics.WithLabelValues("rollout").Inc()
+	}
+	r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, reason, "ChangeServers",
+		"%s is rolled out one server at a time, each starting empty: %s", c.What, why)
+	changeMetrics.WithLabelValues(wayMetric(cachev1.WayStartedEmpty)).Inc()
+}
+
+// writeRollout writes rs as mc's status.rollout, on the version of mc read: the other conditions
+// and fields of the servers' status stay as they are live (the servers reconciler renders them
+// from it next). mc then holds what was written.
+func (r *MemcachedOperandReconciler) writeRollout(ctx context.Context, mc *cachev1.Memcached, rs *cachev1.RolloutStatus) error {
+	st := mc.Status.DeepCopy()
+	st.Rollout = rs
+	before := mc.ResourceVersion
+	rv, err := operandWriter.writeOn(ctx, r.Client, mc, st, before)
+	if err != nil {
+		return err
+	}
+	mc.Status, mc.ResourceVersion = *st, rv
+	if rv != before {
+		r.replaced.Store(client.ObjectKeyFromObject(mc), before)
+	}
+	return nil
+}
+
+// setPartition sets the StatefulSet's partition (0: lets go of its rollout) on the spec read: a
+// conflict means its spec changed since (a second writer, Helm's upgrade), and the caller reads it
+// again. The StatefulSet controller's status writes do not change the spec, and pass.
+func (r *MemcachedOperandReconciler) setPartition(ctx context.Context, s *appsv1.StatefulSet, partition int32) error {
+	ops := []map[string]any{{"op": "test", "path": "/metadata/generation", "value": s.Generation}}
+	if s.Spec.UpdateStrategy.RollingUpdate == nil {
+		ops = append(ops, map[string]any{"op": "add", "path": "/spec/updateStrategy/rollingUpdate", "value": map[string]any{"partition": partition}})
+	} else {
+		ops = append(ops, map[string]any{"op": "add", "path": "/spec/updateStrategy/rollingUpdate/partition", "value": partition})
+	}
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	gen := s.Generation
+	if err := r.Live.Patch(ctx, s, client.RawPatch(types.JSONPatchType, body)); err != nil {
+		if apierrors.IsConflict(err) || r.specChanged(ctx, s, gen, err) {
+			return apierrors.NewConflict(appsv1.Resource("statefulsets"), s.Name, fmt.Errorf("its spec changed since it was read: %w", err))
+		}
+		return fmt.Errorf("set the partition of StatefulSet %s to %d: %w", s.Name, partition, err)
+	}
+	return nil
+}
+
+// specChanged says whether a JSON patch of s was refused (422) because its spec changed since it
+// was read: the API server's answer to a failed test operation does not say which test failed,
+// so the StatefulSet is read again.
+func (r *MemcachedOperandReconciler) specChanged(ctx context.Context, s *appsv1.StatefulSet, gen int64, err error) bool {
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	live := &appsv1.StatefulSet{}
+	return r.Live.Get(ctx, client.ObjectKeyFromObject(s), live) == nil && live.Generation != gen
+}
+
+// inPlaceRefusal says why the StatefulSet's servers cannot take the plan's change in place, or
+// "" when they can: the last rollout must be complete (every server runs the revision the hold
+// names), and for memory the cluster must resize pods. It asks the servers nothing: it runs on a
+// Helm worker, which every tenant's installs share (a shrink's fit is asked by the servers
+// reconciler).
+func (r *MemcachedOperandReconciler) inPlaceRefusal(live *appsv1.StatefulSet, plan rollout.Change) string {
+	if plan.Memory {
+		ok, err := r.Support.inPlace()
+		if err != nil {
+			return fmt.Sprintf("the operator could not tell whether the cluster resizes pods in place: %v", err)
+		}
+		if !ok {
+			return errNoResize
+		}
+	}
+	ro := rolloutOfServers(live)
+	if !ro.complete() || live.Status.CurrentRevision != live.Status.UpdateRevision {
+		return fmt.Sprintf("the servers were still rolling out (%d of %d updated)", ro.updated, ro.want)
+	}
+	return ""
+}
+
+// shrinkRefusal says why the held servers cannot shrink in place to the item memory after, or ""
+// when they can: each must hold no more than it (memcached keeps what it has allocated). All are
+// asked at once, within one deadline for the cache, off the workers: ok is false until they
+// answered.
+func (r *MemcachedOperandReconciler) shrinkRefusal(mc *cachev1.Memcached, pods []*corev1.Pod, afterMB int32) (why string, ok bool) {
+	for _, p := range pods {
+		if !podReady(p) || p.Status.PodIP == "" {
+			return fmt.Sprintf("server %s is not ready, so what it holds is unknown", p.Name), true
+		}
+	}
+	var uids []string
+	for _, p := range pods {
+		uids = append(uids, string(p.UID))
+	}
+	slices.Sort(uids)
+	v, _, ok := r.talk.ask(client.ObjectKeyFromObject(mc), fmt.Sprintf("fits %d MiB %v", afterMB, uids), func(ctx context.Context) (any, error) {
+		for _, a := range askServers(ctx, pods, r.Reach, func(ctx context.Context, srv memcache.Server) (uint64, error) {
+			return memcache.ReadAllocated(ctx, srv, cacheTimeout)
+		}) {
+			if a.err != nil {
+				return fmt.Sprintf("a server did not say how much memory it holds: %v", a.err), nil
+			}
+			if a.answer > uint64(afterMB)<<20 {
+				return fmt.Sprintf("server %s holds %d MiB, above the new %d MiB: memcached gives memory back only as its items expire or are deleted",
+					a.pod.Name, a.answer>>20, afterMB), nil
+			}
+		}
+		return "", nil
+	})
+	if !ok {
+		return "", false
+	}
+	return v.(string), true
+}
+
+// partitionOf is the StatefulSet's partition: the servers below it are not replaced.
+func partitionOf(s *appsv1.StatefulSet) int32 {
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		return *ru.Partition
+	}
+	return 0
+}
+
+func replicasOf(s *appsv1.StatefulSet) int32 { return ptr.Deref(s.Spec.Replicas, 1) }

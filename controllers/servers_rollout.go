@@ -1,0 +1,442 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/labels"
+	"github.com/example/memcached-operator/internal/rollout"
+)
+
+// How a cache's servers change: one plan per cache, status.rollout, driven by the servers
+// reconciler (memcached_operand.go) and by nothing else, and read by it from the cluster on every
+// step, so that an operator restart, a new leader or a second change goes on from what is true.
+//
+//  1. Before Helm applies an upgrade that changes the servers' template, BeforeUpgrade
+//     (servers_hold.go) decides how (internal/rollout.Plan): in place, when the cluster and every
+//     server allow it: the change is recorded, then the StatefulSet's rollout held
+//     (spec.updateStrategy.rollingUpdate.partition); else it is recorded as rolled out, with why.
+//  2. Once the upgrade is applied, advance takes each held server, the highest first, one step
+//     at a time (servers_step.go): its labels and annotations, its memory (pods/resize, then
+//     memcached's cache_memlimit; memcached first when shrinking), its images (memcached's a warm
+//     restart in its pod, one server at a time, each back and serving before the next), then the
+//     StatefulSet's update revision on its pod, which it now runs.
+//  3. With every server done it records the change complete, then lets go of the rollout, which
+//     has nothing left to replace.
+//
+// Each server is known by its pod's UID: a pod replaced mid-change (a drain, an eviction) is that
+// server's event: it started empty, and its new pod (made from the template before) is taken to
+// the change like the others; the change goes on for the rest. A second change that every server
+// can take the same way is folded in; one that cannot rolls the servers out, as it would have
+// alone. No timeout ends a change: one that stalls says what it waits for (Progressing False,
+// ServersStalled) and goes on trying. What cannot be made in place at all (no pods/resize, a
+// kubelet that cannot resize, a server holding more than a smaller memory) is rolled out, each
+// server starting empty, and status says why; a namespace's policy refusing a resize holds the
+// servers as they are (Blocked) until it allows it.
+
+const (
+	// rolloutPoll is how soon a change that waits for a kubelet, the StatefulSet controller or a
+	// server looks again (the pods' events bring it back sooner).
+	rolloutPoll = 2 * time.Second
+	// blockedRetry is how often a step the namespace's policy refuses is tried again (a change of
+	// the spec or of a ResourceQuota brings it back sooner, though the API server's admission may
+	// not have seen a quota's change yet).
+	blockedRetry = 10 * time.Second
+)
+
+// advance brings status.rollout up to date with the servers' pods, and takes a change in flight
+// one step further. mc and servers are as they are live when a change is in flight. It returns
+// status.rollout as it now is, and when to look again.
+func (r *MemcachedOperandReconciler) advance(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, deployed int32, list []corev1.Pod) (*cachev1.RolloutStatus, time.Duration, error) {
+	rs := mc.Status.Rollout.DeepCopy()
+	if rs == nil {
+		rs = &cachev1.RolloutStatus{}
+	}
+	if servers == nil {
+		return mc.Status.Rollout, 0, nil
+	}
+	if adopted, err := r.adoptRecord(ctx, mc, servers, rs); err != nil || adopted {
+		return mc.Status.Rollout, conflictRetry, err
+	}
+	now := metav1.Now().Rfc3339Copy()
+	pods := serverPodsOf(servers, list)
+	var seen []rollout.Seen
+	rs.Servers, seen = rollout.Track(rs.Servers, pods, servers.Name, replicasOf(servers), rollout.WarmTemplate(&servers.Spec.Template), rs.Change, now)
+	var judge []rollout.Seen
+	for _, s := range seen {
+		switch {
+		case s.Empty != nil:
+			r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeWarning, cachev1.WayStartedEmpty, "ObserveServers", "server %s started empty: %s", s.Server, s.Empty.Message)
+			startedEmptyMetrics.WithLabelValues(emptyMetric(s.Empty.Reason)).Inc()
+			log.FromContext(ctx).Info("server started empty", "pod", s.Server, "reason", s.Empty.Reason)
+		case s.Judge:
+			judge = append(judge, s)
+		}
+	}
+	inFlight := rollout.InFlight(rs.Change)
+	keep, keepMB := limitsToKeep(servers, pods)
+	if !inFlight && partitionOf(servers) > 0 && rs.Change != nil {
+		// A change recorded done whose hold was not let go (an operator stopped between the two
+		// writes).
+		if err := r.setPartition(ctx, servers, 0); err != nil {
+			return rs, 0, err
+		}
+	}
+	if err := r.keepServing(ctx, servers, pods, rs); err != nil {
+		return rs, 0, err
+	}
+	requeue := time.Duration(0)
+	for _, s := range judge {
+		if !r.judgeRestart(mc, rs, s) {
+			requeue = tenantRetry
+		}
+	}
+	if !inFlight {
+		if len(keep) > 0 && !r.keepLimits(mc, keep, keepMB) {
+			requeue = tenantRetry
+		}
+		return rs, requeue, nil
+	}
+	again, err := r.drive(ctx, mc, servers, deployed, pods, rs)
+	if requeue == 0 || (again > 0 && again < requeue) {
+		requeue = again
+	}
+	return rs, requeue, err
+}
+
+// judgeRestart asks the memcached of a server that restarted in its pod, not by the operator's
+// hand, with its memory file, whether it restored it (rollout.Restored), and records the answer;
+// false while the answer has not come (the cache is reconciled again when it does).
+func (r *MemcachedOperandReconciler) judgeRestart(mc *cachev1.Memcached, rs *cachev1.RolloutStatus, s rollout.Seen) bool {
+	e := entryOf(rs, s.Server)
+	if e == nil || !podReady(s.Pod) || s.Pod.Status.PodIP == "" {
+		return false
+	}
+	restarts := rollout.RestartsOf(s.Pod, labels.ChartName)
+	st, err, ok := r.readStats(mc, s.Pod, fmt.Sprintf("after restart %d", restarts))
+	if !ok || err != nil {
+		return false
+	}
+	e.Restarts = restarts
+	if why := rollout.Restored(s.Pod, st.Started()); why != "" {
+		e.StartedEmpty = &cachev1.ServerEmptyStart{Reason: cachev1.EmptyRestarted, Message: why, Time: metav1.Now().Rfc3339Copy()}
+		r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeWarning, cachev1.WayStartedEmpty, "ObserveServers", "server %s started empty: %s", s.Server, why)
+		startedEmptyMetrics.WithLabelValues(emptyMetric(cachev1.EmptyRestarted)).Inc()
+		return true
+	}
+	r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeNormal, cachev1.WayWarmRestart, "ObserveServers",
+		"server %s's memcached was restarted in its pod by Kubernetes and restored its %d items", s.Server, st.CurrItems)
+	return true
+}
+
+// drive takes the change in flight (rs.Change) one step further: see the top of this file.
+func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, deployed int32, pods map[int32]*corev1.Pod, rs *cachev1.RolloutStatus) (time.Duration, error) {
+	c, now := rs.Change, metav1.Now().Rfc3339Copy()
+	if c.UpgradeFrom > 0 {
+		// An upgrade recorded before Helm applied it: Helm applies it right after, so one not
+		// applied within holdWait failed, and the change goes on without it (or, when nothing
+		// was applied yet, never began).
+		waited := age(c.UpgradeTime)
+		switch {
+		case deployed > c.UpgradeFrom:
+			c.UpgradeFrom, c.UpgradeTime = 0, nil
+		case waited < holdWait:
+			return min(holdWait-waited, rolloutPoll), nil
+		case c.ToRelease == 0:
+			log.FromContext(ctx).Info("the servers' change ended without one: its upgrade was not applied", "statefulSet", servers.Name)
+			rs.Change = nil
+			if err := r.writeRollout(ctx, mc, rs); err != nil {
+				return 0, err
+			}
+			return 0, r.setPartition(ctx, servers, 0)
+		default:
+			c.UpgradeFrom, c.UpgradeTime = 0, nil
+		}
+	}
+	if partitionOf(servers) == 0 {
+		return 0, r.letGo(ctx, mc, servers, rs, "the rollout was no longer held (someone set its partition to 0)")
+	}
+	templates := map[int32]*corev1.PodTemplateSpec{}
+	templateOf := func(rel int32) (*corev1.PodTemplateSpec, error) {
+		if t, ok := templates[rel]; ok {
+			return t, nil
+		}
+		t, err := r.templateOf(ctx, mc, rel)
+		templates[rel] = t
+		return t, err
+	}
+	to, err := templateOf(deployed)
+	if err != nil {
+		return 0, err
+	}
+	if to == nil {
+		return rolloutPoll, nil // a record not decoded yet: its event brings us back
+	}
+	if deployed != c.ToRelease {
+		// The upgrade is applied: the change is made to its release, and a second change is
+		// folded in where every server can take it the same way.
+		from, err := templateOf(c.FromRelease)
+		if err != nil {
+			return 0, err
+		}
+		if from == nil {
+			return 0, r.letGo(ctx, mc, servers, rs, fmt.Sprintf("the record of release revision %d that the servers ran cannot be read", c.FromRelease))
+		}
+		plan := rollout.Plan(from, to)
+		why := plan.Why
+		if why == "" && c.ToRelease > 0 {
+			if why, err = r.foldRefusal(ctx, mc, servers, rs, to); err != nil {
+				return 0, err
+			}
+			if why != "" {
+				why = "another change came while the servers were changed in place (" + why + ")"
+			}
+		}
+		if why != "" {
+			return 0, r.letGo(ctx, mc, servers, rs, why)
+		}
+		fits := c.Memory != nil && c.Memory.Fits && plan.Memory && c.Memory.ToMB == plan.After.MB
+		c.ToRelease, c.What, c.Memory = deployed, plan.What(), plan.MemoryChange()
+		if c.Memory != nil {
+			c.Memory.Fits = fits
+		}
+		if plan.Way != "" {
+			c.Way = plan.Way
+		}
+	}
+	held := min(c.Held, replicasOf(servers))
+	after, _ := rollout.MemoryOf(&to.Spec)
+	if c.Memory != nil && c.Memory.ToMB < c.Memory.FromMB && !rollout.WarmTemplate(to) && !c.Memory.Fits {
+		// A shrink in place needs every server to hold no more than the new limit: asked here,
+		// on the servers reconciler's workers, not on Helm's before the upgrade.
+		var ask []*corev1.Pod
+		for n := range held {
+			if e := entryOf(rs, serverName(servers, n)); pods[n] != nil && (e == nil || e.Release != c.ToRelease) {
+				ask = append(ask, pods[n].DeepCopy())
+			}
+		}
+		why, ok := r.shrinkRefusal(mc, ask, after.MB)
+		if !ok {
+			c.Message = "asking the servers how much memory they hold"
+			return tenantRetry, nil
+		}
+		if why != "" {
+			return 0, r.letGo(ctx, mc, servers, rs, why)
+		}
+		c.Memory.Fits = true
+	}
+	// The StatefulSet must show the release's template, and its controller must have seen it:
+	// its update revision is then that template.
+	if !showsTemplate(&servers.Spec.Template, to) || servers.Status.ObservedGeneration < servers.Generation || servers.Status.UpdateRevision == "" {
+		return rolloutPoll, nil
+	}
+	t := serverTarget{change: c, to: to, after: after, update: servers.Status.UpdateRevision}
+	// The held servers that still are (a smaller replicaCount removes the highest), the highest
+	// first, as the StatefulSet rolls them: one at a time where memcached restarts, so that only
+	// one server's share of the keys is away at any moment.
+	oneAtATime := c.Way == cachev1.WayWarmRestart
+	waiting, blocked := "", ""
+	for n := held - 1; n >= 0; n-- {
+		name := serverName(servers, n)
+		p, e := pods[n], entryOf(rs, name)
+		if p == nil || e == nil || e.PodUID != p.UID {
+			waiting = cmpOr(waiting, fmt.Sprintf("server %s's pod is being created", name))
+			if oneAtATime {
+				break // its keys are away already: no other server restarts meanwhile
+			}
+			continue
+		}
+		if e.Release == c.ToRelease && e.Restart == nil && p.Labels[appsv1.StatefulSetRevisionLabel] == t.update {
+			continue
+		}
+		rel := e.Release
+		if rel == 0 {
+			rel = c.FromRelease
+		}
+		from, err := templateOf(rel)
+		if err != nil {
+			return 0, err
+		}
+		if from == nil {
+			return 0, r.letGo(ctx, mc, servers, rs, fmt.Sprintf("the record of release revision %d that server %s runs cannot be read", rel, name))
+		}
+		step, err := r.updateServer(ctx, mc, rs, e, p, from, t)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case step.refusal != "":
+			return 0, r.letGo(ctx, mc, servers, rs, step.refusal)
+		case step.blocked != "":
+			blocked = cmpOr(blocked, step.blocked)
+		case step.done:
+			c.ProgressTime = &now
+			continue
+		}
+		waiting = cmpOr(waiting, step.waiting)
+		if oneAtATime && step.blocked == "" {
+			break // the next server restarts once this one serves again
+		}
+	}
+	if blocked != "" {
+		// Refused by a policy of the namespace (a ResourceQuota, a LimitRange): a rollout would
+		// be refused its new pods alike, and leave servers missing. The servers stay as they are,
+		// held, until the policy or the spec changes; the step is tried again meanwhile.
+		if c.Phase != cachev1.RolloutBlocked {
+			r.Recorder.Eventf(mc, servers, corev1.EventTypeWarning, ReasonResizeBlocked, "ResizeServers",
+				"%s waits, the servers kept as they are: %s", c.What, blocked)
+		}
+		c.Phase, c.Message = cachev1.RolloutBlocked, blocked
+		return blockedRetry, nil
+	}
+	c.Phase = cachev1.RolloutChanging
+	if waiting != "" {
+		c.Message = waiting
+		return rolloutPoll, nil
+	}
+	return 0, r.complete(ctx, mc, servers, rs, held)
+}
+
+// complete records the change in flight done, every held server changed in its pod, then lets go
+// of the StatefulSet's rollout, which has nothing left to replace.
+func (r *MemcachedOperandReconciler) complete(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, held int32) error {
+	c, now := rs.Change, metav1.Now().Rfc3339Copy()
+	c.Phase, c.Message, c.CompletionTime = cachev1.RolloutComplete, "", &now
+	for i := range rs.Servers {
+		rs.Servers[i].Release = 0
+	}
+	if err := r.writeRollout(ctx, mc, rs); err != nil {
+		return err
+	}
+	if err := r.setPartition(ctx, servers, 0); err != nil {
+		return err
+	}
+	warm := held - emptyCount(rs.Servers, c)
+	switch {
+	case c.Way == cachev1.WayWarmRestart:
+		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, cachev1.WayWarmRestart, "ChangeServers",
+			"%s: %s restarted one at a time in their pods, %d with their items", c.What, count(held, "server", "servers"), warm)
+	case c.Memory != nil:
+		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, ReasonResizedInPlace, "ResizeServers",
+			"%s: %s resized in place, none restarted", c.What, count(held, "server", "servers"))
+		resizeMetrics.WithLabelValues("in_place").Inc()
+	default:
+		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, cachev1.WayInPlace, "ChangeServers",
+			"%s: written onto %s in place, none restarted", c.What, count(held, "server", "servers"))
+	}
+	changeMetrics.WithLabelValues(wayMetric(c.Way)).Inc()
+	return nil
+}
+
+// letGo hands the change in flight to the StatefulSet's rollout, each server not yet changed
+// starting empty, for the reason why: recorded first, then the hold let go.
+func (r *MemcachedOperandReconciler) letGo(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, why string) error {
+	r.rollOut(mc, servers, rs, why)
+	if err := r.writeRollout(ctx, mc, rs); err != nil {
+		return err
+	}
+	return r.setPartition(ctx, servers, 0)
+}
+
+// serverPodsOf are the StatefulSet's pods, by ordinal: made by it (its UID), not being deleted,
+// not on the host network (whose address is its node's, never the chart's).
+func serverPodsOf(s *appsv1.StatefulSet, list []corev1.Pod) map[int32]*corev1.Pod {
+	pods := map[int32]*corev1.Pod{}
+	for i := range list {
+		p := &list[i]
+		if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != s.UID || p.DeletionTimestamp != nil || p.Spec.HostNetwork {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimPrefix(p.Name, s.Name+"-"), 10, 32)
+		if err != nil || !strings.HasPrefix(p.Name, s.Name+"-") {
+			continue
+		}
+		pods[int32(n)] = p
+	}
+	return pods
+}
+
+func serverName(s *appsv1.StatefulSet, n int32) string { return fmt.Sprintf("%s-%d", s.Name, n) }
+
+// entryOf is status.rollout's entry of a server, or nil.
+func entryOf(rs *cachev1.RolloutStatus, server string) *cachev1.ServerRollout {
+	for i := range rs.Servers {
+		if rs.Servers[i].Name == server {
+			return &rs.Servers[i]
+		}
+	}
+	return nil
+}
+
+// cmpOr is a, or b when a is "".
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// age is how long ago t was; nil, or a time to come, counts as long ago.
+func age(t *metav1.Time) time.Duration {
+	if t == nil {
+		return 24 * time.Hour
+	}
+	if d := time.Since(t.Time); d >= 0 {
+		return d
+	}
+	return 24 * time.Hour
+}
+
+// showsTemplate says whether the StatefulSet's template live is the release's template want in
+// what a change in place changes (the API server fills in defaults the manifest leaves out).
+func showsTemplate(live, want *corev1.PodTemplateSpec) bool {
+	l, ok1 := rollout.MemoryOf(&live.Spec)
+	w, ok2 := rollout.MemoryOf(&want.Spec)
+	if !ok1 || !ok2 || l.MB != w.MB || !equality.Semantic.DeepEqual(l.Resources, w.Resources) {
+		return false
+	}
+	for _, c := range want.Spec.Containers {
+		if have := rollout.ContainerNamed(&live.Spec, c.Name); have == nil || have.Image != c.Image {
+			return false
+		}
+	}
+	// Helm's three-way merge keeps what others added (kubectl rollout restart's annotation):
+	// the release's own must be there.
+	return holds(live.Labels, want.Labels) && holds(live.Annotations, want.Annotations)
+}
+
+// holds says whether every entry of want is in have.
+func holds(have, want map[string]string) bool {
+	for k, v := range want {
+		if w, ok := have[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,181 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package rollout
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/labels"
+)
+
+// What happened to each server since the operator last saw it, from its pod alone: another UID
+// is another pod, which started empty; a higher restart count of memcached's container is a
+// restart in the pod, empty without the memory file, and to be asked with it (Restored).
+
+// Seen is what Track found happened to one server.
+type Seen struct {
+	Server string
+	Pod    *corev1.Pod
+	// Empty says the server started empty, and why.
+	Empty *cachev1.ServerEmptyStart
+	// Judge: memcached restarted in its pod, with its memory file, and not by the operator's
+	// hand: whether it restored its items is for memcached to say (Restored). Its entry keeps the
+	// restarts it had until it is judged.
+	Judge bool
+}
+
+// Track brings the servers' entries (status.rollout.servers) up to date with their pods (by
+// ordinal; a missing one is being created), for a StatefulSet of that name and replicas whose
+// template is warm (keepCacheAcross Restarts) or not; change is the change in flight or the last.
+// It returns the new entries, in the order of the ordinals, and what it found.
+func Track(prev []cachev1.ServerRollout, pods map[int32]*corev1.Pod, name string, replicas int32, warm bool, change *cachev1.ServersChange, now metav1.Time) ([]cachev1.ServerRollout, []Seen) {
+	var out []cachev1.ServerRollout
+	var seen []Seen
+	for i := range replicas {
+		server := fmt.Sprintf("%s-%d", name, i)
+		at := slices.IndexFunc(prev, func(e cachev1.ServerRollout) bool { return e.Name == server })
+		p := pods[i]
+		switch {
+		case p == nil && at < 0:
+			continue // a server not made yet: seen once it is
+		case p == nil:
+			out = append(out, *prev[at].DeepCopy()) // compared with its pod once it is back
+			continue
+		}
+		restarts := RestartsOf(p, labels.ChartName)
+		if at < 0 {
+			// A server not seen before: a new one (the first install, a server added), or one of
+			// a cache an earlier operator made. Kept once it serves: a pod replaced before it
+			// ever served held nothing (and its first entry goes with a status write its
+			// readiness makes anyway).
+			if !podReady(p) {
+				continue
+			}
+			out = append(out, cachev1.ServerRollout{Name: server, PodUID: p.UID, Restarts: restarts, Release: newPodRelease(change)})
+			continue
+		}
+		e := *prev[at].DeepCopy()
+		switch {
+		case e.PodUID != p.UID:
+			empty := replacedWhy(p, change, now)
+			e = cachev1.ServerRollout{Name: server, PodUID: p.UID, Restarts: restarts, Release: newPodRelease(change), StartedEmpty: empty}
+			seen = append(seen, Seen{Server: server, Pod: p, Empty: empty})
+		case restarts > e.Restarts && e.Restart != nil:
+			// A restart the operator began: its step judges it (the entry keeps what it had).
+		case restarts > e.Restarts && warm:
+			seen = append(seen, Seen{Server: server, Pod: p, Judge: true})
+		case restarts > e.Restarts:
+			e.Restarts = restarts
+			e.StartedEmpty = &cachev1.ServerEmptyStart{Reason: cachev1.EmptyRestarted, Time: now,
+				Message: exitOf(p) + ", and without its memory file (keepCacheAcross MemoryChanges) a restarted memcached is empty"}
+			seen = append(seen, Seen{Server: server, Pod: p, Empty: e.StartedEmpty})
+		}
+		out = append(out, e)
+	}
+	return out, seen
+}
+
+// InFlight says whether a change is being made (its servers held).
+func InFlight(c *cachev1.ServersChange) bool {
+	return c != nil && (c.Phase == cachev1.RolloutChanging || c.Phase == cachev1.RolloutBlocked)
+}
+
+// newPodRelease is the release whose template a pod made now runs, as far as a change in flight
+// needs to know: the StatefulSet controller makes a held server's pod from its current revision,
+// the template of the change's fromRelease.
+func newPodRelease(c *cachev1.ServersChange) int32 {
+	if InFlight(c) {
+		return c.FromRelease
+	}
+	return 0
+}
+
+// replacedWhy says why the server whose new pod is p started empty: a rollout the operator
+// handed the change to replaced it, or something else did (a drain, an eviction, a deletion).
+func replacedWhy(p *corev1.Pod, c *cachev1.ServersChange, now metav1.Time) *cachev1.ServerEmptyStart {
+	if c != nil && c.Phase == cachev1.RolloutRolledOut && c.CompletionTime != nil && !p.CreationTimestamp.Before(c.CompletionTime) {
+		return &cachev1.ServerEmptyStart{Reason: cachev1.EmptyRolledOut, Time: now,
+			Message: fmt.Sprintf("its pod was replaced by the rollout of %s, because %s", c.What, c.Message)}
+	}
+	return &cachev1.ServerEmptyStart{Reason: cachev1.EmptyPodReplaced, Time: now,
+		Message: "its pod was replaced (a node drained, an eviction or a deletion): a new pod's memory starts empty"}
+}
+
+// exitOf says how memcached's container last stopped in pod p.
+func exitOf(p *corev1.Pod) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.LastTerminationState.Terminated; cs.Name == labels.ChartName && t != nil {
+			return fmt.Sprintf("memcached stopped (%s, exit code %d) and restarted", t.Reason, t.ExitCode)
+		}
+	}
+	return "memcached restarted"
+}
+
+// podReady says whether a pod is Ready.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// RestartsOf is the restart count of a pod's container.
+func RestartsOf(p *corev1.Pod, container string) int32 {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == container {
+			return cs.RestartCount
+		}
+	}
+	return 0
+}
+
+// restoreSlack is how much earlier than its container a memcached process must say it started to
+// have gone on from its memory file: memcached says its start to the second, two seconds early
+// (its clock starts so), and the chart's shell starts it a second after its container when it
+// restarts from a file.
+const restoreSlack = 5 * time.Second
+
+// Restored says whether the memcached of pod p, whose process says it started at processStart
+// (stats: time - uptime), restored its memory file at its container's last start: a memcached
+// that restores its file goes on with the clock of the process that saved it, so it started well
+// before its container; one that starts empty started with it. Empty when it did, else why not.
+func Restored(p *corev1.Pod, processStart time.Time) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != labels.ChartName || cs.State.Running == nil {
+			continue
+		}
+		if processStart.Before(cs.State.Running.StartedAt.Add(-restoreSlack)) {
+			return ""
+		}
+		return exitOf(p) + " without restoring its memory file: it was killed before it could save it (a crash, the memory limit, the end of the grace period), or saved it with other settings"
+	}
+	return "memcached is not running"
+}
+
+// EmptyAfterRestart is the empty start of a server whose memcached the operator restarted in its
+// pod and which did not restore its items (why: Restored's).
+func EmptyAfterRestart(why string, now metav1.Time) *cachev1.ServerEmptyStart {
+	return &cachev1.ServerEmptyStart{Reason: cachev1.EmptyNotRestored, Message: why, Time: now}
+}
