@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/memcache"
@@ -85,8 +86,8 @@ type MemcachedAutopilotReconciler struct {
 	StatsInterval time.Duration
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
-	// slots keep one namespace's caches from taking more than one worker at a time.
-	slots tenantSlots
+	// talk has the conversations with the servers held off the workers.
+	talk *conversations
 }
 
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
@@ -352,21 +353,26 @@ func (r *MemcachedAutopilotReconciler) heldMemory(ctx context.Context, mc *cache
 	if err != nil {
 		return 0, err
 	}
-	release, ok := r.slots.take(client.ObjectKeyFromObject(mc))
+	// Asked beside the workers: until the answer comes (and brings this cache back), busy.
+	answer, err, ok := r.talk.ask(client.ObjectKeyFromObject(mc), "allocated of "+podsOf(pods), func(ctx context.Context) (any, error) {
+		var most uint64
+		for _, a := range askServers(ctx, pods, r.Reach, func(ctx context.Context, srv memcache.Server) (uint64, error) {
+			return memcache.ReadAllocated(ctx, srv, cacheTimeout)
+		}) {
+			if a.err != nil {
+				return uint64(0), fmt.Errorf("a server did not say how much memory it holds: %w", a.err)
+			}
+			most = max(most, a.answer)
+		}
+		return most, nil
+	})
 	if !ok {
 		return 0, errTenantBusy
 	}
-	defer release()
-	var most uint64
-	for _, a := range askServers(ctx, pods, r.Reach, func(ctx context.Context, srv memcache.Server) (uint64, error) {
-		return memcache.ReadAllocated(ctx, srv, cacheTimeout)
-	}) {
-		if a.err != nil {
-			return 0, fmt.Errorf("a server did not say how much memory it holds: %w", a.err)
-		}
-		most = max(most, a.answer)
+	if err != nil {
+		return 0, err
 	}
-	return most, nil
+	return answer.(uint64), nil
 }
 
 // announce records an Event for a step, and for a change of what limits the autopilot.
@@ -431,11 +437,15 @@ func (r *MemcachedAutopilotReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		enabled, _, _ := unstructured.NestedBool(m.Object, "spec", "autoscaling", "enabled")
 		return enabled
 	})
+	if r.talk == nil {
+		r.talk = newConversations()
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-autopilot").
 		For(MemcachedObject(), builder.WithPredicates(inputs)).
 		Watches(&corev1.ResourceQuota{}, quotaToMemcacheds).
-		// Two workers, of which a namespace takes one at most while it asks its servers (slots).
+		// The servers' answers, which come beside the workers.
+		WatchesRawSource(source.Channel(r.talk.done, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
 }

@@ -37,8 +37,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/labels"
@@ -85,8 +87,9 @@ type MemcachedStatsReconciler struct {
 	last map[types.NamespacedName]map[types.UID]memcache.Stats
 	// unresponsive counts, per Memcached, the rounds in a row some of its servers did not answer.
 	unresponsive map[types.NamespacedName]int
-	// slots keep one namespace's caches from taking more than one worker at a time.
-	slots tenantSlots
+	// talk has the conversations with the servers held off the workers: a cache whose servers
+	// answer slowly or never keeps no worker waiting.
+	talk *conversations
 }
 
 // podRead is one pod's answer.
@@ -125,12 +128,15 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionUnknown, "NoReadyPods", msg)
 		setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionUnknown, "NoReadyPods", msg)
 	} else {
-		release, ok := r.slots.take(req.NamespacedName)
+		// Asked beside the workers; the answer brings this cache back (or the next look, when
+		// another of the namespace's caches is asked now).
+		answer, _, ok := r.talk.ask(req.NamespacedName, "stats of "+podsOf(pods), func(ctx context.Context) (any, error) {
+			return readStats(ctx, pods, r.Reach), nil
+		})
 		if !ok {
-			return ctrl.Result{RequeueAfter: tenantRetry}, nil // another of the namespace's caches is read now
+			return ctrl.Result{RequeueAfter: tenantRetry}, nil
 		}
-		defer release()
-		reads = readStats(ctx, pods, r.Reach)
+		reads = answer.([]podRead)
 		r.observe(req.NamespacedName, st, reads, autopilotOn(&mc.Spec))
 		observeResponsive(st, reads)
 	}
@@ -478,11 +484,15 @@ func (r *MemcachedStatsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		DeleteFunc:  func(event.DeleteEvent) bool { return true },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+	if r.talk == nil {
+		r.talk = newConversations()
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-stats").
 		For(MemcachedObject(), builder.WithPredicates(created)).
 		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, readinessChanged)).
-		// At least two workers, of which a namespace takes one at most (slots).
+		// The servers' answers, which come beside the workers.
+		WatchesRawSource(source.Channel(r.talk.done, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 2)}).
 		Complete(r)
 }

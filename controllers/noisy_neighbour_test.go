@@ -42,10 +42,13 @@ import (
 
 // A tenant who may edit CRs in its namespace runs any image as "memcached": its servers may accept
 // a connection and never answer, answer a byte a second, or answer garbage at full speed. The
-// operator talks to every server of every cache on workers all tenants share. Tenant A's caches of
-// such servers, their memory changed every few seconds (each shrink asks every server what it
-// holds), must not slow tenant B's install, availability or in-place memory change, and each of
-// A's caches says why it is read less.
+// operator talks to every server of every cache, and its workers are every tenant's. Tenant A's
+// caches of such servers, in three namespaces (more than any pool has workers), their memory
+// changed every few seconds (each shrink asks every server what it holds), must not slow tenant
+// B's install, availability or in-place memory change, and each of A's caches says why it is read
+// less. What bounds B's wait is that no worker of any controller waits on a server: every
+// conversation runs beside the workers, a namespace's one at a time (conversations), so B waits
+// for no conversation of A's, however many namespaces A stalls.
 //
 // B is measured twice beside A's same caches and the same changes: first while nothing listens at
 // A's servers' addresses (every conversation refused at once), then while A's servers stall. The
@@ -58,25 +61,25 @@ var _ = Describe("One tenant's stalling servers", Ordered, Serial, func() {
 	It("slow no other tenant's install, availability or memory change, and are reported", func() {
 		// An operator of the two tenants' namespaces alone: the CRs other specs left, each
 		// reconciled every few seconds, would weigh on both measurements unevenly.
-		nsA := newNamespace(ctx)
+		nsA := []string{newNamespace(ctx), newNamespace(ctx), newNamespace(ctx)}
 		nsB := make([]string, 10)
 		for i := range nsB {
 			nsB[i] = newNamespace(ctx)
 		}
-		restartOperatorWatching(append([]string{nsA}, nsB...)...)
+		restartOperatorWatching(append(slices.Clone(nsA), nsB...)...)
 		DeferCleanup(restartOperator)
 
-		By("tenant A: 10 caches of 3 servers, at addresses where nothing listens yet")
+		By("tenant A: 10 caches of 3 servers in 3 namespaces, at addresses where nothing listens yet")
 		var caches []*stallingServers
 		for i := range 10 {
-			key := types.NamespacedName{Namespace: nsA, Name: fmt.Sprintf("a%d", i)}
+			key := types.NamespacedName{Namespace: nsA[i%len(nsA)], Name: fmt.Sprintf("a%d", i)}
 			s := &stallingServers{key: key, hosts: []string{nextLoopbackHost(), nextLoopbackHost(), nextLoopbackHost()}}
 			createMemcached(ctx, key, "  replicaCount: 3\n  minReadySeconds: 0\n")
 			s.servers = playServers(ctx, key, s.hosts, "rev-64")
 			caches = append(caches, s)
 		}
 		helmSlow := slowReconciles("memcached-controller", 1500*time.Millisecond)
-		helmTalks := watchHelmTalkingToServers()
+		helmTalks := watchTalkingToServers()
 		churn := churnMemory(ctx, caches)
 		time.Sleep(7 * time.Second) // into A's first shrinks
 		refusing := measureTenant(ctx, "beside A's servers refusing", nsB[:5])
@@ -90,7 +93,7 @@ var _ = Describe("One tenant's stalling servers", Ordered, Serial, func() {
 		time.Sleep(7 * time.Second) // into the shrinks that ask them
 		stalling := measureTenant(ctx, "beside A's servers stalling", nsB[5:])
 		churn()
-		talked, samples := helmTalks()
+		talked, workers, samples := helmTalks()
 		helmSlow = slowReconciles("memcached-controller", 1500*time.Millisecond) - helmSlow
 
 		report := fmt.Sprintf("noisy neighbour (median of %d):\n| tenant B, beside A's 10 caches of 3 servers | servers refusing at once | servers stalling |\n|---|---|---|\n", len(refusing.deployed))
@@ -130,6 +133,7 @@ var _ = Describe("One tenant's stalling servers", Ordered, Serial, func() {
 		// reconciles slow too): before the fix a shrink asked A's servers on a Helm worker.
 		Expect(samples).To(BeNumerically(">", 50), "the Helm workers' stacks were sampled while A's memory changed")
 		Expect(talked).To(BeEmpty(), "no Helm reconcile talks to a server: the Helm workers are every tenant's; these did:\n%s", strings.Join(talked, "\n\n"))
+		Expect(workers).To(BeEmpty(), "no worker of any controller waits on a server: these did:\n%s", strings.Join(workers, "\n\n"))
 		within("Deployed", refusing.deployed, stalling.deployed)
 		within("Available", refusing.available, stalling.available)
 		within("an in-place memory change", refusing.resized, stalling.resized)
@@ -186,19 +190,22 @@ func measureTenant(ctx context.Context, what string, namespaces []string) tenant
 	return t
 }
 
-// watchHelmTalkingToServers samples every goroutine's stack every 100 ms until stopped, and
-// returns then the stacks of goroutines that talked to a memcached server (inside
-// internal/memcache's conversations, which wait up to 2 s on a stalling server) for a reconcile of
-// the Helm reconciler: in it, or started by it (askServers asks each server on a goroutine of its
-// own), and how many samples it took.
-func watchHelmTalkingToServers() (stop func() (talked []string, samples int)) {
+// watchTalkingToServers samples every goroutine's stack every 100 ms until stopped, and returns
+// then the stacks of goroutines that talked to a memcached server (inside internal/memcache's
+// conversations, which wait up to 2 s on a stalling server) for a reconcile of the Helm
+// reconciler: in it, or started by it (askServers asks each server on a goroutine of its own);
+// the stacks of any controller's workers that waited on a conversation with servers; and how many
+// samples it took.
+func watchTalkingToServers() (stop func() (talked, workers []string, samples int)) {
 	const (
 		helmReconcile = "helm-operator-plugins/pkg/reconciler.(*Reconciler).Reconcile"
+		// worker is in the stack of every controller's worker while it reconciles.
+		worker = "sigs.k8s.io/controller-runtime/pkg/internal/controller.(*Controller[...]).reconcileHandler"
 		conversation  = "memcached-operator/internal/memcache."
 	)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	var talked []string
+	var talked, workers []string
 	samples := 0
 	wg.Go(func() {
 		buf := make([]byte, 1<<20)
@@ -221,9 +228,14 @@ func watchHelmTalkingToServers() (stop func() (talked []string, samples int)) {
 					talked = append(talked, g)
 				}
 			}
+			for stack := range strings.SplitSeq(string(buf[:n]), "\n\n") {
+				if strings.Contains(stack, worker) && (strings.Contains(stack, conversation) || strings.Contains(stack, "controllers.askServers")) && len(workers) < 3 {
+					workers = append(workers, stack)
+				}
+			}
 		}
 	})
-	return func() ([]string, int) { close(done); wg.Wait(); return talked, samples }
+	return func() ([]string, []string, int) { close(done); wg.Wait(); return talked, workers, samples }
 }
 
 // helmConversations returns the stacks in dump (runtime.Stack of all goroutines) that contain

@@ -18,9 +18,12 @@ package controllers
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -101,6 +104,16 @@ func (c *conversations) ask(key types.NamespacedName, what string, talk func(ctx
 		c.done <- event.GenericEvent{Object: mc}
 	}()
 	return nil, nil, false
+}
+
+// podsOf names pods by UID, in order: a question about them is about these pods alone.
+func podsOf(pods []*corev1.Pod) string {
+	uids := make([]string, 0, len(pods))
+	for _, p := range pods {
+		uids = append(uids, string(p.UID))
+	}
+	slices.Sort(uids)
+	return strings.Join(uids, ",")
 }
 
 // forget drops the answers kept for a cache that is gone.
