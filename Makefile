@@ -220,18 +220,20 @@ E2E_PROCS ?= 2
 # The last e2e run's output; on failure, `make test-e2e` ends with what failed, read from it.
 E2E_LOG ?= $(LOCALBIN)/e2e.log
 
+# What the e2e suite is told of the local cluster and the images (make test-e2e, bench-rollout).
+E2E_ENV = KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECACHEDIR=$(CLUSTER_STATE)/kubectl-cache PATH="$(KUBE_BIN):$$PATH" \
+	SSL_CERT_FILE=$(CLUSTER_STATE)/pki/ca-bundle.crt \
+	E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) E2E_CLIENT_IMG=$(E2E_CLIENT_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) E2E_MEMCACHED_RETAGGED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image)-b \
+	E2E_BUNDLE_IMG=$(E2E_BUNDLE_IMG) E2E_CATALOG_IMG=$(E2E_CATALOG_IMG) \
+	E2E_VERSION=$(VERSION) E2E_OLDEST_VERSION=$(OLDEST_VERSION) E2E_PREVIOUS_VERSION=$(PREVIOUS_VERSION) E2E_PREVIOUS_BUNDLE_IMG=$(E2E_IMAGE_TAG_BASE)-bundle:v$(PREVIOUS_VERSION) \
+	E2E_INDEX_IMG=localhost:5000/opm:$(OPM_VERSION) E2E_BUSYBOX_IMG=localhost:5000/busybox:stable E2E_PROMETHEUS=$(PROMETHEUS)
+
 .PHONY: test-e2e
 test-e2e: host-packages cluster-binaries cluster-tool olm-binaries olmv1-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) $(PROMETHEUS) $(GINKGO) ## End-to-end suites on the local cluster with OLM v0 and v1 and a real Prometheus (root); always tears the cluster down. E2E_ARGS='--focus=...' picks specs.
 	status=0; rm -f $(E2E_LOG); \
 	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && \
 	  $(MAKE) --no-print-directory olm-install olmv1-install e2e-olm-images e2e-release-images && \
-	  KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECACHEDIR=$(CLUSTER_STATE)/kubectl-cache PATH="$(KUBE_BIN):$$PATH" \
-	    SSL_CERT_FILE=$(CLUSTER_STATE)/pki/ca-bundle.crt \
-	    E2E_IMG=$(E2E_IMG) E2E_PROBE_IMG=$(E2E_PROBE_IMG) E2E_CLIENT_IMG=$(E2E_CLIENT_IMG) E2E_MEMCACHED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image) E2E_MEMCACHED_RETAGGED_IMG=$$(cat $(CLUSTER_STATE)/memcached-image)-b \
-	    E2E_BUNDLE_IMG=$(E2E_BUNDLE_IMG) E2E_CATALOG_IMG=$(E2E_CATALOG_IMG) \
-	    E2E_VERSION=$(VERSION) E2E_OLDEST_VERSION=$(OLDEST_VERSION) E2E_PREVIOUS_VERSION=$(PREVIOUS_VERSION) E2E_PREVIOUS_BUNDLE_IMG=$(E2E_IMAGE_TAG_BASE)-bundle:v$(PREVIOUS_VERSION) \
-	    E2E_INDEX_IMG=localhost:5000/opm:$(OPM_VERSION) E2E_BUSYBOX_IMG=localhost:5000/busybox:stable E2E_PROMETHEUS=$(PROMETHEUS) \
-	    $(GINKGO) run -p --procs=$(E2E_PROCS) --tags=e2e --timeout=60m -v $(E2E_ARGS) ./tests/e2e 2>&1 | tee $(E2E_LOG) || status=$$?; \
+	  $(E2E_ENV) $(GINKGO) run -p --procs=$(E2E_PROCS) --tags=e2e --timeout=60m -v --label-filter='!bench' $(E2E_ARGS) ./tests/e2e 2>&1 | tee $(E2E_LOG) || status=$$?; \
 	  $(CLUSTER_TOOL) down $(CLUSTER_FLAGS) || status=1; \
 	  if [ $$status -ne 0 ]; then \
 	    echo "--- what failed (the whole run: $(E2E_LOG)) ---"; \
@@ -400,10 +402,18 @@ BENCH_FLAGS ?=
 HELM_OPERATOR_PLUGINS_VERSION = $(shell go list -m -f '{{.Version}}' github.com/operator-framework/helm-operator-plugins)
 
 .PHONY: bench
-bench: bench-warm bench-noisy bench-tls envtest $(KUBE_BIN)/kube-controller-manager $(HELM) bench-manager ## Measure this operator against the stock helm-operator and the raw-create limit into bench/results/ (quick: BENCH_FLAGS="-n 100 -reps 1 -once '' -large '' -extras ''"); memcached's warm restart (bench-warm), the noisy neighbour (bench-noisy) and what TLS costs (bench-tls).
+bench: bench-warm bench-noisy bench-tls bench-rollout envtest $(KUBE_BIN)/kube-controller-manager $(HELM) bench-manager ## Measure this operator against the stock helm-operator and the raw-create limit into bench/results/ (quick: BENCH_FLAGS="-n 100 -reps 1 -once '' -large '' -extras ''"); memcached's warm restart (bench-warm), the noisy neighbour (bench-noisy), what TLS costs (bench-tls) and how soon status says a change of the servers is done on the local cluster (bench-rollout, root).
 	CGO_ENABLED=0 go build -o $(LOCALBIN)/bench/helm-operator github.com/operator-framework/helm-operator-plugins
 	cd bench && go run . -repo $(CURDIR) -bin-dir $(LOCALBIN)/bench -kube-bin $(KUBE_BIN) -kube-version $(KUBE_VERSION) -helm $(HELM) -out $(CURDIR)/bench/results \
 		-versions "Kubernetes $(KUBE_VERSION) (kube-apiserver, etcd, kube-controller-manager), helm-operator-plugins $(HELM_OPERATOR_PLUGINS_VERSION)" $(BENCH_FLAGS)
+
+.PHONY: bench-rollout
+bench-rollout: host-packages cluster-binaries cluster-tool $(GINKGO) ## How soon status says a change of the servers is done, beside when the cluster made it, on the local cluster (root), into bench/results/rollout-latency.md.
+	status=0; $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && $(MAKE) --no-print-directory e2e-images && \
+	  $(E2E_ENV) E2E_ROLLOUT_REPORT=$(CURDIR)/bench/results/rollout-latency.md \
+	  $(GINKGO) run --tags=e2e --timeout=30m -v --label-filter=bench ./tests/e2e || status=$$?; \
+	  $(CLUSTER_TOOL) down $(CLUSTER_FLAGS) || status=1; \
+	  exit $$status
 
 .PHONY: bench-noisy
 bench-noisy: test-packages envtest ## Measure a tenant's install, availability and in-place memory change beside another tenant's servers, refusing at once and then stalling (an envtest spec) into bench/results/noisy-neighbour.md.

@@ -84,6 +84,9 @@ type MemcachedOperandReconciler struct {
 	Reach *ServerReach
 	// talk has the conversations with the servers held off the workers.
 	talk *conversations
+	// limitsKept holds, per Memcached, the servers (by UID and restarts) whose memcached was last
+	// given the limit they were resized to in place (keepLimits): asked again when one restarts.
+	limitsKept sync.Map // types.NamespacedName → string
 	// RetireDelay: see DefaultRetireDelay.
 	RetireDelay time.Duration
 	// Records are the Helm side's decoded release records, whose seals say which records count
@@ -250,6 +253,7 @@ func (r *MemcachedOperandReconciler) readLive(ctx context.Context, mc *cachev1.M
 func (r *MemcachedOperandReconciler) forget(key types.NamespacedName) {
 	r.replaced.Delete(key)
 	r.progressSince.Delete(key)
+	r.limitsKept.Delete(key)
 	if r.talk != nil {
 		r.talk.forget(key)
 	}

@@ -280,9 +280,12 @@ func (r *MemcachedOperandReconciler) inPlaceRefusal(live *appsv1.StatefulSet, pl
 			return errNoResize
 		}
 	}
+	// Every server must run the StatefulSet's revision. Whether its controller has seen the
+	// latest generation does not matter here: another writer's change of the spec (one that
+	// changes no pod) must not turn a change in place into a rollout.
 	ro := rolloutOfServers(live)
-	if !ro.complete() || live.Status.CurrentRevision != live.Status.UpdateRevision {
-		return fmt.Sprintf("the servers were still rolling out (%d of %d updated)", ro.updated, ro.want)
+	if ro.updated != ro.want || ro.replicas != ro.want || ro.available < ro.want || live.Status.CurrentRevision != live.Status.UpdateRevision {
+		return fmt.Sprintf("the servers were still rolling out (%d of %d updated, %d available)", ro.updated, ro.want, ro.available)
 	}
 	return ""
 }

@@ -365,15 +365,20 @@ func limitsToKeep(servers *appsv1.StatefulSet, pods map[int32]*corev1.Pod) ([]*c
 }
 
 // keepLimits sets memcached's limit on the servers limitsToKeep finds, all at once within one
-// deadline, off the workers; false until that is done.
+// deadline, off the workers; false until that is done. Once done for these servers and their
+// restarts, it is not asked again until one of them restarts (limitsKept).
 func (r *MemcachedOperandReconciler) keepLimits(mc *cachev1.Memcached, pods []*corev1.Pod, mb int32) bool {
-	var uids []string
+	var servers []string
 	for i, p := range pods {
 		pods[i] = p.DeepCopy()
-		uids = append(uids, string(p.UID))
+		servers = append(servers, fmt.Sprintf("%s/%d", p.UID, rollout.RestartsOf(p, labels.ChartName)))
 	}
-	slices.Sort(uids)
-	_, err, ok := r.talk.ask(client.ObjectKeyFromObject(mc), fmt.Sprintf("limit %d of %v", mb, uids), func(ctx context.Context) (any, error) {
+	slices.Sort(servers)
+	key, question := client.ObjectKeyFromObject(mc), fmt.Sprintf("limit %d of %v", mb, servers)
+	if kept, _ := r.limitsKept.Load(key); kept == question {
+		return true
+	}
+	_, err, ok := r.talk.ask(key, question, func(ctx context.Context) (any, error) {
 		var failed error
 		for _, a := range askServers(ctx, pods, r.Reach, func(ctx context.Context, srv memcache.Server) (struct{}, error) {
 			return struct{}{}, setLimitAt(ctx, srv, mb)
@@ -382,5 +387,8 @@ func (r *MemcachedOperandReconciler) keepLimits(mc *cachev1.Memcached, pods []*c
 		}
 		return nil, failed
 	})
+	if ok && err == nil {
+		r.limitsKept.Store(key, question)
+	}
 	return ok && err == nil
 }
