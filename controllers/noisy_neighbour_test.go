@@ -200,8 +200,8 @@ func watchTalkingToServers() (stop func() (talked, workers []string, samples int
 	const (
 		helmReconcile = "helm-operator-plugins/pkg/reconciler.(*Reconciler).Reconcile"
 		// worker is in the stack of every controller's worker while it reconciles.
-		worker = "sigs.k8s.io/controller-runtime/pkg/internal/controller.(*Controller[...]).reconcileHandler"
-		conversation  = "memcached-operator/internal/memcache."
+		worker       = "sigs.k8s.io/controller-runtime/pkg/internal/controller.(*Controller[...]).reconcileHandler"
+		conversation = "memcached-operator/internal/memcache."
 	)
 	done := make(chan struct{})
 	var wg sync.WaitGroup

@@ -124,9 +124,13 @@ var _ = Describe("How soon status says a change of the servers is done", Label("
 		measure("memcached-latency", "pod annotations, in place", `{"podAnnotations":{"example.com/team":"web"}}`,
 			func(p *corev1.Pod) bool { return p.Annotations["example.com/team"] == "web" }, complete)
 		measure("memcached-latency", "item memory 32 → 48 MiB, in place", `{"memcached":{"maxMemoryMB":48}}`, memoryLimit("80Mi"),
-			func(mc *cachev1.Memcached) bool { return complete(mc) && condition(mc, "Resizing", "False", "ResizedInPlace") })
+			func(mc *cachev1.Memcached) bool {
+				return complete(mc) && condition(mc, "Resizing", "False", "ResizedInPlace")
+			})
 		measure("memcached-latency", "item memory 48 → 32 MiB, in place", `{"memcached":{"maxMemoryMB":32}}`, memoryLimit("64Mi"),
-			func(mc *cachev1.Memcached) bool { return complete(mc) && condition(mc, "Resizing", "False", "ResizedInPlace") })
+			func(mc *cachev1.Memcached) bool {
+				return complete(mc) && condition(mc, "Resizing", "False", "ResizedInPlace")
+			})
 		create("memcached-latency-warm", true)
 		measure("memcached-latency-warm", "a new image, 3 warm restarts", `{"image":{"tag":"`+newTag+`"}}`,
 			func(p *corev1.Pod) bool {
