@@ -164,7 +164,7 @@ var _ = Describe("Changes of the servers, interrupted", func() {
 		}
 	})
 
-	It("makes its writes of the hold on the StatefulSet's spec as read: a second writer's change in between is a conflict to read again", func() {
+	It("makes its writes of the hold on the StatefulSet as read: a second writer's change, or a new hold, in between is a conflict to read again", func() {
 		ns := newNamespace(ctx)
 		s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "servers"}, Spec: appsv1.StatefulSetSpec{
 			Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
@@ -186,9 +186,20 @@ var _ = Describe("Changes of the servers, interrupted", func() {
 		Expect(apierrors.IsConflict(err)).To(BeTrue(), "a conflict, not %v", err)
 		Expect(heldServers(ctx, s)(Default)).To(BeEquivalentTo(2), "still held")
 		Expect(controllers.AfterStatusWrite(err)).To(HaveField("RequeueAfter", BeNumerically(">", 0)), "read again soon, not with an error's back-off")
+
+		By("a hold made anew for a second change in between, with the same partition (the generation stays), is not let go either")
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(s), read)).To(Succeed())
+		again := read.DeepCopy()
+		Expect(controllers.SetPartition(ctx, k8sClient, again, 2)).To(Succeed())
+		Expect(again.Generation).To(Equal(read.Generation), "the same partition: the spec did not change")
+		err = controllers.SetPartition(ctx, k8sClient, read, 0)
+		Expect(apierrors.IsConflict(err)).To(BeTrue(), "a conflict, not %v", err)
+		Expect(heldServers(ctx, s)(Default)).To(BeEquivalentTo(2), "still held")
+
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(s), read)).To(Succeed())
 		Expect(controllers.SetPartition(ctx, k8sClient, read, 0)).To(Succeed())
 		Expect(heldServers(ctx, s)(Default)).To(BeZero())
+		Expect(read.Annotations).NotTo(HaveKey("cache.my.domain/hold"), "the hold's token goes with it")
 	})
 })
 

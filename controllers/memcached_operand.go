@@ -86,7 +86,7 @@ type MemcachedOperandReconciler struct {
 	talk *conversations
 	// limitsKept holds, per Memcached, the servers (by UID and restarts) whose memcached was last
 	// given the limit they were resized to in place (keepLimits): asked again when one restarts.
-	limitsKept sync.Map // types.NamespacedName → string
+	limitsKept sync.Map // types.NamespacedName → keptLimit
 	// RetireDelay: see DefaultRetireDelay.
 	RetireDelay time.Duration
 	// Records are the Helm side's decoded release records, whose seals say which records count
@@ -190,7 +190,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 			return ctrl.Result{}, err
 		}
 	}
-	rs, again, err := r.advance(ctx, mc, servers, revision, pods)
+	rs, again, announce, err := r.advance(ctx, mc, servers, revision, pods)
 	if err != nil {
 		return afterStatusWriteError(err)
 	}
@@ -206,6 +206,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	if equality.Semantic.DeepEqual(*st, mc.Status) {
 		r.progressSince.Delete(req.NamespacedName)
+		announce()
 		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
 	if wait := r.progressWait(req.NamespacedName, mc.Status, *st); wait > 0 {
@@ -225,6 +226,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if written != before { // (a write that changed nothing made no new version to wait for)
 		r.replaced.Store(req.NamespacedName, before)
 	}
+	announce()
 	r.progressSince.Delete(req.NamespacedName)
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
@@ -239,11 +241,13 @@ func changing(mc *cachev1.Memcached, servers *appsv1.StatefulSet) bool {
 
 // readLive reads mc and its StatefulSet from the API server; nil when either is gone or another.
 func (r *MemcachedOperandReconciler) readLive(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet) (*cachev1.Memcached, *appsv1.StatefulSet, error) {
+	// The StatefulSet first: a change is recorded in the Memcached's status before its hold, so a
+	// hold read here has its change in the status read next.
 	liveMC, liveServers := &cachev1.Memcached{}, &appsv1.StatefulSet{}
-	if err := r.Live.Get(ctx, client.ObjectKeyFromObject(mc), liveMC); err != nil || liveMC.UID != mc.UID {
+	if err := r.Live.Get(ctx, client.ObjectKeyFromObject(servers), liveServers); err != nil || liveServers.UID != servers.UID {
 		return nil, nil, client.IgnoreNotFound(err)
 	}
-	if err := r.Live.Get(ctx, client.ObjectKeyFromObject(servers), liveServers); err != nil || liveServers.UID != servers.UID {
+	if err := r.Live.Get(ctx, client.ObjectKeyFromObject(mc), liveMC); err != nil || liveMC.UID != mc.UID {
 		return nil, nil, client.IgnoreNotFound(err)
 	}
 	return liveMC, liveServers, nil

@@ -280,7 +280,13 @@ var _ = Describe("Memory changes in place", func() {
 		By("memcached restarts in the pod, with the -m its arguments say")
 		Expect(memcache.SetMemoryLimit(ctx, memcache.Server{Addr: statsAddr(host)}, 64, time.Second)).To(Succeed()) // what a restart with -m 64 leaves
 		setPodReady(ctx, key.Namespace, servers.Name+"-0", false)
-		setPodReady(ctx, key.Namespace, servers.Name+"-0", true)
+		Eventually(func(g Gomega) { // the kubelet: memcached's container restarted, and ready
+			p := serverPod(g, ctx, servers, 0)
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+			p.Status.ContainerStatuses[0].RestartCount++
+			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
+			g.Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
 		Eventually(func() int { return memoryLimitMB(host) }, timeout, interval).Should(Equal(96))
 	})
 })

@@ -22,8 +22,10 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
@@ -57,23 +59,33 @@ type record13 struct {
 // adoptRecord takes the record of a change 1.3.0 left in flight on the StatefulSet into rs (the
 // release it names must be one of the Memcached's sealed records), writes it, and removes 1.3.0's
 // annotations; true when it wrote (the caller looks again).
-func (r *MemcachedOperandReconciler) adoptRecord(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus) (bool, error) {
+func (r *MemcachedOperandReconciler) adoptRecord(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet) (bool, error) {
 	v, held := servers.Annotations[labels.ResizeHold]
 	_, empty := servers.Annotations[labels.StartedEmpty]
 	if !held && !empty {
 		return false, nil
 	}
+	rs := mc.Status.Rollout.DeepCopy()
+	if rs == nil {
+		rs = &cachev1.RolloutStatus{}
+	}
 	rec := &record13{}
+	ran := (*corev1.PodTemplateSpec)(nil)
 	if held && json.Unmarshal([]byte(v), rec) == nil && rec.Outcome == "" && partitionOf(servers) > 0 && rs.Change == nil {
-		if ran, err := r.templateOf(ctx, mc, rec.Release); err != nil || ran == nil {
-			return false, err // (nil: a record that names no release of ours: only removed below)
+		var err error
+		if ran, err = r.templateOf(ctx, mc, rec.Release); err != nil {
+			return false, err
 		}
+	}
+	// (A record that names no release of ours is only removed: the hold, with no change in
+	// flight, is let go next.)
+	if ran != nil {
 		way := rec.Way
 		if way == "" {
 			way = cachev1.WayInPlace // 1.2.0's memory change
 		}
 		c := &cachev1.ServersChange{What: rec.Change, Way: way, Phase: cachev1.RolloutChanging, FromRelease: rec.Release, Revision: rec.Revision,
-			Held: partitionOf(servers), Since: rec.Since}
+			Held: partitionOf(servers), Since: rec.Since, UpgradeFrom: rec.Release, UpgradeTime: ptr.To(rec.Since)}
 		if c.What == "" {
 			c.What = "the servers' memory"
 		}

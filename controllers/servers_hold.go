@@ -21,6 +21,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -34,6 +36,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/helm"
+	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/memcache"
 	"github.com/example/memcached-operator/internal/rollout"
 )
@@ -95,7 +98,7 @@ func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Mem
 	now := metav1.Now().Rfc3339Copy()
 	if c := rs.Change; rollout.InFlight(c) && partitionOf(live) > 0 {
 		// A change in flight: the servers run the template of their releases (status.rollout).
-		why, err := r.foldRefusal(ctx, mc, live, rs, to)
+		_, _, why, err := r.foldPlan(ctx, mc, live, rs, to)
 		if err != nil {
 			return err
 		}
@@ -103,10 +106,11 @@ func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Mem
 			c.UpgradeFrom, c.UpgradeTime = last.Version, &now // the change goes on once it is applied
 			return r.writeRollout(ctx, mc, rs)
 		}
-		r.rollOut(mc, live, rs, "another change came while the servers were changed in place ("+why+")")
+		announce := r.rollOut(mc, live, rs, "another change came while the servers were changed in place ("+why+")")
 		if err := r.writeRollout(ctx, mc, rs); err != nil {
 			return err
 		}
+		announce()
 		return r.setPartition(ctx, live, 0)
 	}
 	plan := rollout.Plan(from, to)
@@ -127,8 +131,12 @@ func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Mem
 		rs.Servers[i].Release, rs.Servers[i].Restart = c.FromRelease, nil
 	}
 	if why != "" {
-		r.rollOut(mc, live, rs, why)
-		return r.writeRollout(ctx, mc, rs)
+		announce := r.rollOut(mc, live, rs, why)
+		if err := r.writeRollout(ctx, mc, rs); err != nil {
+			return err
+		}
+		announce()
+		return nil
 	}
 	if held == 0 {
 		rs.Change = nil
@@ -154,31 +162,38 @@ func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Mem
 	return nil
 }
 
-// foldRefusal says why a change in flight cannot take in the template to, or "" when every held
-// server can be taken to it in place from the template it runs.
-func (r *MemcachedOperandReconciler) foldRefusal(ctx context.Context, mc *cachev1.Memcached, live *appsv1.StatefulSet, rs *cachev1.RolloutStatus, to *corev1.PodTemplateSpec) (string, error) {
-	releases := map[int32]bool{rs.Change.FromRelease: true}
-	if rs.Change.ToRelease > 0 {
-		releases[rs.Change.ToRelease] = true
-	}
+// foldPlan is how a change in flight is made to the template to from every release its held
+// servers run (each server's, and the change's fromRelease for those not changed yet): the way
+// that restarts the most (a warm restart if any server's memcached restarts), the memory change of
+// the first server whose memory changes, and why not in place when a server cannot take it (the
+// servers then roll out).
+func (r *MemcachedOperandReconciler) foldPlan(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, to *corev1.PodTemplateSpec) (way string, memory *cachev1.MemoryChange, why string, err error) {
+	releases := []int32{rs.Change.FromRelease}
 	for _, e := range rs.Servers {
-		if n, ok := ordinalOf(live.Name, e.Name); ok && n < rs.Change.Held && e.Release > 0 {
-			releases[e.Release] = true
+		if n, ok := ordinalOf(servers.Name, e.Name); ok && n < rs.Change.Held && e.Release > 0 && !slices.Contains(releases, e.Release) {
+			releases = append(releases, e.Release)
 		}
 	}
-	for rel := range releases {
+	for _, rel := range releases {
 		ran, err := r.templateOf(ctx, mc, rel)
 		if err != nil {
-			return "", err
+			return "", nil, "", err
 		}
 		if ran == nil {
-			return fmt.Sprintf("the record of release revision %d that servers run cannot be read", rel), nil
+			return "", nil, fmt.Sprintf("the record of release revision %d that servers run cannot be read", rel), nil
 		}
-		if plan := rollout.Plan(ran, to); plan.Way == cachev1.WayStartedEmpty {
-			return plan.Why, nil
+		plan := rollout.Plan(ran, to)
+		switch {
+		case plan.Way == cachev1.WayStartedEmpty:
+			return "", nil, plan.Why, nil
+		case plan.Way == cachev1.WayWarmRestart, way == "":
+			way = cmpOr(plan.Way, way)
+		}
+		if memory == nil {
+			memory = plan.MemoryChange()
 		}
 	}
-	return "", nil
+	return way, memory, "", nil
 }
 
 // templateOf is the servers' template of release revision rel of mc, from its sealed record; nil
@@ -195,21 +210,25 @@ func (r *MemcachedOperandReconciler) templateOf(ctx context.Context, mc *cachev1
 }
 
 // rollOut records that the change of rs is rolled out, each server starting empty, and why; it
-// says so in an Event and the metrics. The caller lets go of the hold.
-func (r *MemcachedOperandReconciler) rollOut(mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, why string) {
+// returns what says so (an Event, the metrics), for once that is written. The caller lets go of
+// the hold.
+func (r *MemcachedOperandReconciler) rollOut(mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, why string) (announce func()) {
 	c, now := rs.Change, metav1.Now().Rfc3339Copy()
 	c.Phase, c.Way, c.Message, c.CompletionTime, c.UpgradeFrom, c.UpgradeTime = cachev1.RolloutRolledOut, cachev1.WayStartedEmpty, why, &now, 0, nil
 	for i := range rs.Servers {
 		rs.Servers[i].Restart = nil
 	}
-	reason := cachev1.WayStartedEmpty
-	if c.Memory != nil {
-		reason = "ResizeByRollout"
-		resizeMetrics.WithLabelValues("rollout").Inc()
+	what, memory := c.What, c.Memory != nil
+	return func() {
+		reason := cachev1.WayStartedEmpty
+		if memory {
+			reason = "ResizeByRollout"
+			resizeMetrics.WithLabelValues("rollout").Inc()
+		}
+		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, reason, "ChangeServers",
+			"%s is rolled out one server at a time, each starting empty: %s", what, why)
+		changeMetrics.WithLabelValues(wayMetric(cachev1.WayStartedEmpty)).Inc()
 	}
-	r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, reason, "ChangeServers",
-		"%s is rolled out one server at a time, each starting empty: %s", c.What, why)
-	changeMetrics.WithLabelValues(wayMetric(cachev1.WayStartedEmpty)).Inc()
 }
 
 // writeRollout writes rs as mc's status.rollout, on the version of mc read: the other conditions
@@ -230,11 +249,24 @@ func (r *MemcachedOperandReconciler) writeRollout(ctx context.Context, mc *cache
 	return nil
 }
 
-// setPartition sets the StatefulSet's partition (0: lets go of its rollout) on the spec read: a
-// conflict means its spec changed since (a second writer, Helm's upgrade), and the caller reads it
-// again. The StatefulSet controller's status writes do not change the spec, and pass.
+// setPartition sets the StatefulSet's partition on the spec read: a conflict means its spec
+// changed since (a second writer, Helm's upgrade), and the caller reads it again. The StatefulSet
+// controller's status writes do not change the spec, and pass. A hold (partition > 0) writes a new
+// HoldToken with it; letting go (0) removes the token, only if it is still the one read: a hold
+// made for a new change between the read and this write (whose partition may be the same number,
+// which leaves the generation as it was) is never let go.
 func (r *MemcachedOperandReconciler) setPartition(ctx context.Context, s *appsv1.StatefulSet, partition int32) error {
 	ops := []map[string]any{{"op": "test", "path": "/metadata/generation", "value": s.Generation}}
+	token, held := s.Annotations[labels.HoldToken]
+	path := "/metadata/annotations/" + strings.ReplaceAll(labels.HoldToken, "/", "~1")
+	switch {
+	case partition > 0 && s.Annotations == nil:
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{labels.HoldToken: strconv.FormatInt(time.Now().UnixNano(), 10)}})
+	case partition > 0:
+		ops = append(ops, map[string]any{"op": "add", "path": path, "value": strconv.FormatInt(time.Now().UnixNano(), 10)})
+	case held:
+		ops = append(ops, map[string]any{"op": "test", "path": path, "value": token}, map[string]any{"op": "remove", "path": path})
+	}
 	if s.Spec.UpdateStrategy.RollingUpdate == nil {
 		ops = append(ops, map[string]any{"op": "add", "path": "/spec/updateStrategy/rollingUpdate", "value": map[string]any{"partition": partition}})
 	} else {
@@ -246,23 +278,23 @@ func (r *MemcachedOperandReconciler) setPartition(ctx context.Context, s *appsv1
 	}
 	gen := s.Generation
 	if err := r.Live.Patch(ctx, s, client.RawPatch(types.JSONPatchType, body)); err != nil {
-		if apierrors.IsConflict(err) || r.specChanged(ctx, s, gen, err) {
-			return apierrors.NewConflict(appsv1.Resource("statefulsets"), s.Name, fmt.Errorf("its spec changed since it was read: %w", err))
+		if apierrors.IsConflict(err) || r.changedSince(ctx, s, gen, token, err) {
+			return apierrors.NewConflict(appsv1.Resource("statefulsets"), s.Name, fmt.Errorf("its spec or hold changed since it was read: %w", err))
 		}
 		return fmt.Errorf("set the partition of StatefulSet %s to %d: %w", s.Name, partition, err)
 	}
 	return nil
 }
 
-// specChanged says whether a JSON patch of s was refused (422) because its spec changed since it
-// was read: the API server's answer to a failed test operation does not say which test failed,
-// so the StatefulSet is read again.
-func (r *MemcachedOperandReconciler) specChanged(ctx context.Context, s *appsv1.StatefulSet, gen int64, err error) bool {
+// changedSince says whether a JSON patch of s was refused (422) because s changed since it was
+// read at generation gen with hold token: the API server's answer to a failed test operation does
+// not say which test failed, so the StatefulSet is read again.
+func (r *MemcachedOperandReconciler) changedSince(ctx context.Context, s *appsv1.StatefulSet, gen int64, token string, err error) bool {
 	if !apierrors.IsInvalid(err) {
 		return false
 	}
 	live := &appsv1.StatefulSet{}
-	return r.Live.Get(ctx, client.ObjectKeyFromObject(s), live) == nil && live.Generation != gen
+	return r.Live.Get(ctx, client.ObjectKeyFromObject(s), live) == nil && (live.Generation != gen || live.Annotations[labels.HoldToken] != token)
 }
 
 // inPlaceRefusal says why the StatefulSet's servers cannot take the plan's change in place, or

@@ -72,91 +72,106 @@ const (
 
 // advance brings status.rollout up to date with the servers' pods, and takes a change in flight
 // one step further. mc and servers are as they are live when a change is in flight. It returns
-// status.rollout as it now is, and when to look again.
-func (r *MemcachedOperandReconciler) advance(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, deployed int32, list []corev1.Pod) (*cachev1.RolloutStatus, time.Duration, error) {
+// status.rollout as it now is, when to look again, and what says what happened (Events, metrics),
+// for once status.rollout is written: a write that conflicts is made again, its Events not.
+func (r *MemcachedOperandReconciler) advance(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, deployed int32, list []corev1.Pod) (*cachev1.RolloutStatus, time.Duration, func(), error) {
+	var later []func()
+	announce := func() {
+		for _, f := range later {
+			f()
+		}
+	}
+	if servers == nil {
+		return mc.Status.Rollout, 0, announce, nil
+	}
+	if adopted, err := r.adoptRecord(ctx, mc, servers); err != nil || adopted {
+		return mc.Status.Rollout, conflictRetry, announce, err
+	}
 	rs := mc.Status.Rollout.DeepCopy()
 	if rs == nil {
 		rs = &cachev1.RolloutStatus{}
 	}
-	if servers == nil {
-		return mc.Status.Rollout, 0, nil
-	}
-	if adopted, err := r.adoptRecord(ctx, mc, servers, rs); err != nil || adopted {
-		return mc.Status.Rollout, conflictRetry, err
-	}
 	now := metav1.Now().Rfc3339Copy()
 	pods := serverPodsOf(servers, list)
 	var seen []rollout.Seen
-	rs.Servers, seen = rollout.Track(rs.Servers, pods, servers.Name, replicasOf(servers), rollout.WarmTemplate(&servers.Spec.Template), rs.Change, now)
+	rs.Servers, seen = rollout.Track(rs.Servers, pods, servers.Name, replicasOf(servers), rs.Change, now)
 	var judge []rollout.Seen
 	for _, s := range seen {
 		switch {
 		case s.Empty != nil:
-			r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeWarning, cachev1.WayStartedEmpty, "ObserveServers", "server %s started empty: %s", s.Server, s.Empty.Message)
-			startedEmptyMetrics.WithLabelValues(emptyMetric(s.Empty.Reason)).Inc()
 			log.FromContext(ctx).Info("server started empty", "pod", s.Server, "reason", s.Empty.Reason)
+			later = append(later, func() {
+				r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeWarning, cachev1.WayStartedEmpty, "ObserveServers", "server %s started empty: %s", s.Server, s.Empty.Message)
+				startedEmptyMetrics.WithLabelValues(emptyMetric(s.Empty.Reason)).Inc()
+			})
 		case s.Judge:
 			judge = append(judge, s)
 		}
 	}
 	inFlight := rollout.InFlight(rs.Change)
-	keep, keepMB := limitsToKeep(servers, pods)
-	if !inFlight && partitionOf(servers) > 0 && rs.Change != nil {
-		// A change recorded done whose hold was not let go (an operator stopped between the two
-		// writes).
+	if !inFlight && partitionOf(servers) > 0 {
+		// A hold no change in flight needs: one whose change was recorded done, dropped or
+		// rolled out by an operator stopped before it let go, or 1.3.0's. (A change being
+		// recorded holds the servers only once it is in status: read first.)
 		if err := r.setPartition(ctx, servers, 0); err != nil {
-			return rs, 0, err
+			return rs, 0, announce, err
 		}
 	}
 	if err := r.keepServing(ctx, servers, pods, rs); err != nil {
-		return rs, 0, err
+		return rs, 0, announce, err
 	}
 	requeue := time.Duration(0)
 	for _, s := range judge {
-		if !r.judgeRestart(mc, rs, s) {
+		if done, f := r.judgeRestart(mc, rs, s); !done {
 			requeue = tenantRetry
+		} else if f != nil {
+			later = append(later, f)
 		}
 	}
 	if !inFlight {
-		if len(keep) > 0 && !r.keepLimits(mc, keep, keepMB) {
+		if keep, mb := limitsToKeep(servers, pods); len(keep) > 0 && !r.keepLimits(mc, keep, mb) {
 			requeue = tenantRetry
 		}
-		return rs, requeue, nil
+		return rs, requeue, announce, nil
 	}
-	again, err := r.drive(ctx, mc, servers, deployed, pods, rs)
+	again, err := r.drive(ctx, mc, servers, deployed, pods, rs, &later)
 	if requeue == 0 || (again > 0 && again < requeue) {
 		requeue = again
 	}
-	return rs, requeue, err
+	return rs, requeue, announce, err
 }
 
 // judgeRestart asks the memcached of a server that restarted in its pod, not by the operator's
-// hand, with its memory file, whether it restored it (rollout.Restored), and records the answer;
-// false while the answer has not come (the cache is reconciled again when it does).
-func (r *MemcachedOperandReconciler) judgeRestart(mc *cachev1.Memcached, rs *cachev1.RolloutStatus, s rollout.Seen) bool {
+// hand, with its memory file, whether it restored it (rollout.Restored), and records the answer,
+// with what says so. done is false while it is being asked; a server not ready yet is asked once
+// its readiness brings the cache back.
+func (r *MemcachedOperandReconciler) judgeRestart(mc *cachev1.Memcached, rs *cachev1.RolloutStatus, s rollout.Seen) (done bool, announce func()) {
 	e := entryOf(rs, s.Server)
 	if e == nil || !podReady(s.Pod) || s.Pod.Status.PodIP == "" {
-		return false
+		return true, nil
 	}
 	restarts := rollout.RestartsOf(s.Pod, labels.ChartName)
 	st, err, ok := r.readStats(mc, s.Pod, fmt.Sprintf("after restart %d", restarts))
 	if !ok || err != nil {
-		return false
+		return false, nil
 	}
 	e.Restarts = restarts
 	if why := rollout.Restored(s.Pod, st.Started()); why != "" {
 		e.StartedEmpty = &cachev1.ServerEmptyStart{Reason: cachev1.EmptyRestarted, Message: why, Time: metav1.Now().Rfc3339Copy()}
-		r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeWarning, cachev1.WayStartedEmpty, "ObserveServers", "server %s started empty: %s", s.Server, why)
-		startedEmptyMetrics.WithLabelValues(emptyMetric(cachev1.EmptyRestarted)).Inc()
-		return true
+		return true, func() {
+			r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeWarning, cachev1.WayStartedEmpty, "ObserveServers", "server %s started empty: %s", s.Server, why)
+			startedEmptyMetrics.WithLabelValues(emptyMetric(cachev1.EmptyRestarted)).Inc()
+		}
 	}
-	r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeNormal, cachev1.WayWarmRestart, "ObserveServers",
-		"server %s's memcached was restarted in its pod by Kubernetes and restored its %d items", s.Server, st.CurrItems)
-	return true
+	return true, func() {
+		r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeNormal, cachev1.WayWarmRestart, "ObserveServers",
+			"server %s's memcached was restarted in its pod by Kubernetes and restored its %d items", s.Server, st.CurrItems)
+	}
 }
 
-// drive takes the change in flight (rs.Change) one step further: see the top of this file.
-func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, deployed int32, pods map[int32]*corev1.Pod, rs *cachev1.RolloutStatus) (time.Duration, error) {
+// drive takes the change in flight (rs.Change) one step further (see the top of this file); what
+// it says of that step goes to later.
+func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, deployed int32, pods map[int32]*corev1.Pod, rs *cachev1.RolloutStatus, later *[]func()) (time.Duration, error) {
 	c, now := rs.Change, metav1.Now().Rfc3339Copy()
 	if c.UpgradeFrom > 0 {
 		// An upgrade recorded before Helm applied it: Helm applies it right after, so one not
@@ -167,20 +182,25 @@ func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memc
 		case deployed > c.UpgradeFrom:
 			c.UpgradeFrom, c.UpgradeTime = 0, nil
 		case waited < holdWait:
+			c.Message = "waiting for the upgrade of the release that makes the change"
 			return min(holdWait-waited, rolloutPoll), nil
+		case c.ToRelease == 0 && c.Revision != "" && servers.Status.UpdateRevision != c.Revision:
+			// The upgrade failed after it changed the StatefulSet's template: the servers roll
+			// to it.
+			return 0, r.letGo(ctx, mc, servers, rs, "the upgrade that made the change failed after it had changed the servers' template", later)
 		case c.ToRelease == 0:
 			log.FromContext(ctx).Info("the servers' change ended without one: its upgrade was not applied", "statefulSet", servers.Name)
-			rs.Change = nil
-			if err := r.writeRollout(ctx, mc, rs); err != nil {
+			if err := r.setPartition(ctx, servers, 0); err != nil {
 				return 0, err
 			}
-			return 0, r.setPartition(ctx, servers, 0)
+			rs.Change = nil
+			return 0, nil
 		default:
 			c.UpgradeFrom, c.UpgradeTime = 0, nil
 		}
 	}
 	if partitionOf(servers) == 0 {
-		return 0, r.letGo(ctx, mc, servers, rs, "the rollout was no longer held (someone set its partition to 0)")
+		return 0, r.letGo(ctx, mc, servers, rs, "the rollout was no longer held (someone set its partition to 0)", later)
 	}
 	templates := map[int32]*corev1.PodTemplateSpec{}
 	templateOf := func(rel int32) (*corev1.PodTemplateSpec, error) {
@@ -196,45 +216,41 @@ func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memc
 		return 0, err
 	}
 	if to == nil {
+		c.Message = fmt.Sprintf("waiting for the record of release revision %d", deployed)
 		return rolloutPoll, nil // a record not decoded yet: its event brings us back
 	}
 	if deployed != c.ToRelease {
-		// The upgrade is applied: the change is made to its release, and a second change is
-		// folded in where every server can take it the same way.
+		// The upgrade is applied: the change is made to its release from every release the held
+		// servers run, a second change folded in where every server can take it the same way.
 		from, err := templateOf(c.FromRelease)
 		if err != nil {
 			return 0, err
 		}
-		if from == nil {
-			return 0, r.letGo(ctx, mc, servers, rs, fmt.Sprintf("the record of release revision %d that the servers ran cannot be read", c.FromRelease))
+		way, memory, why, err := r.foldPlan(ctx, mc, servers, rs, to)
+		if err != nil {
+			return 0, err
 		}
-		plan := rollout.Plan(from, to)
-		why := plan.Why
-		if why == "" && c.ToRelease > 0 {
-			if why, err = r.foldRefusal(ctx, mc, servers, rs, to); err != nil {
-				return 0, err
-			}
-			if why != "" {
-				why = "another change came while the servers were changed in place (" + why + ")"
-			}
+		if why != "" && c.ToRelease > 0 {
+			why = "another change came while the servers were changed in place (" + why + ")"
 		}
 		if why != "" {
-			return 0, r.letGo(ctx, mc, servers, rs, why)
+			return 0, r.letGo(ctx, mc, servers, rs, why, later)
 		}
-		fits := c.Memory != nil && c.Memory.Fits && plan.Memory && c.Memory.ToMB == plan.After.MB
-		c.ToRelease, c.What, c.Memory = deployed, plan.What(), plan.MemoryChange()
-		if c.Memory != nil {
-			c.Memory.Fits = fits
+		if memory != nil && c.Memory != nil && c.Memory.Fits && c.Memory.ToMB == memory.ToMB {
+			memory.Fits = true
 		}
-		if plan.Way != "" {
-			c.Way = plan.Way
+		c.ToRelease, c.Memory, c.Way = deployed, memory, cmpOr(way, cachev1.WayInPlace)
+		if from != nil {
+			if what := rollout.Plan(from, to).What(); what != "the server template" {
+				c.What = what
+			}
 		}
 	}
 	held := min(c.Held, replicasOf(servers))
 	after, _ := rollout.MemoryOf(&to.Spec)
 	if c.Memory != nil && c.Memory.ToMB < c.Memory.FromMB && !rollout.WarmTemplate(to) && !c.Memory.Fits {
 		// A shrink in place needs every server to hold no more than the new limit: asked here,
-		// on the servers reconciler's workers, not on Helm's before the upgrade.
+		// beside the servers reconciler's workers, not on Helm's before the upgrade.
 		var ask []*corev1.Pod
 		for n := range held {
 			if e := entryOf(rs, serverName(servers, n)); pods[n] != nil && (e == nil || e.Release != c.ToRelease) {
@@ -247,13 +263,14 @@ func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memc
 			return tenantRetry, nil
 		}
 		if why != "" {
-			return 0, r.letGo(ctx, mc, servers, rs, why)
+			return 0, r.letGo(ctx, mc, servers, rs, why, later)
 		}
 		c.Memory.Fits = true
 	}
 	// The StatefulSet must show the release's template, and its controller must have seen it:
 	// its update revision is then that template.
 	if !showsTemplate(&servers.Spec.Template, to) || servers.Status.ObservedGeneration < servers.Generation || servers.Status.UpdateRevision == "" {
+		c.Message = "waiting for the StatefulSet's controller to see the new template"
 		return rolloutPoll, nil
 	}
 	t := serverTarget{change: c, to: to, after: after, update: servers.Status.UpdateRevision}
@@ -284,7 +301,7 @@ func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memc
 			return 0, err
 		}
 		if from == nil {
-			return 0, r.letGo(ctx, mc, servers, rs, fmt.Sprintf("the record of release revision %d that server %s runs cannot be read", rel, name))
+			return 0, r.letGo(ctx, mc, servers, rs, fmt.Sprintf("the record of release revision %d that server %s runs cannot be read", rel, name), later)
 		}
 		step, err := r.updateServer(ctx, mc, rs, e, p, from, t)
 		if err != nil {
@@ -292,15 +309,16 @@ func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memc
 		}
 		switch {
 		case step.refusal != "":
-			return 0, r.letGo(ctx, mc, servers, rs, step.refusal)
+			return 0, r.letGo(ctx, mc, servers, rs, step.refusal, later)
 		case step.blocked != "":
 			blocked = cmpOr(blocked, step.blocked)
 		case step.done:
 			c.ProgressTime = &now
 			continue
+		default:
+			waiting = cmpOr(waiting, step.waiting)
 		}
-		waiting = cmpOr(waiting, step.waiting)
-		if oneAtATime && step.blocked == "" {
+		if oneAtATime {
 			break // the next server restarts once this one serves again
 		}
 	}
@@ -309,8 +327,11 @@ func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memc
 		// be refused its new pods alike, and leave servers missing. The servers stay as they are,
 		// held, until the policy or the spec changes; the step is tried again meanwhile.
 		if c.Phase != cachev1.RolloutBlocked {
-			r.Recorder.Eventf(mc, servers, corev1.EventTypeWarning, ReasonResizeBlocked, "ResizeServers",
-				"%s waits, the servers kept as they are: %s", c.What, blocked)
+			what := c.What
+			*later = append(*later, func() {
+				r.Recorder.Eventf(mc, servers, corev1.EventTypeWarning, ReasonResizeBlocked, "ResizeServers",
+					"%s waits, the servers kept as they are: %s", what, blocked)
+			})
 		}
 		c.Phase, c.Message = cachev1.RolloutBlocked, blocked
 		return blockedRetry, nil
@@ -355,12 +376,14 @@ func (r *MemcachedOperandReconciler) complete(ctx context.Context, mc *cachev1.M
 }
 
 // letGo hands the change in flight to the StatefulSet's rollout, each server not yet changed
-// starting empty, for the reason why: recorded first, then the hold let go.
-func (r *MemcachedOperandReconciler) letGo(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, why string) error {
-	r.rollOut(mc, servers, rs, why)
+// starting empty, for the reason why: recorded first, then the hold let go; what says so goes to
+// later.
+func (r *MemcachedOperandReconciler) letGo(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, why string, later *[]func()) error {
+	announce := r.rollOut(mc, servers, rs, why)
 	if err := r.writeRollout(ctx, mc, rs); err != nil {
 		return err
 	}
+	*later = append(*later, announce)
 	return r.setPartition(ctx, servers, 0)
 }
 

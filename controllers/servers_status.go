@@ -55,6 +55,9 @@ const (
 	// ReasonResizeBlocked: the API server refuses to resize a server for a policy of the
 	// namespace; the servers stay as they are, held (True).
 	ReasonResizeBlocked = "ResizeBlocked"
+	// ReasonNotResizing: a memory change said to be in flight is not any more (its upgrade
+	// failed, or a second change took it back) (False).
+	ReasonNotResizing = "NotResizing"
 	// ReasonServersStalled: no server of a change in place got further for stallAfter
 	// (Progressing False); the operator goes on trying, and the message says what it waits for.
 	ReasonServersStalled = "ServersStalled"
@@ -73,6 +76,10 @@ func observeRollout(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, no
 	c := st.Rollout.Change
 	if c != nil {
 		observeChange(st, servers, c, now)
+	}
+	if (c == nil || c.Memory == nil) && memcachedCondition(*st, ConditionResizing).Status == metav1.ConditionTrue {
+		// A memory change that was dropped (its upgrade failed) or taken back by a second change.
+		setMemcachedCondition(st, ConditionResizing, metav1.ConditionFalse, ReasonNotResizing, "no change of the servers' memory is in flight")
 	}
 	// A server that started empty after the last change (or mid-way through one) says so last.
 	var since *metav1.Time

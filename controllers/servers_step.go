@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -105,7 +106,9 @@ func (r *MemcachedOperandReconciler) updateServer(ctx context.Context, mc *cache
 			return serverStep{}, client.IgnoreNotFound(fmt.Errorf("write the labels and annotations of server %s: %w", p.Name, err))
 		}
 	}
-	if t.change.Memory != nil {
+	// Memory whenever the pod's differs from the template's (a server done for a change that a
+	// second one took back), and memcached's limit with it for a change of memory.
+	if has, _ := rollout.MemoryOf(&p.Spec); t.change.Memory != nil || !equality.Semantic.DeepEqual(has.Resources, t.after.Resources) {
 		if step, err := r.resizeStep(ctx, mc, p, t.after); err != nil || !step.done {
 			return step, err
 		}
@@ -366,7 +369,8 @@ func limitsToKeep(servers *appsv1.StatefulSet, pods map[int32]*corev1.Pod) ([]*c
 
 // keepLimits sets memcached's limit on the servers limitsToKeep finds, all at once within one
 // deadline, off the workers; false until that is done. Once done for these servers and their
-// restarts, it is not asked again until one of them restarts (limitsKept).
+// restarts, it is not asked again until one of them restarts (limitsKept); after a failure, not
+// before blockedRetry.
 func (r *MemcachedOperandReconciler) keepLimits(mc *cachev1.Memcached, pods []*corev1.Pod, mb int32) bool {
 	var servers []string
 	for i, p := range pods {
@@ -375,8 +379,10 @@ func (r *MemcachedOperandReconciler) keepLimits(mc *cachev1.Memcached, pods []*c
 	}
 	slices.Sort(servers)
 	key, question := client.ObjectKeyFromObject(mc), fmt.Sprintf("limit %d of %v", mb, servers)
-	if kept, _ := r.limitsKept.Load(key); kept == question {
-		return true
+	if v, ok := r.limitsKept.Load(key); ok {
+		if kept := v.(keptLimit); kept.question == question && (kept.err == nil || time.Since(kept.at) < blockedRetry) {
+			return kept.err == nil
+		}
 	}
 	_, err, ok := r.talk.ask(key, question, func(ctx context.Context) (any, error) {
 		var failed error
@@ -387,8 +393,15 @@ func (r *MemcachedOperandReconciler) keepLimits(mc *cachev1.Memcached, pods []*c
 		}
 		return nil, failed
 	})
-	if ok && err == nil {
-		r.limitsKept.Store(key, question)
+	if ok {
+		r.limitsKept.Store(key, keptLimit{question: question, err: err, at: time.Now()})
 	}
 	return ok && err == nil
+}
+
+// keptLimit is keepLimits' last answer for a cache.
+type keptLimit struct {
+	question string
+	err      error
+	at       time.Time
 }

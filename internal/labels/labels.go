@@ -63,6 +63,13 @@ const (
 	// RetiredAt marks a pod of an earlier release that left the Service, and when (an annotation).
 	RetiredAt = "cache.my.domain/retired-at"
 
+	// HoldToken is the annotation the operator writes on a memcached StatefulSet with each hold of
+	// its rollout (spec.updateStrategy.rollingUpdate.partition) for a change of its servers, a new
+	// value each time: it lets go of a hold only if the token is still the one it read, so that a
+	// hold made for a new change between its read and its write is never let go
+	// (controllers/servers_hold.go). The plan itself is in the Memcached's status.rollout.
+	HoldToken = "cache.my.domain/hold"
+
 	// ResizeHold is the annotation on a memcached StatefulSet in which operator 1.3.0 recorded
 	// a change of its servers in place; later operators keep that record in status.rollout, take
 	// a change 1.3.0 left in flight from it, and remove it (controllers/servers_adopt.go).

@@ -45,10 +45,11 @@ type Seen struct {
 }
 
 // Track brings the servers' entries (status.rollout.servers) up to date with their pods (by
-// ordinal; a missing one is being created), for a StatefulSet of that name and replicas whose
-// template is warm (keepCacheAcross Restarts) or not; change is the change in flight or the last.
-// It returns the new entries, in the order of the ordinals, and what it found.
-func Track(prev []cachev1.ServerRollout, pods map[int32]*corev1.Pod, name string, replicas int32, warm bool, change *cachev1.ServersChange, now metav1.Time) ([]cachev1.ServerRollout, []Seen) {
+// ordinal; a missing one is being created), for a StatefulSet of that name and replicas; change is
+// the change in flight or the last. Whether a server's memcached has a memory file to restore is
+// read from its own pod (in a rollout that adds or removes the file, its pods differ). It returns
+// the new entries, in the order of the ordinals, and what it found.
+func Track(prev []cachev1.ServerRollout, pods map[int32]*corev1.Pod, name string, replicas int32, change *cachev1.ServersChange, now metav1.Time) ([]cachev1.ServerRollout, []Seen) {
 	var out []cachev1.ServerRollout
 	var seen []Seen
 	for i := range replicas {
@@ -75,6 +76,7 @@ func Track(prev []cachev1.ServerRollout, pods map[int32]*corev1.Pod, name string
 			continue
 		}
 		e := *prev[at].DeepCopy()
+		warm := slices.Contains(argsOf(p), MemoryFileArg)
 		switch {
 		case e.PodUID != p.UID:
 			empty := replacedWhy(p, change, now)
@@ -129,6 +131,14 @@ func exitOf(p *corev1.Pod) string {
 		}
 	}
 	return "memcached restarted"
+}
+
+// argsOf are the arguments of a pod's memcached container.
+func argsOf(p *corev1.Pod) []string {
+	if c := MemcachedContainer(&p.Spec); c != nil {
+		return c.Args
+	}
+	return nil
 }
 
 // podReady says whether a pod is Ready.

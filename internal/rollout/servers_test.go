@@ -35,7 +35,7 @@ func TestTrack(t *testing.T) {
 	now := metav1.Now()
 	earlier := metav1.NewTime(now.Add(-time.Hour))
 	pod := func(uid string, restarts int32, ready bool) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), CreationTimestamp: now},
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), CreationTimestamp: now}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached"}}},
 			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "memcached", RestartCount: restarts,
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 139}}}}}}
 		if ready {
@@ -82,7 +82,10 @@ func TestTrack(t *testing.T) {
 			if tc.pod != nil {
 				pods[0] = tc.pod
 			}
-			got, seen := Track(tc.prev, pods, "c-memcached", 1, tc.warm, tc.change, now)
+			if tc.pod != nil && tc.warm {
+				tc.pod.Spec.Containers[0].Args = []string{"-m", "64", MemoryFileArg, "/var/cache/memcached/items"}
+			}
+			got, seen := Track(tc.prev, pods, "c-memcached", 1, tc.change, now)
 			if tc.want == nil {
 				if len(got) != 0 {
 					t.Errorf("entries = %+v, want none", got)
@@ -115,7 +118,7 @@ func TestTrack(t *testing.T) {
 
 	t.Run("a server the StatefulSet no longer has is forgotten", func(t *testing.T) {
 		prev := []cachev1.ServerRollout{entry("a", 0), {Name: "c-memcached-1", PodUID: "b"}}
-		got, _ := Track(prev, map[int32]*corev1.Pod{0: pod("a", 0, true)}, "c-memcached", 1, false, nil, now)
+		got, _ := Track(prev, map[int32]*corev1.Pod{0: pod("a", 0, true)}, "c-memcached", 1, nil, now)
 		if len(got) != 1 || got[0].Name != "c-memcached-0" {
 			t.Errorf("entries = %+v, want server 0 alone", got)
 		}
