@@ -181,7 +181,7 @@ var _ = Describe("Changes of the servers, interrupted", func() {
 
 		By("a second writer's change of the spec does not")
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(s), read)).To(Succeed())
-		Expect(k8sClient.Patch(ctx, s, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"revisionHistoryLimit":3}}`)))).To(Succeed())
+		Expect(k8sClient.Patch(ctx, s, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"minReadySeconds":3}}`)))).To(Succeed())
 		err := controllers.SetPartition(ctx, k8sClient, read, 0)
 		Expect(apierrors.IsConflict(err)).To(BeTrue(), "a conflict, not %v", err)
 		Expect(heldServers(ctx, s)(Default)).To(BeEquivalentTo(2), "still held")

@@ -62,6 +62,10 @@ var _ = Describe("Helm reconciles", Serial, func() {
 		}
 
 		By("scaling the StatefulSet by hand, which is reconciled at once, not at the next period")
+		// The change is made just after a periodic reconcile starts, so the one it triggers has
+		// nearly a whole period to start in, however slow the machine (race detector, CI load).
+		before := len(helmReconciles.of(key))
+		Eventually(func() int { return len(helmReconciles.of(key)) }, timeout, 5*time.Millisecond).Should(BeNumerically(">", before))
 		last := len(helmReconciles.of(key))
 		deploy := &appsv1.StatefulSet{}
 		Expect(k8sClient.Get(ctx, key, deploy)).To(Succeed())
