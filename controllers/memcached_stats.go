@@ -209,8 +209,8 @@ func observeResponsive(st *cachev1.MemcachedStatus, reads []podRead) {
 		return
 	}
 	setMemcachedCondition(st, ConditionServersResponsive, metav1.ConditionFalse, ReasonServersUnresponsive,
-		fmt.Sprintf("%d of %d ready servers did not answer as memcached within %s (%s; %v): the operator reads this cache less often while they do not",
-			len(silent), len(reads), cacheTimeout, strings.Join(silent, ", "), first))
+		fmt.Sprintf("%s did not answer as memcached within %s (%s; %v): the operator reads this cache less often while they do not",
+			countOf(len(silent), len(reads), "ready server", "ready servers"), cacheTimeout, strings.Join(silent, ", "), first))
 }
 
 // readyServers are the Memcached's ready servers: with the release's labels, made by the release's
@@ -288,7 +288,7 @@ func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1
 			setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionUnknown, "StatsUnreadable", msg)
 		} else {
 			setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionTrue, "NearMaxConnections",
-				fmt.Sprintf("%d of %d pods refused connections at their maxConnections: raise memcached.maxConnections or replicaCount", sum.saturatedPods, len(reads)))
+				fmt.Sprintf("%s refused connections at their maxConnections: raise memcached.maxConnections or replicaCount", countOf(sum.saturatedPods, len(reads), "pod", "pods")))
 		}
 		return
 	}
@@ -300,8 +300,8 @@ func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1
 			todo = "the autopilot grows it within spec.autoscaling (see ScalingActive)"
 		}
 		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionTrue, "Evicting",
-			fmt.Sprintf("%s items/s evicted on %d of %d pods: the cache is smaller than what its clients store; %s",
-				sum.stats.EvictionsPerSecond, sum.evictingPods, sum.stats.Pods, todo))
+			fmt.Sprintf("%s items/s evicted on %s: the cache is smaller than what its clients store; %s",
+				perSecond(sum.stats.EvictionsPerSecond.AsApproximateFloat64()), countOf(sum.evictingPods, int(sum.stats.Pods), "pod", "pods"), todo))
 	case sum.measured:
 		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionFalse, "NoEvictions",
 			fmt.Sprintf("no evictions; the fullest pod uses %d%% of its item memory", sum.stats.MemoryUsedPercent))
@@ -313,11 +313,11 @@ func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1
 	}
 	if sum.saturatedPods > 0 {
 		setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionTrue, "NearMaxConnections",
-			fmt.Sprintf("%d of %d pods have %d%% or more of their maxConnections open or refused connections at it: raise memcached.maxConnections or replicaCount",
-				sum.saturatedPods, len(reads), saturatedPercent))
+			fmt.Sprintf("%s %s %d%% or more of their maxConnections open or refused connections at it: raise memcached.maxConnections or replicaCount",
+				countOf(sum.saturatedPods, len(reads), "pod", "pods"), pluralVerb(sum.saturatedPods, "has", "have"), saturatedPercent))
 	} else {
 		setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionFalse, "BelowMaxConnections",
-			fmt.Sprintf("%d of %d connections open", sum.stats.Connections, sum.stats.MaxConnections))
+			fmt.Sprintf("%s open", countOf(sum.stats.Connections, sum.stats.MaxConnections, "connection", "connections")))
 	}
 }
 

@@ -112,10 +112,10 @@ func (r *MemcachedBackupReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	switch op {
 	case controllerutil.OperationResultCreated:
 		r.Recorder.Eventf(backup, nil, corev1.EventTypeNormal, "Created", "CreateDeployment",
-			"Created Deployment %s with %d replicas", deploy.Name, backup.Spec.Size)
+			"Created Deployment %s with %s", deploy.Name, count(backup.Spec.Size, "replica", "replicas"))
 	case controllerutil.OperationResultUpdated:
 		r.Recorder.Eventf(backup, nil, corev1.EventTypeNormal, "Updated", "UpdateDeployment",
-			"Updated Deployment %s to %d replicas", deploy.Name, backup.Spec.Size)
+			"Updated Deployment %s to %s", deploy.Name, count(backup.Spec.Size, "replica", "replicas"))
 	}
 
 	pods := &corev1.PodList{}
@@ -202,10 +202,10 @@ func observe(st *cachev1.MemcachedBackupStatus, backup *cachev1.MemcachedBackup,
 	available := ro.complete()
 	if available {
 		setCondition(st, backup, cachev1.ConditionAvailable, metav1.ConditionTrue, "PodsAvailable",
-			fmt.Sprintf("%d of %d pods are available", ro.available, ro.want))
+			fmt.Sprintf("%s %s available", countOf(ro.available, ro.want, "pod", "pods"), pluralVerb(ro.available, "is", "are")))
 	} else {
 		setCondition(st, backup, cachev1.ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable",
-			fmt.Sprintf("%d of %d pods are available", ro.available, ro.want))
+			fmt.Sprintf("%s %s available", countOf(ro.available, ro.want, "pod", "pods"), pluralVerb(ro.available, "is", "are")))
 	}
 
 	if ro.failure != "" {
@@ -218,7 +218,7 @@ func observe(st *cachev1.MemcachedBackupStatus, backup *cachev1.MemcachedBackup,
 
 	if available {
 		setCondition(st, backup, cachev1.ConditionProgressing, metav1.ConditionFalse, "Complete",
-			fmt.Sprintf("Deployment %s has %d up-to-date pods", deploy.Name, ro.want))
+			fmt.Sprintf("Deployment %s has %s", deploy.Name, count(ro.want, "up-to-date pod", "up-to-date pods")))
 	} else {
 		setCondition(st, backup, cachev1.ConditionProgressing, metav1.ConditionTrue, "RollingOut",
 			fmt.Sprintf("Deployment %s %s", deploy.Name, ro))

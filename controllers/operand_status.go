@@ -68,10 +68,10 @@ func observeOperand(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, re
 
 	if ro.allAvailable() {
 		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionTrue, "PodsAvailable",
-			fmt.Sprintf("%d of %d servers are available", ro.available, ro.want))
+			fmt.Sprintf("%s %s available", countOf(ro.available, ro.want, "server", "servers"), pluralVerb(ro.available, "is", "are")))
 	} else {
 		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable",
-			fmt.Sprintf("%d of %d servers are available", ro.available, ro.want))
+			fmt.Sprintf("%s %s available", countOf(ro.available, ro.want, "server", "servers"), pluralVerb(ro.available, "is", "are")))
 	}
 	switch {
 	case trouble != "" && !ro.complete():

@@ -88,7 +88,7 @@ func (r progress) String() string {
 	if !r.seen && r.replicas > 0 {
 		return "has a change its controller has not seen yet"
 	}
-	return fmt.Sprintf("is rolling out: %d of %d pods updated, %d available", r.updated, r.want, r.available)
+	return fmt.Sprintf("is rolling out: %s updated, %d available", countOf(r.updated, r.want, "pod", "pods"), r.available)
 }
 
 // ReasonPodsFailing: pods of the operand cannot start or keep running (Progressing, Degraded).
@@ -120,7 +120,7 @@ func podTrouble(pods []corev1.Pod) string {
 			// Between its back-offs a crashing container runs for a while: it is still in
 			// trouble until it is ready again.
 			if t := cs.LastTerminationState.Terminated; t != nil && cs.RestartCount > 0 && !cs.Ready {
-				return fmt.Sprintf("pod %s, container %s: restarted %d times, last ended %s (exit code %d)", p.Name, cs.Name, cs.RestartCount, t.Reason, t.ExitCode)
+				return fmt.Sprintf("pod %s, container %s: restarted %s, last ended %s (exit code %d)", p.Name, cs.Name, count(cs.RestartCount, "time", "times"), t.Reason, t.ExitCode)
 			}
 		}
 		for _, c := range p.Status.Conditions {

@@ -317,7 +317,7 @@ func (r *MemcachedOperandReconciler) inPlaceRefusal(live *appsv1.StatefulSet, pl
 	// changes no pod) must not turn a change in place into a rollout.
 	ro := rolloutOfServers(live)
 	if ro.updated != ro.want || ro.replicas != ro.want || ro.available < ro.want || live.Status.CurrentRevision != live.Status.UpdateRevision {
-		return fmt.Sprintf("the servers were still rolling out (%d of %d updated, %d available)", ro.updated, ro.want, ro.available)
+		return fmt.Sprintf("the servers were still rolling out (%s updated, %d available)", countOf(ro.updated, ro.want, "server", "servers"), ro.available)
 	}
 	return ""
 }

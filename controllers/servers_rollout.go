@@ -165,7 +165,7 @@ func (r *MemcachedOperandReconciler) judgeRestart(mc *cachev1.Memcached, rs *cac
 	}
 	return true, func() {
 		r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeNormal, cachev1.WayWarmRestart, "ObserveServers",
-			"server %s's memcached was restarted in its pod by Kubernetes and restored its %d items", s.Server, st.CurrItems)
+			"server %s's memcached was restarted in its pod by Kubernetes and restored %s", s.Server, count(st.CurrItems, "item", "items"))
 	}
 }
 

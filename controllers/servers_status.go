@@ -136,7 +136,7 @@ func observeChange(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, c *
 			how = fmt.Sprintf("%s: restarting the servers in their pods one at a time, each with its items: %d of %d done", c.What, done, held)
 		}
 		if c.Memory != nil {
-			resizing := fmt.Sprintf("%s in place, without a restart: %d of %d servers resized", rollout.MemoryWhat(c.Memory), done, held)
+			resizing := fmt.Sprintf("%s in place, without a restart: %s resized", rollout.MemoryWhat(c.Memory), countOf(done, held, "server", "servers"))
 			if c.Phase == cachev1.RolloutBlocked {
 				resizing = fmt.Sprintf("%s waits, the servers kept as they are (a rollout would be refused its new pods alike): %s", rollout.MemoryWhat(c.Memory), c.Message)
 				setMemcachedCondition(st, ConditionResizing, metav1.ConditionTrue, ReasonResizeBlocked, resizing)

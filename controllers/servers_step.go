@@ -160,7 +160,7 @@ func (r *MemcachedOperandReconciler) restarted(ctx context.Context, mc *cachev1.
 	}
 	if why := rollout.Restored(p, s.Started()); why != "" {
 		if e.StartedEmpty == nil || e.StartedEmpty.Time.Before(&since) {
-			e.StartedEmpty = rollout.EmptyAfterRestart(fmt.Sprintf("it held %d items before and %d after: %s", e.Restart.Items, s.CurrItems, why), metav1.Now().Rfc3339Copy())
+			e.StartedEmpty = rollout.EmptyAfterRestart(fmt.Sprintf("it held %s before and %d after: %s", count(e.Restart.Items, "item", "items"), s.CurrItems, why), metav1.Now().Rfc3339Copy())
 			r.Recorder.Eventf(mc, p, corev1.EventTypeWarning, cachev1.WayStartedEmpty, "RestartServer", "server %s started empty after its restart: %s", p.Name, e.StartedEmpty.Message)
 			startedEmptyMetrics.WithLabelValues(emptyMetric(cachev1.EmptyNotRestored)).Inc()
 		}

@@ -89,6 +89,7 @@ var (
 	scheme    = runtime.NewScheme()
 	writes    = &writeCounter{}
 	operator  *operatorProcess
+	stopTexts context.CancelFunc // stops reading the operator's texts (texts_test.go)
 	// recovery stands in for the leader lease: while it holds an error, releases left pending
 	// are not recovered (internal/leader).
 	recovery recoveryGate
@@ -136,6 +137,9 @@ var _ = BeforeSuite(func() {
 	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme, FieldValidation: "Strict"})
 	Expect(err).NotTo(HaveOccurred())
+	var textsCtx context.Context
+	textsCtx, stopTexts = context.WithCancel(context.Background())
+	watchTexts(textsCtx, cfg)
 
 	Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
 	// The manager's own requests go through a counter, so tests can prove what it writes.
@@ -222,6 +226,10 @@ func restartOperatorWatching(namespaces ...string) {
 }
 
 var _ = AfterSuite(func() {
+	if stopTexts != nil {
+		checkTexts()
+		stopTexts()
+	}
 	if operator != nil {
 		operator.stop()
 	}

@@ -25,12 +25,17 @@ import (
 // Status messages and Events are read by people: a count agrees with its noun, a rate is rounded.
 
 // count is "1 server" or "3 servers".
-func count[T ~int | ~int32 | ~int64](n T, one, many string) string {
+func count[T ~int | ~int32 | ~int64 | ~uint64](n T, one, many string) string {
 	return fmt.Sprintf("%d %s", n, pluralVerb(n, one, many))
 }
 
+// countOf is "1 of 1 server" or "2 of 3 servers": the noun agrees with the total.
+func countOf[T ~int | ~int32 | ~int64 | ~uint64](n, total T, one, many string) string {
+	return fmt.Sprintf("%d of %s", n, count(total, one, many))
+}
+
 // pluralVerb is the verb (or word) that goes with n things.
-func pluralVerb[T ~int | ~int32 | ~int64](n T, one, many string) string {
+func pluralVerb[T ~int | ~int32 | ~int64 | ~uint64](n T, one, many string) string {
 	if n == 1 {
 		return one
 	}
