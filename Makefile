@@ -174,7 +174,7 @@ ENVTEST_TIMEOUT ?= 20m
 # make test's packages: all but those make test-artifacts runs (tests/monitoring with promtool,
 # tests/sbom and tests/arm64 with the images it builds) and the controllers' envtest suite, which
 # the Ginkgo CLI runs in parallel processes (SUITE_PACKAGES).
-TEST_PACKAGES = $(shell go list ./... | grep -Ev '/tests/(monitoring|sbom|arm64)$$|/controllers$$')
+TEST_PACKAGES = $(shell go list ./... | grep -Ev '/tests/(monitoring|sbom|image|arm64)$$|/controllers$$')
 SUITE_PACKAGES = ./controllers
 # The controllers' suite waits on API servers, memcacheds and clocks more than it computes: run as
 # one process it leaves the 2 cores about 60% idle. Ginkgo's parallel processes each start their own
@@ -186,9 +186,9 @@ ENVTEST_PROCS ?= 3
 GINKGO_SUITE = $(GINKGO) run -p --procs=$(ENVTEST_PROCS) --require-suite --output-interceptor-mode=none
 
 .PHONY: test-artifacts
-test-artifacts: test-packages artifacts-packages verify-bundle $(PROMTOOL) envtest image-build sbom-operator ## What a release ships beside the code: bundle and catalog regenerated and validated (operator-sdk, opm), the operator image's SBOMs (syft) and its arm64 manager run under QEMU, alert rules and dashboard tested (promtool); CI runs it after make test.
+test-artifacts: test-packages artifacts-packages verify-bundle $(PROMTOOL) envtest image-build sbom-operator ## What a release ships beside the code: bundle and catalog regenerated and validated (operator-sdk, opm), the operator image's SBOMs (syft), certification labels and licenses, and its arm64 manager run under QEMU, alert rules and dashboard tested (promtool); CI runs it after make test.
 	PROMTOOL="$(PROMTOOL)" go test ./tests/monitoring/ -timeout 5m
-	IMAGES_DIR="$(IMAGES_DIR)" go test ./tests/sbom/ -timeout 5m
+	IMAGES_DIR="$(IMAGES_DIR)" go test ./tests/sbom/ ./tests/image/ -timeout 5m
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" MANAGER_ARM64="$(IMAGES_DIR)/manager-arm64" go test ./tests/arm64/ -timeout 20m
 
 # The Debian packages of make test-artifacts beside make test's (hack/packages.txt, scope artifacts).
@@ -294,7 +294,7 @@ CONTAINER_TOOL ?= docker
 image-build: manifests cluster-tool ## Build the operator image, an index of linux/amd64 and linux/arm64, reproducibly without a container daemon (bin/images/operator, an OCI layout); the bundle pins its digest.
 	$(MANAGER_BUILD) -o $(IMAGES_DIR)/manager .
 	$(MANAGER_BUILD_ARM64) -o $(IMAGES_DIR)/manager-arm64 .
-	$(CLUSTER_TOOL) image operator --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --manager-arm64=$(IMAGES_DIR)/manager-arm64 --ref=$(IMG) \
+	$(CLUSTER_TOOL) image operator --repo=$(CURDIR) --version=$(VERSION) --manager=$(IMAGES_DIR)/manager --manager-arm64=$(IMAGES_DIR)/manager-arm64 --ref=$(IMG) \
 	  --out=$(IMAGES_DIR)/operator --digest-file=$(OPERATOR_DIGEST_FILE)
 
 .PHONY: image-push
@@ -304,7 +304,7 @@ image-push: cluster-tool $(call sboms_of,$(SBOM_OPERATOR)) ## Push the image tha
 # docker-build builds from the Dockerfile (a distroless base): the same operator, another digest.
 .PHONY: docker-build
 docker-build: ## Build the operator image with CONTAINER_TOOL (docker or podman; needs its daemon or service).
-	$(CONTAINER_TOOL) build -t $(IMG) .
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
 .PHONY: docker-push
 docker-push: ## Push the operator image with CONTAINER_TOOL.
@@ -536,7 +536,7 @@ cluster-status: cluster-tool ## Say what of the local cluster runs.
 .PHONY: e2e-images
 e2e-images: cluster-tool ## Build the operator, memcached and exporter images and push them to the local registry.
 	$(MANAGER_BUILD) -o $(IMAGES_DIR)/manager .
-	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --ref=$(E2E_IMG)
+	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --version=$(VERSION) --manager=$(IMAGES_DIR)/manager --ref=$(E2E_IMG)
 	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) > $(CLUSTER_STATE)/memcached-image
 	# The same memcached under a second tag: a new image that memcached restores its file in (warm restarts).
 	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) --ref=$$(cat $(CLUSTER_STATE)/memcached-image)-b > /dev/null
@@ -558,7 +558,7 @@ E2E_CATALOG_IMG ?= $(E2E_IMAGE_TAG_BASE)-catalog:v$(VERSION)
 .PHONY: e2e-olm-images
 e2e-olm-images: cluster-tool $(OPERATOR_SDK) $(SCORECARD_TEST) $(OPM) e2e-images ## Images of the bundle, catalog and scorecard tests for the OLM end-to-end tests.
 	$(MANAGER_BUILD_ARM64) -o $(IMAGES_DIR)/manager-arm64 .
-	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --manager=$(IMAGES_DIR)/manager --manager-arm64=$(IMAGES_DIR)/manager-arm64 \
+	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --version=$(VERSION) --manager=$(IMAGES_DIR)/manager --manager-arm64=$(IMAGES_DIR)/manager-arm64 \
 	  --ref=$(IMAGE_TAG_BASE) --by-digest --mirror --digest-file=$(IMAGES_DIR)/e2e-operator.digest
 	@$(call pins_operator,.,$(IMAGES_DIR)/e2e-operator.digest) || \
 	  { echo "the bundle pins another operator image than this tree builds: run 'make bundle catalog'" >&2; exit 1; }
@@ -587,7 +587,7 @@ e2e-release-images: cluster-tool ## Rebuild the operator and bundle images of th
 	  (cd $$dir && $(MANAGER_BUILD) -o $(IMAGES_DIR)/manager-$$v .) && \
 	  arm64=; if grep -q 'operatorframework.io/arch.arm64: supported' $$dir/$(CSV); then \
 	    (cd $$dir && $(MANAGER_BUILD_ARM64) -o $(IMAGES_DIR)/manager-arm64-$$v .) && arm64=--manager-arm64=$(IMAGES_DIR)/manager-arm64-$$v; fi && \
-	  $(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$$dir --manager=$(IMAGES_DIR)/manager-$$v $$arm64 --ref=$(IMAGE_TAG_BASE):v$$v --mirror \
+	  $(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$$dir --version=$$v --manager=$(IMAGES_DIR)/manager-$$v $$arm64 --ref=$(IMAGE_TAG_BASE):v$$v --mirror \
 	    --digest-file=$(IMAGES_DIR)/operator-$$v.digest && \
 	  { ! grep -q "image: $(IMAGE_TAG_BASE)@sha256:" $$dir/$(CSV) || $(call pins_operator,$$dir,$(IMAGES_DIR)/operator-$$v.digest) || \
 	    { echo "release $$v's operator image no longer builds to the digest its bundle pins (another Go version?)" >&2; exit 1; }; } && \

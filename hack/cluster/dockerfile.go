@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -50,12 +51,12 @@ func scratchDockerfileImage(dockerfile, contextDir string) (v1.Image, error) {
 				return nil, fmt.Errorf("%s: only FROM scratch is supported, not %q", dockerfile, line)
 			}
 		case "LABEL":
-			for _, kv := range fields[1:] {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					return nil, fmt.Errorf("%s: LABEL %q is not key=value", dockerfile, kv)
-				}
-				labels[k] = strings.Trim(v, `"`)
+			kvs, err := labelPairs(strings.TrimSpace(line[len(fields[0]):]))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %q: %w", dockerfile, line, err)
+			}
+			for _, kv := range kvs {
+				labels[kv[0]] = kv[1]
 			}
 		case "COPY":
 			if len(fields) != 3 {
@@ -74,6 +75,95 @@ func scratchDockerfileImage(dockerfile, contextDir string) (v1.Image, error) {
 		return nil, err
 	}
 	return image(files, imageSpec{labels: labels})
+}
+
+// dockerfileStage is what the project's image build takes from a Dockerfile's last stage: its
+// labels (nil: none) and its COPY lines from the build context (not --from another stage).
+type dockerfileStage struct {
+	labels map[string]string
+	copies []struct{ src, dst string }
+}
+
+// dockerfileLastStage reads the last stage of a Dockerfile: LABEL lines (values in double quotes
+// may hold spaces; ${ARG} is taken from args, and an ARG the stage declares must be given there)
+// and COPY lines. Other instructions are left to the builds that need them.
+func dockerfileLastStage(dockerfile string, args map[string]string) (dockerfileStage, error) {
+	raw, err := os.ReadFile(dockerfile)
+	if err != nil {
+		return dockerfileStage{}, err
+	}
+	var st dockerfileStage
+	declared := map[string]bool{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		line = strings.TrimSpace(line)
+		instr, rest, _ := strings.Cut(line, " ")
+		switch strings.ToUpper(instr) {
+		case "FROM":
+			st, declared = dockerfileStage{}, map[string]bool{}
+		case "ARG":
+			name, _, _ := strings.Cut(strings.TrimSpace(rest), "=")
+			declared[name] = true
+		case "LABEL":
+			kvs, err := labelPairs(rest)
+			if err != nil {
+				return dockerfileStage{}, fmt.Errorf("%s: %q: %w", dockerfile, line, err)
+			}
+			for _, kv := range kvs {
+				var missing []string
+				v := os.Expand(kv[1], func(name string) string {
+					if !declared[name] || args[name] == "" {
+						missing = append(missing, name)
+					}
+					return args[name]
+				})
+				if len(missing) > 0 {
+					return dockerfileStage{}, fmt.Errorf("%s: label %s uses %v, which is not given (--version)", dockerfile, kv[0], missing)
+				}
+				if st.labels == nil {
+					st.labels = map[string]string{}
+				}
+				st.labels[kv[0]] = v
+			}
+		case "COPY":
+			f := strings.Fields(rest)
+			if len(f) == 2 && !strings.HasPrefix(f[0], "--") {
+				st.copies = append(st.copies, struct{ src, dst string }{f[0], f[1]})
+			}
+		}
+	}
+	return st, nil
+}
+
+// labelPairs splits a LABEL line's key=value pairs; a value may be double-quoted, with \" inside.
+func labelPairs(s string) ([][2]string, error) {
+	var pairs [][2]string
+	for s = strings.TrimSpace(s); s != ""; s = strings.TrimSpace(s) {
+		key, rest, ok := strings.Cut(s, "=")
+		if !ok || key == "" || strings.ContainsAny(key, " \t\"") {
+			return nil, fmt.Errorf("%q is not key=value", s)
+		}
+		var value string
+		if strings.HasPrefix(rest, `"`) {
+			end := 1
+			for ; end < len(rest) && rest[end] != '"'; end++ {
+				if rest[end] == '\\' {
+					end++
+				}
+			}
+			if end >= len(rest) {
+				return nil, fmt.Errorf("label %s: unterminated quote", key)
+			}
+			unquoted, err := strconv.Unquote(rest[:end+1])
+			if err != nil {
+				return nil, fmt.Errorf("label %s: %w", key, err)
+			}
+			value, s = unquoted, rest[end+1:]
+		} else {
+			value, s, _ = strings.Cut(rest, " ")
+		}
+		pairs = append(pairs, [2]string{key, value})
+	}
+	return pairs, nil
 }
 
 // catalogImage serves a file-based catalog with opm, with the serve cache built in (opm checks its

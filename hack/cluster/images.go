@@ -224,9 +224,16 @@ func binaryImage(bin, inImage, uid, arch string) (v1.Image, error) {
 }
 
 // operatorImage has the content of the Dockerfile's image: /manager (built for arch; empty: this
-// machine's), /watches.yaml and /helm-charts, run as 65532 from /. (The Dockerfile's distroless
-// base adds CA certificates, /etc/passwd and tzdata, which the manager does not use.)
-func operatorImage(manager, repo, arch string) (v1.Image, error) {
+// machine's), /watches.yaml and /helm-charts, run as 65532 from /, with the labels and the
+// /licenses of the Dockerfile's last stage, its ${VERSION} being version. (The Dockerfile's
+// distroless base adds CA certificates, /etc/passwd and tzdata, which the manager does not use.)
+// A release's tree from before 1.3.1 has neither: its image is built as it was, to the digest its
+// bundle pins.
+func operatorImage(manager, repo, version, arch string) (v1.Image, error) {
+	stage, err := dockerfileLastStage(filepath.Join(repo, "Dockerfile"), map[string]string{"VERSION": version})
+	if err != nil {
+		return nil, err
+	}
 	files := []layerFile{}
 	m, err := fileFrom(manager, "/manager", 0o755)
 	if err != nil {
@@ -241,7 +248,16 @@ func operatorImage(manager, repo, arch string) (v1.Image, error) {
 		return nil, err
 	}
 	files = append(append(files, m, w), charts...)
-	return image(files, imageSpec{entrypoint: []string{"/manager"}, user: "65532:65532", workdir: "/", arch: arch})
+	for _, c := range stage.copies {
+		if strings.HasPrefix(c.dst, "/licenses/") {
+			l, err := fileFrom(filepath.Join(repo, c.src), c.dst, 0o644)
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, l)
+		}
+	}
+	return image(files, imageSpec{entrypoint: []string{"/manager"}, user: "65532:65532", workdir: "/", arch: arch, labels: stage.labels})
 }
 
 // platformImage is an image for one architecture of linux.

@@ -17,10 +17,12 @@ limitations under the License.
 package main
 
 import (
+	"archive/tar"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"io"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -41,6 +43,7 @@ import (
 func TestOperatorImageIsReproducibleAndPushedByDigest(t *testing.T) {
 	repo := t.TempDir()
 	for path, content := range map[string]string{
+		"Dockerfile":                          "FROM scratch\n",
 		"watches.yaml":                        "- group: cache.my.domain\n",
 		"helm-charts/memcached/Chart.yaml":    "name: memcached\n",
 		"helm-charts/memcached/values.yaml":   "replicaCount: 1\n",
@@ -57,7 +60,7 @@ func TestOperatorImageIsReproducibleAndPushedByDigest(t *testing.T) {
 	if err := os.WriteFile(manager, elfHeader(elfMachines[runtime.GOARCH]), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	first, err := operatorImage(manager, repo, "")
+	first, err := operatorImage(manager, repo, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +72,7 @@ func TestOperatorImageIsReproducibleAndPushedByDigest(t *testing.T) {
 	if err := os.Chmod(filepath.Join(repo, "watches.yaml"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	second, err := operatorImage(manager, repo, "")
+	second, err := operatorImage(manager, repo, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +111,7 @@ func TestOperatorImageIsReproducibleAndPushedByDigest(t *testing.T) {
 // index's digest, and pulled for a platform as a runtime pulls it.
 func TestOperatorIndexIsReproducibleForBothArchitectures(t *testing.T) {
 	repo := t.TempDir()
-	for path, content := range map[string]string{"watches.yaml": "- group: cache.my.domain\n", "helm-charts/memcached/Chart.yaml": "name: memcached\n"} {
+	for path, content := range map[string]string{"Dockerfile": "FROM scratch\n", "watches.yaml": "- group: cache.my.domain\n", "helm-charts/memcached/Chart.yaml": "name: memcached\n"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, path)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +130,7 @@ func TestOperatorIndexIsReproducibleForBothArchitectures(t *testing.T) {
 		t.Helper()
 		var images []platformImage
 		for _, arch := range []string{"amd64", "arm64"} {
-			img, err := operatorImage(managers[arch], repo, arch)
+			img, err := operatorImage(managers[arch], repo, "", arch)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,12 +164,12 @@ func TestOperatorIndexIsReproducibleForBothArchitectures(t *testing.T) {
 	if d1.String() != goldenIndex {
 		t.Errorf("the index of these files is %s, was %s", d1, goldenIndex)
 	}
-	if single, err := operatorImage(managers["amd64"], repo, "amd64"); err != nil {
+	if single, err := operatorImage(managers["amd64"], repo, "", "amd64"); err != nil {
 		t.Fatal(err)
 	} else if d, _ := single.Digest(); d.String() != goldenAmd64 {
 		t.Errorf("the linux/amd64 image of these files is %s, was %s", d, goldenAmd64)
 	}
-	if _, err := operatorImage(managers["amd64"], repo, "arm64"); err == nil || !strings.Contains(err.Error(), "/manager is built for EM_X86_64, not for the image's linux/arm64") {
+	if _, err := operatorImage(managers["amd64"], repo, "", "arm64"); err == nil || !strings.Contains(err.Error(), "/manager is built for EM_X86_64, not for the image's linux/arm64") {
 		t.Errorf("an amd64 manager in the arm64 image: %v", err)
 	}
 	for i, arch := range []string{"amd64", "arm64"} {
@@ -184,8 +187,8 @@ func TestOperatorIndexIsReproducibleForBothArchitectures(t *testing.T) {
 	}
 	// A single image, as releases before 1.3.0 were built, is this machine's image unchanged.
 	if runtime.GOARCH == "amd64" {
-		single, _ := operatorImage(managers["amd64"], repo, "")
-		amd64, _ := operatorImage(managers["amd64"], repo, "amd64")
+		single, _ := operatorImage(managers["amd64"], repo, "", "")
+		amd64, _ := operatorImage(managers["amd64"], repo, "", "amd64")
 		ds, _ := single.Digest()
 		da, _ := amd64.Digest()
 		if ds != da {
@@ -313,4 +316,103 @@ func TestSBOMsAreAttachedAsReferrers(t *testing.T) {
 	if err := c.attachSBOMs(idx, ref, filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "make sbom") {
 		t.Errorf("an image without its SBOM: %v", err)
 	}
+}
+
+// The operator image carries the labels and the /licenses of the Dockerfile's last stage (what
+// Red Hat's preflight asks of a certified image), its ${VERSION} the one given; a Dockerfile
+// without them (a release's tree from before) builds the image it always did.
+func TestOperatorImageTakesTheDockerfilesLabelsAndLicenses(t *testing.T) {
+	repo := t.TempDir()
+	dockerfile := `FROM golang:1.26 AS builder
+ARG VERSION
+LABEL stage=builder
+COPY go.mod go.mod
+
+FROM gcr.io/distroless/static:nonroot
+ARG VERSION
+LABEL name="memcached-operator" version="${VERSION}" release=$VERSION
+LABEL summary="Memcached, \"quoted\", with spaces"
+COPY LICENSE /licenses/LICENSE
+COPY --from=builder /workspace/manager /manager
+`
+	for path, content := range map[string]string{"Dockerfile": dockerfile, "LICENSE": "Apache License\n",
+		"watches.yaml": "- group: cache.my.domain\n", "helm-charts/memcached/Chart.yaml": "name: memcached\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, path), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	manager := filepath.Join(t.TempDir(), "manager")
+	if err := os.WriteFile(manager, elfHeader(elfMachines[runtime.GOARCH]), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := operatorImage(manager, repo, "", ""); err == nil || !strings.Contains(err.Error(), "label version uses [VERSION], which is not given") {
+		t.Fatalf("no version for a label that uses it: %v", err)
+	}
+	img, err := operatorImage(manager, repo, "1.4.0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"name": "memcached-operator", "version": "1.4.0", "release": "1.4.0", "summary": `Memcached, "quoted", with spaces`}
+	if !maps.Equal(cf.Config.Labels, want) {
+		t.Errorf("labels %v, want %v (the last stage's only)", cf.Config.Labels, want)
+	}
+	if got := imageFiles(t, img)["/licenses/LICENSE"]; got != "Apache License\n" {
+		t.Errorf("/licenses/LICENSE holds %q", got)
+	}
+
+	if err := os.WriteFile(filepath.Join(repo, "Dockerfile"), []byte("FROM scratch\nCOPY watches.yaml /watches.yaml\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := operatorImage(manager, repo, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf, err := plain.ConfigFile(); err != nil || cf.Config.Labels != nil {
+		t.Errorf("a Dockerfile without labels: labels %#v (%v), want none, as images were built before", cf.Config.Labels, err)
+	}
+	if _, ok := imageFiles(t, plain)["/licenses/LICENSE"]; ok {
+		t.Error("a Dockerfile without /licenses: the image has one")
+	}
+}
+
+// imageFiles are the regular files of img's layers, by path, with their content.
+func imageFiles(t *testing.T, img v1.Image) map[string]string {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Typeflag == tar.TypeReg {
+				b, err := io.ReadAll(tr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				files["/"+strings.TrimPrefix(h.Name, "/")] = string(b)
+			}
+		}
+		rc.Close()
+	}
+	return files
 }

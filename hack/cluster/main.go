@@ -159,6 +159,7 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 	which := args[0]
 	repo := fs.String("repo", ".", "the operator's repository (operator image)")
 	manager := fs.String("manager", "", "the manager binary, built with CGO_ENABLED=0 (operator image)")
+	version := fs.String("version", "", "the operator's version, for the ${VERSION} of its Dockerfile's labels (operator image)")
 	managerArm64 := fs.String("manager-arm64", "", "the manager built for linux/arm64: the operator image is then an index of linux/amd64 (--manager) and linux/arm64")
 	bin := fs.String("bin", "", "a static binary to run as the image's entrypoint (binary image)")
 	binArm64 := fs.String("bin-arm64", "", "the same binary built for linux/arm64: the image is then an index of linux/amd64 and linux/arm64 (binary image)")
@@ -189,17 +190,17 @@ func imageCommand(fs *flag.FlagSet, stateDir *string, args []string) error {
 		}
 		if *managerArm64 == "" {
 			// One image, as every release before 1.3.0 was built (their bundles pin it).
-			img, err := operatorImage(*manager, *repo, "")
+			img, err := operatorImage(*manager, *repo, *version, "")
 			if err != nil {
 				return err
 			}
 			return c.deliver(img, *ref, delivery{mirror: *mirror, byDigest: *byDigest, out: *out, digestFile: *digestFile})
 		}
-		amd64, err := operatorImage(*manager, *repo, "amd64")
+		amd64, err := operatorImage(*manager, *repo, *version, "amd64")
 		if err != nil {
 			return err
 		}
-		arm64, err := operatorImage(*managerArm64, *repo, "arm64")
+		arm64, err := operatorImage(*managerArm64, *repo, *version, "arm64")
 		if err != nil {
 			return err
 		}
