@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/helm"
 )
 
 // ChartNamesOf are the names the operator gives, outside the chart, to what the chart names for a
@@ -64,4 +65,10 @@ func WriteTLSStatus(ctx context.Context, c client.Client, mc *cachev1.Memcached,
 // reconciler holds and lets go of a rollout.
 func SetPartition(ctx context.Context, c client.Client, s *appsv1.StatefulSet, partition int32) error {
 	return (&MemcachedOperandReconciler{Live: c}).setPartition(ctx, s, partition)
+}
+
+// BeforeUpgrade runs the operator's hook before Helm upgrades cr's release from last to target,
+// reading and writing through c.
+func BeforeUpgrade(ctx context.Context, c client.Client, cr client.Object, last, target *helm.Rendered) error {
+	return (&MemcachedOperandReconciler{Client: c, Live: c}).BeforeUpgrade(ctx, cr, last, target)
 }

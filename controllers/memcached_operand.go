@@ -387,13 +387,19 @@ func serversOf(ctx context.Context, c client.Reader, mc *cachev1.Memcached) (*ap
 		return nil, fmt.Errorf("list StatefulSets of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
 	for i := range list.Items {
-		// The Helm reconciler makes the CR the controller of every object it renders: one a
-		// tenant made with the release's labels and annotations alone is not the release's.
-		if s := &list.Items[i]; s.DeletionTimestamp == nil && helm.OwnedByRelease(s, mc) && controlledBy(s, mc) {
+		if s := &list.Items[i]; s.DeletionTimestamp == nil && madeForRelease(s, mc) {
 			return s, nil
 		}
 	}
 	return nil, nil
+}
+
+// madeForRelease is the one rule by which the operator takes an object as its release's: Helm's
+// ownership annotations name the CR's release, and the CR (by UID) is its controller, as the Helm
+// reconciler makes every object it renders. One a tenant made with the release's labels and
+// annotations alone, or owned by an earlier CR of the same name, is not.
+func madeForRelease(obj, cr client.Object) bool {
+	return helm.OwnedByRelease(obj, cr) && controlledBy(obj, cr)
 }
 
 // controlledBy says whether obj's controller is owner, by UID.

@@ -74,8 +74,8 @@ func (r *MemcachedOperandReconciler) BeforeUpgrade(ctx context.Context, cr clien
 		if err := r.Live.Get(ctx, client.ObjectKey{Namespace: cr.GetNamespace(), Name: to.Name}, live); err != nil {
 			return client.IgnoreNotFound(err) // none yet: Helm creates it
 		}
-		if !helm.OwnedByRelease(live, cr) {
-			return nil // Helm's own check refuses it
+		if !madeForRelease(live, cr) {
+			return nil // not the release's: Helm's own check or the fence refuses it
 		}
 		mc := &cachev1.Memcached{}
 		if err := r.Live.Get(ctx, client.ObjectKeyFromObject(cr), mc); err != nil {

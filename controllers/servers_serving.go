@@ -98,7 +98,7 @@ func (r *MemcachedOperandReconciler) servingBeforeUpgrade(ctx context.Context, c
 	if err := r.Live.Get(ctx, client.ObjectKey{Namespace: cr.GetNamespace(), Name: to.Name}, live); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !helm.OwnedByRelease(live, cr) {
+	if !madeForRelease(live, cr) {
 		return nil
 	}
 	mc := &cachev1.Memcached{}

@@ -39,6 +39,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers"
+	"github.com/example/memcached-operator/internal/helm"
 	oplabels "github.com/example/memcached-operator/internal/labels"
 )
 
@@ -394,5 +396,60 @@ var _ = Describe("Objects the operator did not make", func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&theirRecord), live)).To(Succeed())
 		Expect(live.ResourceVersion).To(Equal(theirRecord.ResourceVersion))
 		untouched(theirDeploy)
+	})
+})
+
+var _ = Describe("The hooks before an upgrade", func() {
+	It("take a StatefulSet as the release's by its controller's UID, not by Helm's annotations alone", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		key := types.NamespacedName{Namespace: ns, Name: "cache"}
+		createMemcached(ctx, key, "  replicaCount: 1")
+		mc := &cachev1.Memcached{}
+		Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+
+		By("a tenant's StatefulSet with the release's labels and Helm's annotations, and no controller")
+		selector := map[string]string{"app": "tenant"}
+		forged := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged",
+			Labels:      map[string]string{oplabels.Name: oplabels.ChartName, oplabels.Instance: key.Name},
+			Annotations: map[string]string{"meta.helm.sh/release-name": key.Name, "meta.helm.sh/release-namespace": ns}},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: selector},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: selector},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "tenant"}}}}}}
+		Expect(k8sClient.Create(ctx, forged)).To(Succeed())
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged-0", Labels: selector},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "tenant"}}}}
+		Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+
+		By("an upgrade whose manifest names it, with a template change and a Service selecting the serving servers")
+		manifest := func(tier string) string {
+			return `---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: forged, namespace: ` + ns + `}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: tenant}}
+  template:
+    metadata: {labels: {app: tenant, tier: ` + tier + `}}
+    spec: {containers: [{name: memcached, image: tenant}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: cache, namespace: ` + ns + `}
+spec: {selector: {app: tenant, ` + oplabels.Serving + `: "true"}, ports: [{port: 11211}]}
+`
+		}
+		Expect(controllers.BeforeUpgrade(ctx, k8sClient, mc, &helm.Rendered{Version: 1, Deployed: true, Manifest: manifest("a")},
+			&helm.Rendered{Version: 2, Manifest: manifest("b")})).To(Succeed())
+
+		By("leaving the tenant's objects as they are: no hold, no partition, no serving label")
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(forged), forged)).To(Succeed())
+		Expect(forged.Annotations).NotTo(HaveKey(oplabels.HoldToken))
+		Expect(forged.Spec.UpdateStrategy.RollingUpdate).To(Or(BeNil(), HaveField("Partition", Or(BeNil(), HaveValue(BeZero())))))
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		Expect(pod.Labels).NotTo(HaveKey(oplabels.Serving))
+		mc = &cachev1.Memcached{}
+		Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+		Expect(mc.Status.Rollout).To(Or(BeNil(), HaveField("Change", BeNil())), "no rollout planned for it")
 	})
 })
