@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -67,11 +68,8 @@ func TLSSecretSelector() k8slabels.Selector {
 // (empty: all). The manager's own Secret cache holds the Helm release records alone, and one
 // cache takes one selector per kind; this one is started with the manager (mgr.Add).
 func TLSSecretsCache(mgr ctrl.Manager, watchNamespaces []string) (cache.Cache, error) {
-	opts := cache.Options{
-		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: TLSSecretSelector(), Transform: dataOfMemcachedsOnly}},
-		DefaultNamespaces: namespaceConfigs(watchNamespaces),
-	}
+	opts := TLSSecretsCacheOptions(mgr.GetScheme(), watchNamespaces)
+	opts.Mapper = mgr.GetRESTMapper()
 	c, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {
 		return nil, err
@@ -79,19 +77,59 @@ func TLSSecretsCache(mgr ctrl.Manager, watchNamespaces []string) (cache.Cache, e
 	return c, mgr.Add(c)
 }
 
-// dataOfMemcachedsOnly is the TLS Secrets cache's transform: the labels are anyone's to set in
-// their namespace, so a Secret no Memcached controls is kept without its data (nothing reads it,
-// and many large ones would fill the operator's memory).
-func dataOfMemcachedsOnly(obj any) (any, error) {
+// TLSSecretsCacheOptions are the options of the TLS Secrets cache: what it selects and keeps.
+func TLSSecretsCacheOptions(scheme *runtime.Scheme, watchNamespaces []string) cache.Options {
+	return cache.Options{
+		Scheme:            scheme,
+		ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: TLSSecretSelector(), Transform: TLSSecretAsKept}},
+		DefaultNamespaces: namespaceConfigs(watchNamespaces),
+	}
+}
+
+// TLSSecretAsKept is the TLS Secrets cache's transform. The labels it selects by are anyone's to
+// set in their namespace, and every tenant shares the operator's memory: a Secret is kept whole
+// only if it is one the operator makes, a Secret of a role under the name the operator gives that
+// role's Secret of its controlling Memcached (at most three per Memcached; the garbage collector
+// removes those whose controller does not exist). Any other is kept as its name, the selector's
+// labels and its controller alone: no data, annotations or other owners, whatever their size.
+// (Whether the controller is the Memcached at hand, by UID, is checked where a Secret is used.)
+func TLSSecretAsKept(obj any) (any, error) {
 	s, ok := obj.(*corev1.Secret)
 	if !ok {
 		return obj, nil
 	}
 	s.ManagedFields = nil
-	if owner := metav1.GetControllerOf(s); owner == nil || owner.Kind != "Memcached" || owner.APIVersion != cachev1.GroupVersion.String() {
-		s.Data, s.StringData = nil, nil
+	owner := metav1.GetControllerOf(s)
+	if owner != nil && owner.Kind == "Memcached" && owner.APIVersion == cachev1.GroupVersion.String() &&
+		s.Name == tlsSecretNameOf(s.Labels[labels.TLSSecret], owner.Name) {
+		return s, nil
 	}
+	kept := map[string]string{}
+	for _, k := range []string{labels.TLSSecret, labels.ManagedBy, labels.Instance, labels.Name} {
+		if v, ok := s.Labels[k]; ok {
+			kept[k] = v
+		}
+	}
+	s.Labels, s.Annotations, s.OwnerReferences = kept, nil, nil
+	if owner != nil {
+		s.OwnerReferences = []metav1.OwnerReference{*owner}
+	}
+	s.Data, s.StringData = nil, nil
 	return s, nil
+}
+
+// tlsSecretNameOf is the name the operator gives the Secret of role for Memcached release ("":
+// no such role).
+func tlsSecretNameOf(role, release string) string {
+	switch role {
+	case roleCA:
+		return caSecretName(release)
+	case roleServer:
+		return serverTLSSecretName(release)
+	case roleClient:
+		return clientTLSSecretOf(release)
+	}
+	return ""
 }
 
 // errNameTaken is a Secret name of the cache's that something else already holds.

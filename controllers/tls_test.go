@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,10 +40,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
 	"github.com/example/memcached-operator/internal/certs"
+	oplabels "github.com/example/memcached-operator/internal/labels"
 )
 
 // A cache with spec.tls: the operator makes its certificates, memcached (a real one on this
@@ -435,3 +440,64 @@ func servedCertificate(cfg *tls.Config, addr string) *x509.Certificate {
 	defer func() { _ = conn.Close() }()
 	return conn.ConnectionState().PeerCertificates[0]
 }
+
+var _ = Describe("The operator's cache of TLS Secrets", func() {
+	It("keeps whole only the Secrets it makes: a tenant's look-alikes cost their names, whatever their size", func(ctx SpecContext) {
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "tls"}
+		createMemcached(ctx, key, "  replicaCount: 1\n  tls: {enabled: true}\n")
+		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
+		mc := &cachev1.Memcached{}
+		Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
+		ca := controllers.CASecretOf(key.Name)
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: ca}, &corev1.Secret{})
+		}, timeout, interval).Should(Succeed())
+
+		By("a tenant making Secrets with the TLS labels and the Memcached as their controller, 512 KiB of data and 128 KiB of annotations each")
+		const lookalikes = 8
+		for i := range lookalikes {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: fmt.Sprintf("lookalike-%d", i),
+				Labels:      map[string]string{oplabels.TLSSecret: "ca", oplabels.ManagedBy: oplabels.Operator, fmt.Sprintf("extra-%d", i): "x"},
+				Annotations: map[string]string{"filler": strings.Repeat("a", 128<<10)},
+				OwnerReferences: []metav1.OwnerReference{
+					{APIVersion: cachev1.GroupVersion.String(), Kind: "Memcached", Name: mc.Name, UID: mc.UID, Controller: ptr.To(true)},
+					{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "other"}}},
+				Data: map[string][]byte{"ca.crt": make([]byte, 512<<10)}}
+			Expect(k8sClient.Create(ctx, s)).To(Succeed())
+		}
+
+		By("reading them through a cache as the operator's is made")
+		c, err := cache.New(cfg, controllers.TLSSecretsCacheOptions(scheme, []string{key.Namespace}))
+		Expect(err).NotTo(HaveOccurred())
+		cacheCtx, stop := context.WithCancel(ctx)
+		DeferCleanup(stop)
+		go func() {
+			defer GinkgoRecover()
+			Expect(c.Start(cacheCtx)).To(Succeed())
+		}()
+		Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
+		Eventually(func(g Gomega) {
+			list := &corev1.SecretList{}
+			g.Expect(c.List(ctx, list, client.InNamespace(key.Namespace))).To(Succeed())
+			kept := 0
+			for _, s := range list.Items {
+				if s.Name == ca {
+					g.Expect(s.Data).To(HaveKey("ca.crt"), "the operator's own CA Secret is kept whole")
+					continue
+				}
+				if !strings.HasPrefix(s.Name, "lookalike-") {
+					continue
+				}
+				kept++
+				g.Expect(s.Data).To(BeEmpty())
+				g.Expect(s.Annotations).To(BeEmpty())
+				g.Expect(s.OwnerReferences).To(HaveLen(1), "its controller alone")
+				g.Expect(s.Labels).To(HaveLen(2), "the selector's labels alone")
+				raw, err := json.Marshal(s)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(len(raw)).To(BeNumerically("<", 1024), "a look-alike costs its name, not its size: %s", raw)
+			}
+			g.Expect(kept).To(Equal(lookalikes))
+		}, timeout, interval).Should(Succeed())
+	})
+})
