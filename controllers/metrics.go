@@ -121,11 +121,19 @@ var releasesDesc = prometheus.NewDesc("memcached_operator_releases",
 	"Memcached releases by state, from their conditions: failed (ReleaseFailed), irreconcilable (Irreconcilable), deployed (Deployed), else pending.",
 	[]string{"state"}, nil)
 
-// releaseStates counts the Memcacheds by the state of their release, from the cache, on each
-// scrape: a count kept up to date by the reconcilers would drift from the CRs it counts.
+var certificateExpiryDesc = prometheus.NewDesc("memcached_operator_tls_certificate_expiration_timestamp_seconds",
+	"When the certificate a TLS Memcached's servers serve expires (the oldest any of them serves; status.tls.notAfter), in seconds since the epoch.",
+	[]string{"memcached_namespace", "memcached"}, nil)
+
+// releaseStates counts the Memcacheds by the state of their release, and says when each TLS
+// cache's certificate expires, from the cache of the CRs, on each scrape: figures kept up to date
+// by the reconcilers would drift from the CRs they describe.
 type releaseStates struct{ reader client.Reader }
 
-func (releaseStates) Describe(ch chan<- *prometheus.Desc) { ch <- releasesDesc }
+func (releaseStates) Describe(ch chan<- *prometheus.Desc) {
+	ch <- releasesDesc
+	ch <- certificateExpiryDesc
+}
 
 func (c releaseStates) Collect(ch chan<- prometheus.Metric) {
 	// The cache's List waits for its first sync: a scrape before then gets no count rather
@@ -139,7 +147,11 @@ func (c releaseStates) Collect(ch chan<- prometheus.Metric) {
 	}
 	counts := map[string]int{ReleaseDeployed: 0, ReleaseFailed: 0, ReleaseIrreconcilable: 0, ReleasePending: 0}
 	for i := range list.Items {
-		counts[releaseState(list.Items[i].Status)]++
+		mc := &list.Items[i]
+		counts[releaseState(mc.Status)]++
+		if tls := mc.Status.TLS; tls != nil && tls.NotAfter != nil {
+			ch <- prometheus.MustNewConstMetric(certificateExpiryDesc, prometheus.GaugeValue, float64(tls.NotAfter.Unix()), mc.Namespace, mc.Name)
+		}
 	}
 	for state, n := range counts {
 		ch <- prometheus.MustNewConstMetric(releasesDesc, prometheus.GaugeValue, float64(n), state)

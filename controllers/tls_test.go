@@ -85,6 +85,15 @@ var _ = Describe("TLS", func() {
 		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("TLS", And(Not(BeNil()),
 			HaveField("ClientSecret", clientSecret.Name), HaveField("ServerName", servers.Spec.ServiceName+"."+key.Namespace+".svc"),
 			HaveField("NotAfter", Not(BeNil())))))
+		Eventually(func() float64 {
+			st := &cachev1.Memcached{}
+			Expect(k8sClient.Get(ctx, key, st)).To(Succeed())
+			if st.Status.TLS == nil || st.Status.TLS.NotAfter == nil {
+				return -1
+			}
+			return metricValue("memcached_operator_tls_certificate_expiration_timestamp_seconds",
+				map[string]string{"memcached_namespace": key.Namespace, "memcached": key.Name}) - float64(st.Status.TLS.NotAfter.Unix())
+		}, timeout, interval).Should(BeZero(), "the metric says when the served certificate expires, as status does")
 		list := &corev1.ConfigMap{}
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: servers.Name + "-servers"}, list)).To(Succeed())
 		Expect(list.Data).To(And(HaveKeyWithValue("MEMCACHED_TLS", "true"), HaveKeyWithValue("MEMCACHED_TLS_SECRET", clientSecret.Name)))
