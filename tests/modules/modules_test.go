@@ -68,3 +68,15 @@ func TestNetpolRequiresTheClusterToolsVersions(t *testing.T) {
 		}
 	}
 }
+
+// tests/helm4 compares the chart under Helm 4 with the Helm 3 the operator runs: at the operator's
+// Helm 3, and at its Kubernetes libraries, which each package then compiles once for both.
+func TestHelm4ModuleComparesTheOperatorsHelm3(t *testing.T) {
+	operator := requires(t, filepath.Join("..", "..", "go.mod"))
+	helm4 := requires(t, filepath.Join("..", "helm4", "go.mod"))
+	for _, path := range []string{"helm.sh/helm/v3", "k8s.io/api", "k8s.io/apimachinery", "k8s.io/client-go"} {
+		if helm4[path] != operator[path] {
+			t.Errorf("tests/helm4/go.mod requires %s %s; go.mod requires %s: `cd tests/helm4 && go get %s@%s && go mod tidy`", path, helm4[path], operator[path], path, operator[path])
+		}
+	}
+}
