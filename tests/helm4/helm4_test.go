@@ -62,7 +62,7 @@ var apiVersions = []string{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1
 // valueSets are the chart's values as the operator's translation makes them for the features a
 // user turns on: each must render the same objects under both Helm majors.
 var valueSets = map[string]string{
-	"defaults":     ``,
+	"defaults": ``,
 	"three servers": `replicaCount: 3
 memcached: {maxMemoryMB: 256, maxConnections: 4096, threads: 8, maxItemSize: 2m, extraArgs: ["-o", "lru_crawler"]}
 resources: {limits: {memory: 300Mi}, requests: {cpu: 100m}}`,
