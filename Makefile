@@ -96,8 +96,19 @@ all: build
 
 ##@ General
 
+# What `make help` shows, by what a newcomer does (each target's own `##` text, cut to a line);
+# `make help-all` lists every target by section.
+HELP_GROUPS = Try it:demo demo-down cluster-up cluster-down;Test it:test test-artifacts test-e2e test-floor bench chaos;Release it:release bundle catalog image-build image-push bundle-build bundle-push catalog-build catalog-push scorecard;Develop:manifests generate lint run install uninstall deploy undeploy
+
 .PHONY: help
-help: ## Display this help.
+help: ## What a newcomer runs, by what they do (make help-all: every target).
+	@awk -v groups='$(HELP_GROUPS)' 'BEGIN {FS = ":.*##"} /^[a-zA-Z_0-9-]+:.*?##/ { d = $$2; sub(/^ +/, "", d); if (length(d) > 78) d = substr(d, 1, 77) "…"; desc[$$1] = d } \
+	  END { printf "Usage: make \033[36m<target>\033[0m   (make help-all: every target)\n"; n = split(groups, g, ";"); \
+	    for (i = 1; i <= n; i++) { split(g[i], kv, ":"); printf "\n\033[1m%s\033[0m\n", kv[1]; m = split(kv[2], t, " "); \
+	      for (j = 1; j <= m; j++) printf "  \033[36m%-15s\033[0m %s\n", t[j], desc[t[j]] } }' $(MAKEFILE_LIST)
+
+.PHONY: help-all
+help-all: ## Every target, by section.
 	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-20s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
 
 ##@ Development
