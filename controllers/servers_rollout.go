@@ -376,14 +376,19 @@ func (r *MemcachedOperandReconciler) complete(ctx context.Context, mc *cachev1.M
 }
 
 // letGo hands the change in flight to the StatefulSet's rollout, each server not yet changed
-// starting empty, for the reason why: recorded first, then the hold let go; what says so goes to
-// later.
+// starting empty, for the reason why: recorded first, and said (with what later held, which the
+// record holds too), then the hold let go.
 func (r *MemcachedOperandReconciler) letGo(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, why string, later *[]func()) error {
 	announce := r.rollOut(mc, servers, rs, why)
 	if err := r.writeRollout(ctx, mc, rs); err != nil {
 		return err
 	}
-	*later = append(*later, announce)
+	// Written: what it says is said now, whatever comes of letting go (a conflict on the
+	// StatefulSet is read again, and finds the change rolled out: nothing left to announce).
+	for _, f := range append(*later, announce) {
+		f()
+	}
+	*later = nil
 	return r.setPartition(ctx, servers, 0)
 }
 
