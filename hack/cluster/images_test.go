@@ -41,25 +41,14 @@ import (
 // The bundle pins the operator image by the digest of a local build: building the same files
 // twice must give the same digest, and the image must be pushable by that digest alone.
 func TestOperatorImageIsReproducibleAndPushedByDigest(t *testing.T) {
-	repo := t.TempDir()
-	for path, content := range map[string]string{
+	repo := repoOf(t, map[string]string{
 		"Dockerfile":                          "FROM scratch\n",
 		"watches.yaml":                        "- group: cache.my.domain\n",
 		"helm-charts/memcached/Chart.yaml":    "name: memcached\n",
 		"helm-charts/memcached/values.yaml":   "replicaCount: 1\n",
 		"helm-charts/memcached/templates/a.t": "{{ .Values.replicaCount }}\n",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, path)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(repo, path), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	manager := filepath.Join(t.TempDir(), "manager")
-	if err := os.WriteFile(manager, elfHeader(elfMachines[runtime.GOARCH]), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	})
+	manager := managerFor(t, runtime.GOARCH)
 	first, err := operatorImage(manager, repo, "", "")
 	if err != nil {
 		t.Fatal(err)
@@ -110,21 +99,10 @@ func TestOperatorImageIsReproducibleAndPushedByDigest(t *testing.T) {
 // reproducible, each image saying its architecture, written as an OCI layout that pushes by the
 // index's digest, and pulled for a platform as a runtime pulls it.
 func TestOperatorIndexIsReproducibleForBothArchitectures(t *testing.T) {
-	repo := t.TempDir()
-	for path, content := range map[string]string{"Dockerfile": "FROM scratch\n", "watches.yaml": "- group: cache.my.domain\n", "helm-charts/memcached/Chart.yaml": "name: memcached\n"} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, path)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(repo, path), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	repo := repoOf(t, map[string]string{"Dockerfile": "FROM scratch\n", "watches.yaml": "- group: cache.my.domain\n", "helm-charts/memcached/Chart.yaml": "name: memcached\n"})
 	managers := map[string]string{}
 	for _, arch := range []string{"amd64", "arm64"} {
-		managers[arch] = filepath.Join(t.TempDir(), "manager-"+arch)
-		if err := os.WriteFile(managers[arch], elfHeader(elfMachines[arch]), 0o700); err != nil {
-			t.Fatal(err)
-		}
+		managers[arch] = managerFor(t, arch)
 	}
 	build := func() v1.ImageIndex {
 		t.Helper()
@@ -322,7 +300,6 @@ func TestSBOMsAreAttachedAsReferrers(t *testing.T) {
 // Red Hat's preflight asks of a certified image), its ${VERSION} the one given; a Dockerfile
 // without them (a release's tree from before) builds the image it always did.
 func TestOperatorImageTakesTheDockerfilesLabelsAndLicenses(t *testing.T) {
-	repo := t.TempDir()
 	dockerfile := `FROM golang:1.26 AS builder
 ARG VERSION
 LABEL stage=builder
@@ -335,19 +312,9 @@ LABEL summary="Memcached, \"quoted\", with spaces"
 COPY LICENSE /licenses/LICENSE
 COPY --from=builder /workspace/manager /manager
 `
-	for path, content := range map[string]string{"Dockerfile": dockerfile, "LICENSE": "Apache License\n",
-		"watches.yaml": "- group: cache.my.domain\n", "helm-charts/memcached/Chart.yaml": "name: memcached\n"} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, path)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(repo, path), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	manager := filepath.Join(t.TempDir(), "manager")
-	if err := os.WriteFile(manager, elfHeader(elfMachines[runtime.GOARCH]), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	repo := repoOf(t, map[string]string{"Dockerfile": dockerfile, "LICENSE": "Apache License\n",
+		"watches.yaml": "- group: cache.my.domain\n", "helm-charts/memcached/Chart.yaml": "name: memcached\n"})
+	manager := managerFor(t, runtime.GOARCH)
 	if _, err := operatorImage(manager, repo, "", ""); err == nil || !strings.Contains(err.Error(), "label version uses [VERSION], which is not given") {
 		t.Fatalf("no version for a label that uses it: %v", err)
 	}
@@ -415,4 +382,29 @@ func imageFiles(t *testing.T, img v1.Image) map[string]string {
 		rc.Close()
 	}
 	return files
+}
+
+// repoOf is a repository of these files (path: content) in a folder of the test's.
+func repoOf(t *testing.T, files map[string]string) string {
+	t.Helper()
+	repo := t.TempDir()
+	for path, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, path), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return repo
+}
+
+// managerFor is a stand-in manager binary, an ELF header for arch.
+func managerFor(t *testing.T, arch string) string {
+	t.Helper()
+	manager := filepath.Join(t.TempDir(), "manager-"+arch)
+	if err := os.WriteFile(manager, elfHeader(elfMachines[arch]), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return manager
 }
