@@ -138,7 +138,8 @@ func proveMonitoring() {
 		return rules
 	}, time.Minute, poll).Should(ConsistOf(
 		"MemcachedDown ok", "MemcachedUnavailable ok", "MemcachedEvictionsSustained ok", "MemcachedConnectionsNearLimit ok",
-		"MemcachedHitRatioCollapsed ok", "MemcachedOperatorDown ok", "MemcachedOperatorReconcileErrors ok", "MemcachedReleaseFailed ok"),
+		"MemcachedHitRatioCollapsed ok", "MemcachedOperatorDown ok", "MemcachedOperatorReconcileErrors ok", "MemcachedReleaseFailed ok",
+		"MemcachedCertificateExpiresSoon ok"),
 		"every shipped rule loads and evaluates without error")
 	Eventually(func(g Gomega) map[string]string {
 		var targets struct {
