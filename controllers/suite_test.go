@@ -227,7 +227,6 @@ func restartOperatorWatching(namespaces ...string) {
 
 var _ = AfterSuite(func() {
 	if stopTexts != nil {
-		checkTexts()
 		stopTexts()
 	}
 	if operator != nil {
@@ -235,6 +234,10 @@ var _ = AfterSuite(func() {
 	}
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
+	}
+	// Last: a text that reads wrong fails the suite, and leaves nothing running.
+	if stopTexts != nil {
+		checkTexts()
 	}
 })
 
