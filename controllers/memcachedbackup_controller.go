@@ -199,13 +199,11 @@ func observe(st *cachev1.MemcachedBackupStatus, backup *cachev1.MemcachedBackup,
 	st.ObservedGeneration = backup.Generation
 
 	ro := rolloutOf(deploy)
-	available := ro.complete()
+	available, availableMsg := ro.complete(), availableText(ro.available, ro.want, "pod", "pods")
 	if available {
-		setCondition(st, backup, cachev1.ConditionAvailable, metav1.ConditionTrue, "PodsAvailable",
-			fmt.Sprintf("%s %s available", countOf(ro.available, ro.want, "pod", "pods"), pluralVerb(ro.available, "is", "are")))
+		setCondition(st, backup, cachev1.ConditionAvailable, metav1.ConditionTrue, "PodsAvailable", availableMsg)
 	} else {
-		setCondition(st, backup, cachev1.ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable",
-			fmt.Sprintf("%s %s available", countOf(ro.available, ro.want, "pod", "pods"), pluralVerb(ro.available, "is", "are")))
+		setCondition(st, backup, cachev1.ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable", availableMsg)
 	}
 
 	if ro.failure != "" {

@@ -66,12 +66,11 @@ func observeOperand(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, re
 		st.Version = target // until then it stays at the version being replaced
 	}
 
+	availableMsg := availableText(ro.available, ro.want, "server", "servers")
 	if ro.allAvailable() {
-		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionTrue, "PodsAvailable",
-			fmt.Sprintf("%s %s available", countOf(ro.available, ro.want, "server", "servers"), pluralVerb(ro.available, "is", "are")))
+		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionTrue, "PodsAvailable", availableMsg)
 	} else {
-		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable",
-			fmt.Sprintf("%s %s available", countOf(ro.available, ro.want, "server", "servers"), pluralVerb(ro.available, "is", "are")))
+		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable", availableMsg)
 	}
 	switch {
 	case trouble != "" && !ro.complete():

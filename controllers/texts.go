@@ -34,6 +34,11 @@ func countOf[T ~int | ~int32 | ~int64 | ~uint64](n, total T, one, many string) s
 	return fmt.Sprintf("%d of %s", n, count(total, one, many))
 }
 
+// availableText is "1 of 3 servers is available" or "2 of 3 servers are available".
+func availableText[T ~int | ~int32 | ~int64 | ~uint64](n, total T, one, many string) string {
+	return fmt.Sprintf("%s %s available", countOf(n, total, one, many), pluralVerb(n, "is", "are"))
+}
+
 // pluralVerb is the verb (or word) that goes with n things.
 func pluralVerb[T ~int | ~int32 | ~int64 | ~uint64](n T, one, many string) string {
 	if n == 1 {
