@@ -174,7 +174,9 @@ verify-bundle: $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM) ## Fail if 
 .PHONY: test
 test: test-packages verify-generated vet lint lint-chart envtest $(GINKGO) ## Unit and envtest tests, staticcheck, chart lint, stale generated code.
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test $(TEST_PACKAGES) -coverprofile cover.out -timeout $(ENVTEST_TIMEOUT)
-	KUBEBUILDER_ASSETS="$(KUBE_BIN)" $(GINKGO_SUITE) --timeout=$(ENVTEST_TIMEOUT) --coverprofile=cover.controllers.out --output-dir=$(CURDIR) $(SUITE_PACKAGES)
+	rm -f bin/controllers.report.json
+	KUBEBUILDER_ASSETS="$(KUBE_BIN)" $(GINKGO_SUITE) --timeout=$(ENVTEST_TIMEOUT) --coverprofile=cover.controllers.out --output-dir=$(CURDIR) \
+	  --json-report=bin/controllers.report.json $(SUITE_PACKAGES) || { go run ./hack/failures bin/controllers.report.json; exit 1; }
 	cd hack/cluster && go test ./... -timeout 5m
 	cd bench && go test ./... -timeout 5m
 
@@ -192,7 +194,8 @@ SUITE_PACKAGES = ./controllers
 # kube-apiserver, etcd and operator, and take their own loopback addresses for memcached; the specs
 # marked Serial (those that count requests or time one another) run alone at the end.
 ENVTEST_PROCS ?= 3
-# Like go test, it prints the output of failing specs only: what the processes write to stdout
+# Like go test, it prints the output of failing specs only, and on a failure hack/failures prints
+# each failed spec's reason last (CI keeps the end of the log): what the processes write to stdout
 # themselves (the Helm library's diffs) is not captured into every spec's report.
 GINKGO_SUITE = $(GINKGO) run -p --procs=$(ENVTEST_PROCS) --require-suite --output-interceptor-mode=none
 
@@ -217,7 +220,9 @@ test-packages:
 .PHONY: test-floor
 test-floor: test-packages envtest-floor $(GINKGO) ## make test's packages again under the race detector, the envtest suites on the oldest supported Kubernetes (its kube-apiserver is built first); CI runs it after make test.
 	KUBEBUILDER_ASSETS="$(FLOOR_KUBE_BIN)" go test -race $(TEST_PACKAGES) -timeout $(RACE_TIMEOUT)
-	KUBEBUILDER_ASSETS="$(FLOOR_KUBE_BIN)" $(GINKGO_SUITE) --race --timeout=$(RACE_TIMEOUT) $(SUITE_PACKAGES)
+	rm -f bin/floor.report.json
+	KUBEBUILDER_ASSETS="$(FLOOR_KUBE_BIN)" $(GINKGO_SUITE) --race --timeout=$(RACE_TIMEOUT) --output-dir=$(CURDIR) \
+	  --json-report=bin/floor.report.json $(SUITE_PACKAGES) || { go run ./hack/failures bin/floor.report.json; exit 1; }
 
 # The race detector makes the controllers' envtest suite slower: about 4.5 minutes on 2 cores as
 # ENVTEST_PROCS processes, compile included (10.5 as one).

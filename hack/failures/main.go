@@ -1,0 +1,91 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command failures prints, from Ginkgo JSON reports, each failed spec in a few lines: its name,
+// where it failed, and the first lines of why. make test and make test-floor print it last when
+// a suite fails, because CI keeps only the end of a long log and Ginkgo's own summary there names
+// the failed specs without their reasons:
+//
+//	go run ./hack/failures [-lines 6] controllers.report.json ...
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/onsi/ginkgo/v2/types"
+)
+
+func main() {
+	lines := flag.Int("lines", 6, "lines of each failure's message to print")
+	flag.Parse()
+	for _, path := range flag.Args() {
+		if err := printFailures(path, *lines); err != nil {
+			fmt.Fprintln(os.Stderr, "failures:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+func printFailures(path string, lines int) error {
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		fmt.Printf("%s: no report (the suite did not run to its end)\n", path)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var reports []types.Report
+	if err := json.Unmarshal(data, &reports); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, r := range reports {
+		for _, s := range r.SpecReports {
+			if !s.State.Is(types.SpecStateFailureStates) {
+				continue
+			}
+			f := s.Failure
+			fmt.Printf("--- %s: %s\n", strings.ToUpper(s.State.String()), s.FullText())
+			fmt.Printf("    at %s (%s, after %s)\n", f.Location, f.FailureNodeType, s.RunTime.Round(1e8))
+			if by := lastStep(s); by != "" {
+				fmt.Printf("    in step: %s\n", by)
+			}
+			msg := strings.Split(strings.TrimSpace(f.Message), "\n")
+			if len(msg) > lines {
+				msg = append(msg[:lines], fmt.Sprintf("(%d lines more)", len(msg)-lines))
+			}
+			for _, l := range msg {
+				fmt.Printf("    %s\n", l)
+			}
+		}
+	}
+	return nil
+}
+
+// lastStep is the text of the spec's last By, the step it failed in.
+func lastStep(s types.SpecReport) string {
+	by := ""
+	for _, e := range s.SpecEvents {
+		if e.SpecEventType == types.SpecEventByStart {
+			by = e.Message
+		}
+	}
+	return by
+}
