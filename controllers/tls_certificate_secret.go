@@ -170,7 +170,9 @@ func (r *MemcachedTLSReconciler) markCAChange(ctx context.Context, s *corev1.Sec
 		return s, at.Add(r.caSpread()), nil
 	}
 	s = s.DeepCopy()
-	metav1.SetMetaDataAnnotation(&s.ObjectMeta, labels.CAChangedAt, now.UTC().Format(time.RFC3339))
+	// To the nanosecond: at whole seconds, the next reconcile would read a time up to a second
+	// earlier, and shorten the spread by as much.
+	metav1.SetMetaDataAnnotation(&s.ObjectMeta, labels.CAChangedAt, now.UTC().Format(time.RFC3339Nano))
 	if err := r.Update(ctx, s); err != nil {
 		return nil, time.Time{}, fmt.Errorf("note the CA change on Secret %s: %w", s.Name, err)
 	}

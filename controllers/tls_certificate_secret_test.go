@@ -105,12 +105,14 @@ var _ = Describe("TLS with the user's certificate Secret", func() {
 		byNext := userCertificate(key.Namespace, nextCA, true, 3*time.Hour, "*."+domain, domain)
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
 		theirs.Data = byNext.Data
+		changed := time.Now()
 		Expect(k8sClient.Update(ctx, theirs)).To(Succeed())
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
 			HaveField("Reason", "Renewing"), HaveField("Message", ContainSubstring("once the kubelet has brought both CAs"))))
 		next, err := certs.ParseCert(byNext.Data["tls.crt"])
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(func() bool { return servedCertificate(withClient, statsAddr(host)).Equal(next) }, timeout, interval).Should(BeTrue())
+		Eventually(func() bool { return servedCertificate(withClient, statsAddr(host)).Equal(next) }, timeout, 50*time.Millisecond).Should(BeTrue())
+		Expect(time.Since(changed)).To(BeNumerically(">=", time.Second), "served no sooner than the spread (the suite's TLSCASpread) after the change")
 		Eventually(func(g Gomega) []byte {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(clientSecret), clientSecret)).To(Succeed())
 			return clientSecret.Data["ca.crt"]
