@@ -158,8 +158,18 @@ var _ = Describe("The autopilot", func() {
 		Eventually(func(g Gomega) *cachev1.ServersChange { return changeOf(g, ctx, servers) }, timeout, interval).Should(HaveField("Phase", cachev1.RolloutComplete))
 		setServerRevisions(ctx, servers, "rev-64", "rev-64", 1)
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionProgressing), timeout, interval).Should(HaveField("Reason", "Complete"))
-		before := memcachedStatus(ctx, key)(Default)
-		generation := getStatefulSet(Default, ctx, servers).Generation
+		// Settled before the restart: what the operator still writes after Complete (the release
+		// that lets go of the hold) is not the restart's doing.
+		var before cachev1.MemcachedStatus
+		var generation int64
+		Eventually(func(g Gomega) {
+			was, wasGeneration := memcachedStatus(ctx, key)(g), getStatefulSet(g, ctx, servers).Generation
+			time.Sleep(2 * time.Second)
+			before, generation = memcachedStatus(ctx, key)(g), getStatefulSet(g, ctx, servers).Generation
+			g.Expect(before.DeployedRelease.Revision).To(Equal(was.DeployedRelease.Revision))
+			g.Expect(before.Autopilot).To(Equal(was.Autopilot))
+			g.Expect(generation).To(Equal(wasGeneration))
+		}, timeout, interval).Should(Succeed())
 		pod := serverPod(Default, ctx, servers, 0)
 
 		By("restarting the operator: a new process, with new caches")
