@@ -350,8 +350,10 @@ var _ = Describe("Upgrades from earlier releases", Ordered, Serial, func() {
 			keep()
 		}
 
+		// With a short minReadySeconds (10 s by default) in the same change: the rollout's pace
+		// is not what this proves.
 		By("turning warm restarts on: the servers roll out once more (each replaced, behind the Service), and start empty")
-		kubectl("-n", ns, "patch", "memcached", key.Name, "--type=merge", "-p", `{"spec":{"keepCacheAcross":"Restarts"}}`)
+		kubectl("-n", ns, "patch", "memcached", key.Name, "--type=merge", "-p", `{"spec":{"keepCacheAcross":"Restarts","minReadySeconds":3}}`)
 		Eventually(func(g Gomega) cachev1.HelmCondition { return memcachedConditionOf(g, key, "CacheWarm") }, timeout, poll).Should(
 			HaveField("Reason", "StartedEmpty"))
 		awaitComplete(key, func(g Gomega, _ *cachev1.Memcached) {
