@@ -38,6 +38,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -128,6 +129,7 @@ func main() {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		fail(err)
 	}
+	committed := committedReport(o.repo)
 	results, runErr := run(ctx, o)
 	if runErr != nil && len(results) == 0 {
 		fail(runErr)
@@ -147,6 +149,22 @@ func main() {
 		fail(runErr)
 	}
 	fmt.Print(md)
+	verdict, grew := guard(committed, results)
+	fmt.Println("\n" + verdict)
+	if grew {
+		os.Exit(1)
+	}
+}
+
+// committedReport is bench/results/results.md as the repository's last commit holds it (the
+// file itself if git cannot say): the figures the guard compares with.
+func committedReport(repo string) string {
+	out, err := exec.Command("git", "-C", repo, "show", "HEAD:bench/results/results.md").Output()
+	if err == nil {
+		return string(out)
+	}
+	raw, _ := os.ReadFile(filepath.Join(repo, "bench", "results", "results.md"))
+	return string(raw)
 }
 
 // result is one measurement of one variant at one N in one repetition.
