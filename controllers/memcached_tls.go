@@ -114,14 +114,17 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.Reach.forget(req.Namespace, serversNameOf(req.Name)) // its Secrets go with it (owner references)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !tlsOn(&mc.Spec) {
+		// No server is talked to: no slot. (Taking one here made every cache of a namespace
+		// without TLS wait its turn, and ask again each second meanwhile: 1000 new caches in one
+		// namespace cost thousands of reconciles a second and doubled the time to install them.)
+		return r.turnOff(ctx, mc)
+	}
 	release, ok := r.slots.take(req.NamespacedName)
 	if !ok {
 		return ctrl.Result{RequeueAfter: tenantRetry}, nil // another of the namespace's caches is handled now
 	}
 	defer release()
-	if !tlsOn(&mc.Spec) {
-		return r.turnOff(ctx, mc)
-	}
 	now := time.Now()
 	made, renewAt, err := r.ensureCertificates(ctx, mc, now)
 	var taken errNameTaken
