@@ -203,7 +203,7 @@ GINKGO_SUITE = $(GINKGO) run -p --procs=$(ENVTEST_PROCS) --require-suite --outpu
 test-artifacts: test-packages artifacts-packages verify-bundle $(PROMTOOL) envtest image-build sbom-operator ## What a release ships beside the code: bundle and catalog regenerated and validated (operator-sdk, opm), the operator image's SBOMs (syft), certification labels and licenses, the chart under Helm 4 beside Helm 3, and its arm64 manager run under QEMU, alert rules and dashboard tested (promtool); CI runs it after make test.
 	PROMTOOL="$(PROMTOOL)" go test ./tests/monitoring/ -timeout 5m
 	IMAGES_DIR="$(IMAGES_DIR)" go test ./tests/sbom/ ./tests/image/ -timeout 5m
-	cd tests/helm4 && go test ./... -timeout 5m
+	cd tests/helm4 && KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test ./... -timeout 5m
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" MANAGER_ARM64="$(IMAGES_DIR)/manager-arm64" go test ./tests/arm64/ -timeout 20m
 
 # The Debian packages of make test-artifacts beside make test's (hack/packages.txt, scope artifacts).
