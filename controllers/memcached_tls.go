@@ -101,7 +101,8 @@ type MemcachedTLSReconciler struct {
 	// CASpread is how long clients are given both CAs while the user's CA changes (0:
 	// DefaultCASpread).
 	CASpread time.Duration
-	// Workers handle that many caches at once; a namespace takes one at most (slots).
+	// Workers handle that many caches at once; a namespace's conversations with its servers take one
+	// at most (slots).
 	Workers int
 
 	slots tenantSlots
@@ -115,16 +116,8 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !tlsOn(&mc.Spec) {
-		// No server is talked to: no slot. (Taking one here made every cache of a namespace
-		// without TLS wait its turn, and ask again each second meanwhile: 1000 new caches in one
-		// namespace cost thousands of reconciles a second and doubled the time to install them.)
 		return r.turnOff(ctx, mc)
 	}
-	release, ok := r.slots.take(req.NamespacedName)
-	if !ok {
-		return ctrl.Result{RequeueAfter: tenantRetry}, nil // another of the namespace's caches is handled now
-	}
-	defer release()
 	now := time.Now()
 	made, renewAt, err := r.ensureCertificates(ctx, mc, now)
 	var taken errNameTaken
@@ -153,6 +146,9 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 
 	cond, notAfter, retry, err := r.serve(ctx, mc, made)
+	if errors.Is(err, errTenantBusy) {
+		return ctrl.Result{RequeueAfter: tenantRetry}, nil // another of the namespace's caches talks to its servers now
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -238,6 +234,15 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 		cond.Message = fmt.Sprintf("the servers' certificate is valid until %s; no server serving TLS is ready yet", until)
 		return cond, want.NotAfter, 0, nil
 	}
+	// The namespace's slot, for the conversation alone: certificates, status and caches without
+	// a ready TLS server take none. (A slot taken for the whole reconcile made every cache of a
+	// namespace wait its turn, TLS or not, and ask again each second meanwhile: 1000 new caches in
+	// one namespace made thousands of reconciles a second.)
+	release, ok := r.slots.take(client.ObjectKeyFromObject(mc))
+	if !ok {
+		return cond, time.Time{}, 0, errTenantBusy
+	}
+	defer release()
 	var stale, silent, foreign []string
 	oldest := want.NotAfter
 	// With the client Secret as just written, not as the cache may still show it: after a CA made
