@@ -40,7 +40,9 @@ import (
 )
 
 const (
-	timeout  = 30 * time.Second
+	// timeout is how long a spec waits for what the operator does; the race detector makes it
+	// several times slower (make test-floor), beside the e2e suite on the same 2 cores.
+	timeout  = 30 * time.Second * raceSlowdown
 	interval = 100 * time.Millisecond
 )
 

@@ -351,7 +351,10 @@ func churnMemory(ctx context.Context, caches []*stallingServers) (stop func()) {
 			}
 		}
 	})
-	return func() { close(done); wg.Wait() }
+	stop = sync.OnceFunc(func() { close(done); wg.Wait() })
+	// Also when the spec fails before it stops the churn: no write after the API server is gone.
+	DeferCleanup(stop)
+	return stop
 }
 
 // stallingKind is how a stalling server answers.

@@ -1,0 +1,24 @@
+/*
+Copyright 2026 The memcached-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+//go:build race
+
+package controllers_test
+
+// raceSlowdown scales the suite's timeouts under the race detector, which makes the operator and
+// the API server's clients several times slower: a bound on how long the operator takes is not
+// what make test-floor checks.
+const raceSlowdown = 3
