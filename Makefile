@@ -174,9 +174,7 @@ verify-bundle: $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM) ## Fail if 
 .PHONY: test
 test: test-packages verify-generated vet lint lint-chart envtest $(GINKGO) ## Unit and envtest tests, staticcheck, chart lint, stale generated code.
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test $(TEST_PACKAGES) -coverprofile cover.out -timeout $(ENVTEST_TIMEOUT)
-	rm -f bin/controllers.report.json
-	KUBEBUILDER_ASSETS="$(KUBE_BIN)" $(GINKGO_SUITE) --timeout=$(ENVTEST_TIMEOUT) --coverprofile=cover.controllers.out --output-dir=$(CURDIR) \
-	  --json-report=bin/controllers.report.json $(SUITE_PACKAGES) || { go run ./hack/failures bin/controllers.report.json; exit 1; }
+	$(call run_suite,$(KUBE_BIN),controllers,--timeout=$(ENVTEST_TIMEOUT) --coverprofile=cover.controllers.out)
 	cd hack/cluster && go test ./... -timeout 5m
 	cd bench && go test ./... -timeout 5m
 
@@ -198,6 +196,11 @@ ENVTEST_PROCS ?= 3
 # each failed spec's reason last (CI keeps the end of the log): what the processes write to stdout
 # themselves (the Helm library's diffs) is not captured into every spec's report.
 GINKGO_SUITE = $(GINKGO) run -p --procs=$(ENVTEST_PROCS) --require-suite --output-interceptor-mode=none
+# run_suite runs SUITE_PACKAGES on the Kubernetes binaries of $(1) with Ginkgo flags $(3), its
+# report in bin/$(2).report.json, and prints hack/failures' digest of it when a spec fails.
+run_suite = rm -f bin/$(2).report.json; \
+	KUBEBUILDER_ASSETS="$(1)" $(GINKGO_SUITE) $(3) --output-dir=$(CURDIR) --json-report=bin/$(2).report.json $(SUITE_PACKAGES) || \
+	  { go run ./hack/failures bin/$(2).report.json; exit 1; }
 
 .PHONY: test-artifacts
 test-artifacts: test-packages artifacts-packages verify-bundle $(PROMTOOL) envtest image-build sbom-operator ## What a release ships beside the code: bundle and catalog regenerated and validated (operator-sdk, opm), the operator image's SBOMs (syft), certification labels and licenses, the chart under Helm 4 beside Helm 3, and its arm64 manager run under QEMU, alert rules and dashboard tested (promtool); CI runs it after make test.
@@ -220,9 +223,7 @@ test-packages:
 .PHONY: test-floor
 test-floor: test-packages envtest-floor $(GINKGO) ## make test's packages again under the race detector, the envtest suites on the oldest supported Kubernetes (its kube-apiserver is built first); CI runs it after make test.
 	KUBEBUILDER_ASSETS="$(FLOOR_KUBE_BIN)" go test -race $(TEST_PACKAGES) -timeout $(RACE_TIMEOUT)
-	rm -f bin/floor.report.json
-	KUBEBUILDER_ASSETS="$(FLOOR_KUBE_BIN)" $(GINKGO_SUITE) --race --timeout=$(RACE_TIMEOUT) --output-dir=$(CURDIR) \
-	  --json-report=bin/floor.report.json $(SUITE_PACKAGES) || { go run ./hack/failures bin/floor.report.json; exit 1; }
+	$(call run_suite,$(FLOOR_KUBE_BIN),floor,--race --timeout=$(RACE_TIMEOUT))
 
 # The race detector makes the controllers' envtest suite slower: about 4.5 minutes on 2 cores as
 # ENVTEST_PROCS processes, compile included (10.5 as one).

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	action3 "helm.sh/helm/v3/pkg/action"
+	chart3v2 "helm.sh/helm/v3/pkg/chart"
 	loader3 "helm.sh/helm/v3/pkg/chart/loader"
 	chartutil3 "helm.sh/helm/v3/pkg/chartutil"
 	release3 "helm.sh/helm/v3/pkg/release"
@@ -40,6 +41,7 @@ import (
 
 	action4 "helm.sh/helm/v4/pkg/action"
 	common4 "helm.sh/helm/v4/pkg/chart/common"
+	chart4v2 "helm.sh/helm/v4/pkg/chart/v2"
 	loader4 "helm.sh/helm/v4/pkg/chart/v2/loader"
 	rcommon4 "helm.sh/helm/v4/pkg/release/common"
 	release4 "helm.sh/helm/v4/pkg/release/v1"
@@ -97,6 +99,25 @@ func chartDir(t *testing.T) string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "helm-charts", "memcached")
 }
 
+// chart3 and chart4 are the chart as each Helm major loads it.
+func chart3(t *testing.T) *chart3v2.Chart {
+	t.Helper()
+	chrt, err := loader3.Load(chartDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chrt
+}
+
+func chart4(t *testing.T) *chart4v2.Chart {
+	t.Helper()
+	chrt, err := loader4.Load(chartDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chrt
+}
+
 func valuesOf(t *testing.T, raw string) map[string]any {
 	t.Helper()
 	vals := map[string]any{}
@@ -109,10 +130,7 @@ func valuesOf(t *testing.T, raw string) map[string]any {
 // render3 is what Helm 3 renders for a release: its manifest and its notes.
 func render3(t *testing.T, kube *chartutil3.KubeVersion, vals map[string]any) (string, string) {
 	t.Helper()
-	chrt, err := loader3.Load(chartDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chrt := chart3(t)
 	install := action3.NewInstall(&action3.Configuration{})
 	install.DryRun, install.ClientOnly = true, true
 	install.ReleaseName, install.Namespace, install.KubeVersion = releaseName, namespace, kube
@@ -127,10 +145,7 @@ func render3(t *testing.T, kube *chartutil3.KubeVersion, vals map[string]any) (s
 // render4 is what Helm 4 renders for the same release.
 func render4(t *testing.T, kube *common4.KubeVersion, vals map[string]any) (string, string) {
 	t.Helper()
-	chrt, err := loader4.Load(chartDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chrt := chart4(t)
 	install := action4.NewInstall(action4.NewConfiguration())
 	install.DryRunStrategy = action4.DryRunClient
 	install.ReleaseName, install.Namespace, install.KubeVersion = releaseName, namespace, kube
@@ -198,10 +213,7 @@ func TestChartRendersTheSameUnderHelm4(t *testing.T) {
 // operator rolled back).
 func TestReleaseRecordsCrossTheMove(t *testing.T) {
 	manifest, notes := render3(t, &chartutil3.KubeVersion{Version: "v1.35.4", Major: "1", Minor: "35"}, valuesOf(t, valueSets["tls"]))
-	chrt, err := loader3.Load(chartDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chrt := chart3(t)
 	secrets := fake.NewSimpleClientset().CoreV1().Secrets(namespace)
 	v3 := driver3.NewSecrets(secrets)
 	written := &release3.Release{Name: releaseName, Namespace: namespace, Version: 1, Chart: chrt, Manifest: manifest,

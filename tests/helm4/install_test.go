@@ -37,11 +37,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	action3 "helm.sh/helm/v3/pkg/action"
-	loader3 "helm.sh/helm/v3/pkg/chart/loader"
 	release3 "helm.sh/helm/v3/pkg/release"
 
 	action4 "helm.sh/helm/v4/pkg/action"
-	loader4 "helm.sh/helm/v4/pkg/chart/v2/loader"
 	kube4 "helm.sh/helm/v4/pkg/kube"
 	rcommon4 "helm.sh/helm/v4/pkg/release/common"
 	release4 "helm.sh/helm/v4/pkg/release/v1"
@@ -124,10 +122,7 @@ func helm4(t *testing.T, flags *genericclioptions.ConfigFlags) *action4.Configur
 
 func install3(t *testing.T, flags *genericclioptions.ConfigFlags, vals map[string]any) *release3.Release {
 	t.Helper()
-	chrt, err := loader3.Load(chartDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chrt := chart3(t)
 	install := action3.NewInstall(helm3(t, flags))
 	install.ReleaseName, install.Namespace = releaseName, *flags.Namespace
 	rel, err := install.Run(chrt, vals)
@@ -139,10 +134,7 @@ func install3(t *testing.T, flags *genericclioptions.ConfigFlags, vals map[strin
 
 func upgrade3(t *testing.T, flags *genericclioptions.ConfigFlags, vals map[string]any) *release3.Release {
 	t.Helper()
-	chrt, err := loader3.Load(chartDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chrt := chart3(t)
 	upgrade := action3.NewUpgrade(helm3(t, flags))
 	upgrade.Namespace = *flags.Namespace
 	rel, err := upgrade.Run(releaseName, chrt, vals)
@@ -154,10 +146,7 @@ func upgrade3(t *testing.T, flags *genericclioptions.ConfigFlags, vals map[strin
 
 func install4(t *testing.T, flags *genericclioptions.ConfigFlags, vals map[string]any) *release4.Release {
 	t.Helper()
-	chrt, err := loader4.Load(chartDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chrt := chart4(t)
 	install := action4.NewInstall(helm4(t, flags))
 	install.ReleaseName, install.Namespace, install.WaitStrategy = releaseName, *flags.Namespace, kube4.HookOnlyStrategy
 	r, err := install.Run(chrt, vals)
@@ -170,10 +159,7 @@ func install4(t *testing.T, flags *genericclioptions.ConfigFlags, vals map[strin
 // upgrade4 upgrades with Helm 4; serverSide is its ServerSideApply ("auto": as the release was).
 func upgrade4(t *testing.T, flags *genericclioptions.ConfigFlags, serverSide string, vals map[string]any) *release4.Release {
 	t.Helper()
-	chrt, err := loader4.Load(chartDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chrt := chart4(t)
 	upgrade := action4.NewUpgrade(helm4(t, flags))
 	upgrade.Namespace, upgrade.WaitStrategy, upgrade.ServerSideApply = *flags.Namespace, kube4.HookOnlyStrategy, serverSide
 	r, err := upgrade.Run(releaseName, chrt, vals)
@@ -276,21 +262,20 @@ func TestHelm4UpgradesAHelm3Release(t *testing.T) {
 	ns := *flags.Namespace
 	install3(t, flags, valuesOf(t, "replicaCount: 2\npodAnnotations: {example.com/first: one}\npodLabels: {team: web}"))
 
-	annotations := func() map[string]string { return statefulSet(t, ns).Spec.Template.Annotations }
-	labels := func() map[string]string { return statefulSet(t, ns).Spec.Template.Labels }
 	check := func(step string, replicas int32, annotation, gone, label string, labelKept bool) {
 		t.Helper()
 		s := statefulSet(t, ns)
+		annotations, labels := s.Spec.Template.Annotations, s.Spec.Template.Labels
 		if got := *s.Spec.Replicas; got != replicas {
 			t.Errorf("%s: %d replicas, want %d", step, got, replicas)
 		}
-		if _, ok := annotations()[annotation]; !ok {
-			t.Errorf("%s: the pods' annotation %s is missing: %v", step, annotation, annotations())
+		if _, ok := annotations[annotation]; !ok {
+			t.Errorf("%s: the pods' annotation %s is missing: %v", step, annotation, annotations)
 		}
-		if _, ok := annotations()[gone]; ok {
+		if _, ok := annotations[gone]; ok {
 			t.Errorf("%s: the pods' annotation %s, dropped from the values, is still there", step, gone)
 		}
-		if _, ok := labels()[label]; ok != labelKept {
+		if _, ok := labels[label]; ok != labelKept {
 			t.Errorf("%s: the pods' label %s there: %v, want %v", step, label, ok, labelKept)
 		}
 	}
