@@ -119,7 +119,11 @@ var _ = Describe("One tenant's stalling servers", Ordered, Serial, func() {
 		}
 		within := func(what string, refusing, stalled []time.Duration) {
 			GinkgoHelper()
-			if len(refusing) == 0 {
+			if len(refusing) == 0 || raceSlowdown > 1 {
+				// Under the race detector (make test-floor, which CI runs beside the e2e cluster)
+				// the two measurements are minutes apart on cores whose other load varies: their
+				// ratio measures the neighbour, not A's servers. The worker stacks above still
+				// hold there; make test, alone on the cores, checks the times.
 				return
 			}
 			// 1.5x, and a second for the 2 cores, which the suite's other packages share: B's
