@@ -192,6 +192,7 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 	}
 	r.convergeCPU = cpu1 - cpu0
 	r.p50, r.p99 = quantile(0.5, before, after), quantile(0.99, before, after)
+	progress("  Helm reconciles until Deployed: %s", after.reconcilesSince(before))
 	if r.recordBytes, err = recordBytesPerCR(ctx, kc, n); err != nil {
 		return r, err
 	}

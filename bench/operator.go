@@ -20,12 +20,14 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -251,6 +253,10 @@ func processMemory(pid int) (rss, peak int64, err error) {
 type metricsSnapshot struct {
 	reconciles float64
 	buckets    map[float64]float64 // upper bound -> cumulative count
+	// results counts reconciles by result (success, error, requeue_after, ...); queued is the
+	// time its requests waited in the controller's queue, in seconds, of queuedCount requests.
+	results             map[string]float64
+	queued, queuedCount float64
 }
 
 func (p *operatorProcess) scrape() (metricsSnapshot, error) {
@@ -267,10 +273,17 @@ func (p *operatorProcess) scrape() (metricsSnapshot, error) {
 	if err != nil {
 		return metricsSnapshot{}, err
 	}
-	snap := metricsSnapshot{buckets: map[float64]float64{}}
+	snap := metricsSnapshot{buckets: map[float64]float64{}, results: map[string]float64{}}
 	for _, m := range families["controller_runtime_reconcile_total"].GetMetric() {
 		if label(m, "controller") == helmController {
 			snap.reconciles += m.GetCounter().GetValue()
+			snap.results[label(m, "result")] += m.GetCounter().GetValue()
+		}
+	}
+	for _, m := range families["workqueue_queue_duration_seconds"].GetMetric() {
+		if label(m, "name") == helmController {
+			snap.queued += m.GetHistogram().GetSampleSum()
+			snap.queuedCount += float64(m.GetHistogram().GetSampleCount())
 		}
 	}
 	for _, m := range families["controller_runtime_reconcile_time_seconds"].GetMetric() {
@@ -282,6 +295,22 @@ func (p *operatorProcess) scrape() (metricsSnapshot, error) {
 		}
 	}
 	return snap, nil
+}
+
+// reconcilesSince says how the Helm controller's reconciles since before ended, and how long
+// its requests waited in its queue on average: where an install's time went besides its work.
+func (after metricsSnapshot) reconcilesSince(before metricsSnapshot) string {
+	var parts []string
+	for _, result := range slices.Sorted(maps.Keys(after.results)) {
+		if d := after.results[result] - before.results[result]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", result, d))
+		}
+	}
+	wait := "–"
+	if n := after.queuedCount - before.queuedCount; n > 0 {
+		wait = (time.Duration((after.queued - before.queued) / n * float64(time.Second))).Round(time.Millisecond).String()
+	}
+	return fmt.Sprintf("%s; mean wait in the queue %s", strings.Join(parts, ", "), wait)
 }
 
 func label(m *dto.Metric, name string) string {

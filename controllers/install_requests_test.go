@@ -23,9 +23,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -120,6 +122,48 @@ var _ = Describe("Installing a Memcached", Serial, func() {
 		requests = quietRequests(mark, ns)
 		Expect(requests).To(HaveLen(1), "one status write:\n%s", requestTable(requests))
 		Expect(statusWrites(requests)).To(Equal(1), "one status write:\n%s", requestTable(requests))
+	})
+
+	// Helm creates one kind after another, a round trip each, while the install holds a Helm
+	// worker; the operator creates in two rounds (actionclient's kubeClient.Create). Each create
+	// of the install is answered 300 ms late here, so that creates sent one after another cannot
+	// pass for creates sent at once.
+	It("creates an install's objects in two rounds: all that no pod is made from at once, then the StatefulSet", func(ctx SpecContext) {
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "memcached-rounds"}
+		prefix := regexp.MustCompile(`^/apis?/(.+/)?v1/namespaces/` + key.Namespace + `/([a-z]+)$`)
+		var mu sync.Mutex
+		var inFlight, mostInFlight, supporting, answered int
+		workloadSentAfter := -1 // answered creates of the other objects when the StatefulSet's was sent
+		writes.observing(func(method, path string) func() {
+			m := prefix.FindStringSubmatch(path)
+			if method != http.MethodPost || m == nil || m[2] == "secrets" || m[2] == "events" {
+				return nil // not a create of the chart's objects (the release record is a Secret)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if m[2] == "statefulsets" {
+				workloadSentAfter = answered
+				return nil
+			}
+			supporting++
+			inFlight++
+			mostInFlight = max(mostInFlight, inFlight)
+			return func() {
+				time.Sleep(300 * time.Millisecond)
+				mu.Lock()
+				defer mu.Unlock()
+				inFlight--
+				answered++
+			}
+		})
+		createMemcached(ctx, key, "  replicaCount: 1\n")
+		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
+		Eventually(deployedCondition(ctx, key), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		mu.Lock()
+		defer mu.Unlock()
+		Expect(supporting).To(BeNumerically(">=", 5), "the chart's NetworkPolicy, PodDisruptionBudget, ServiceAccount, ConfigMap and Services are created")
+		Expect(mostInFlight).To(Equal(supporting), "every object no pod is made from is created at once")
+		Expect(workloadSentAfter).To(Equal(supporting), "the StatefulSet is created once every other object exists")
 	})
 
 	// Measured: 3.1 kB against 31.9 kB with the whole chart (its templates and values schema).

@@ -264,6 +264,20 @@ type writeCounter struct {
 	mu       sync.Mutex
 	log      []string  // "METHOD path"
 	warnings []warning // the API server's Warning headers in answers
+	// observe, if set, sees each request before it is sent; what it returns, after its answer.
+	observe func(method, path string) (answered func())
+}
+
+// observing has observe see the manager's requests until the spec ends.
+func (w *writeCounter) observing(observe func(method, path string) (answered func())) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.observe = observe
+	DeferCleanup(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.observe = nil
+	})
 }
 
 // warning is a Warning header the API server sent in answer to request at of the log.
@@ -277,7 +291,13 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		w.mu.Lock()
 		at := len(w.log)
 		w.log = append(w.log, req.Method+" "+req.URL.Path)
+		observe := w.observe
 		w.mu.Unlock()
+		if observe != nil {
+			if answered := observe(req.Method, req.URL.Path); answered != nil {
+				defer answered()
+			}
+		}
 		resp, err := rt.RoundTrip(req)
 		if resp != nil {
 			for _, text := range resp.Header.Values("Warning") {

@@ -136,15 +136,16 @@ func (c *capabilities) renderedAt(release types.NamespacedName) int {
 	return c.rendered[release]
 }
 
-// reachableClient is Helm's Kubernetes client whose reachability check (a GET /version before
-// every action) is answered by the last read of the capabilities. It embeds the concrete client,
+// kubeClient is Helm's Kubernetes client whose reachability check (a GET /version before
+// every action) is answered by the last read of the capabilities, and which creates an install's
+// objects in two rounds (create.go). It embeds the concrete client,
 // so Helm still finds the optional interfaces it checks for (waiting, deletion propagation, ...).
-type reachableClient struct {
+type kubeClient struct {
 	*kube.Client
 	caps *capabilities
 }
 
-func (c reachableClient) IsReachable() error {
+func (c kubeClient) IsReachable() error {
 	if c.caps.reachable() {
 		return nil
 	}

@@ -129,7 +129,7 @@ func (s sharedCaps) ActionConfigFor(ctx context.Context, obj client.Object) (*ac
 	}
 	conf.Capabilities = capsNow
 	if kc, ok := conf.KubeClient.(*kube.Client); ok {
-		conf.KubeClient = reachableClient{Client: kc, caps: s.caps}
+		conf.KubeClient = kubeClient{Client: kc, caps: s.caps}
 	}
 	if made, ok := ctx.Value(madeConfigKey{}).(*madeConfig); ok {
 		made.conf, made.generation = conf, generation
