@@ -51,6 +51,9 @@ PROMETHEUS ?= $(LOCALBIN)/prometheus
 # The Kubernetes version is pinned in hack/kube/go.mod, and only there.
 KUBE_VERSION := $(shell cd hack/kube && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 KUBE_BIN ?= $(LOCALBIN)/k8s/$(KUBE_VERSION)
+# The local cluster tool, and kube-router beside it (the tool runs it from there).
+CLUSTER_TOOL ?= $(LOCALBIN)/cluster/cluster
+KUBE_ROUTER := $(dir $(CLUSTER_TOOL))kube-router
 # The version the binaries report (discovery, --version): $(call kube_ldflags,v1.X.Y).
 kube_ldflags = -X k8s.io/component-base/version.gitVersion=$(1) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(1))) \
@@ -247,7 +250,7 @@ E2E_ENV = KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECACHEDIR=$(CLUSTER_STATE)/kubectl
 	E2E_INDEX_IMG=localhost:5000/opm:$(OPM_VERSION) E2E_BUSYBOX_IMG=localhost:5000/busybox:stable E2E_PROMETHEUS=$(PROMETHEUS)
 
 .PHONY: test-e2e
-test-e2e: host-packages cluster-binaries cluster-tool olm-binaries olmv1-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) $(PROMETHEUS) $(GINKGO) ## End-to-end suites on the local cluster with OLM v0 and v1 and a real Prometheus (root); always tears the cluster down. E2E_ARGS='--focus=...' picks specs.
+test-e2e: host-packages cluster-binaries cluster-tool $(KUBE_ROUTER) olm-binaries olmv1-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) $(PROMETHEUS) $(GINKGO) ## End-to-end suites on the local cluster with OLM v0 and v1 and a real Prometheus (root); always tears the cluster down. E2E_ARGS='--focus=...' picks specs.
 	status=0; rm -f $(E2E_LOG); \
 	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && \
 	  $(MAKE) --no-print-directory olm-install olmv1-install e2e-olm-images e2e-release-images && \
@@ -505,7 +508,6 @@ UNDEPLOY_TIMEOUT ?= 5m
 
 ##@ Local cluster (a real single-node cluster without Docker; needs root)
 
-CLUSTER_TOOL ?= $(LOCALBIN)/cluster/cluster
 CLUSTER_STATE ?= $(CURDIR)/.cluster
 CLUSTER_FLAGS = --state-dir=$(CLUSTER_STATE) --bin-dir=$(KUBE_BIN)
 CLUSTER_KUBECONFIG = $(CLUSTER_STATE)/kubeconfig
@@ -531,7 +533,7 @@ cluster-up: host-packages cluster-binaries cluster-tool ## Bring up the local cl
 	$(CLUSTER_TOOL) up $(CLUSTER_FLAGS)
 
 .PHONY: cluster-netpol-on cluster-netpol-off
-cluster-netpol-on: cluster-tool ## Make the running local cluster enforce NetworkPolicy (kube-router's firewall; root).
+cluster-netpol-on: cluster-tool $(KUBE_ROUTER) ## Make the running local cluster enforce NetworkPolicy (kube-router's firewall; root).
 	$(CLUSTER_TOOL) netpol-on $(CLUSTER_FLAGS)
 
 cluster-netpol-off: cluster-tool ## Stop enforcing NetworkPolicy on the local cluster (kube-router and its rules removed).
@@ -616,10 +618,14 @@ e2e-release-images: cluster-tool ## Rebuild the operator and bundle images of th
 	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) --mirror --ref=$$($(MEMCACHED_IMAGE_OF) config/manager/manager.yaml)
 
 .PHONY: cluster-tool
-cluster-tool: $(CLUSTER_TOOL) ## Build the local cluster tool and the pause, CoreDNS and kube-router binaries it packs or runs.
+cluster-tool: $(CLUSTER_TOOL) ## Build the local cluster tool and the pause, CoreDNS and probe binaries it packs or runs.
 
-$(CLUSTER_TOOL): $(wildcard hack/cluster/*.go hack/cluster/*/*.go) hack/cluster/go.mod hack/netpol/go.mod
+$(CLUSTER_TOOL): $(wildcard hack/cluster/*.go hack/cluster/*/*.go) hack/cluster/go.mod
 	cd hack/cluster && CGO_ENABLED=0 go build -o $(dir $@) . ./pause ./coredns ./grpc-health-probe
+
+# kube-router's firewall, beside the cluster tool, only for NetworkPolicy enforcement (the demo
+# runs without it).
+$(KUBE_ROUTER): hack/netpol/go.mod
 	cd hack/netpol && CGO_ENABLED=0 go build -o $(dir $@) github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
 
 $(PROBE_ARM64): $(wildcard hack/cluster/grpc-health-probe/*.go) hack/cluster/go.mod

@@ -36,9 +36,6 @@ func (c *Cluster) up(self string) error {
 			return fmt.Errorf("%s is missing: run `make cluster-binaries`", c.bin(b))
 		}
 	}
-	if _, err := os.Stat(helper(self, "kube-router")); err != nil {
-		return fmt.Errorf("%s is missing: run `make cluster-tool`", helper(self, "kube-router"))
-	}
 	for _, tool := range []string{"containerd", "runc", "ctr", "iptables", "ip", "conntrack", "ipset"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is not installed: run `make host-packages` as root (hack/packages.txt)", tool)

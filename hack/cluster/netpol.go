@@ -19,6 +19,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -75,6 +76,10 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-
 // startNetworkPolicy starts kube-router's firewall once the node is registered and waits until it
 // reports healthy.
 func (c *Cluster) startNetworkPolicy(self string) error {
+	// Built only for this (make cluster-netpol-on): the cluster runs without it.
+	if _, err := os.Stat(helper(self, "kube-router")); err != nil {
+		return fmt.Errorf("%s is missing: run `make cluster-netpol-on`", helper(self, "kube-router"))
+	}
 	if err := c.applyManifest(kubeRouterRBAC); err != nil {
 		return err
 	}
