@@ -254,7 +254,7 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 		return r, err
 	}
 	progress("  requests while idle: %v", idleEndpoints)
-	r.idleReconciles = idle1.reconciles - idle0.reconciles
+	r.idleReconciles = idle1.reconciles() - idle0.reconciles()
 	if r.idleReconciles > 0 {
 		r.idleCPUPerRecon = time.Duration(float64(cpuIdle1-cpuIdle0) / r.idleReconciles)
 		r.idleRequests = map[string]float64{}

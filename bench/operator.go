@@ -249,14 +249,22 @@ func processMemory(pid int) (rss, peak int64, err error) {
 	return rss, peak, sc.Err()
 }
 
-// metricsSnapshot holds the Helm controller's reconcile count and latency histogram.
+// metricsSnapshot holds the Helm controller's reconcile counts and latency histogram.
 type metricsSnapshot struct {
-	reconciles float64
-	buckets    map[float64]float64 // upper bound -> cumulative count
+	buckets map[float64]float64 // upper bound -> cumulative count
 	// results counts reconciles by result (success, error, requeue_after, ...); queued is the
 	// time its requests waited in the controller's queue, in seconds, of queuedCount requests.
 	results             map[string]float64
 	queued, queuedCount float64
+}
+
+// reconciles is the Helm controller's reconcile count, whatever their results.
+func (s metricsSnapshot) reconciles() float64 {
+	var n float64
+	for _, c := range s.results {
+		n += c
+	}
+	return n
 }
 
 func (p *operatorProcess) scrape() (metricsSnapshot, error) {
@@ -276,7 +284,6 @@ func (p *operatorProcess) scrape() (metricsSnapshot, error) {
 	snap := metricsSnapshot{buckets: map[float64]float64{}, results: map[string]float64{}}
 	for _, m := range families["controller_runtime_reconcile_total"].GetMetric() {
 		if label(m, "controller") == helmController {
-			snap.reconciles += m.GetCounter().GetValue()
 			snap.results[label(m, "result")] += m.GetCounter().GetValue()
 		}
 	}
