@@ -368,15 +368,22 @@ func checkServers(obj map[string]any, vals map[string]any) []string {
 	}
 	extraArgs, _ := dig(vals, "memcached", "extraArgs").([]any)
 	args := spec.Containers[0].Args
-	if len(args) != 10+len(extraArgs)+3 {
-		problems = append(problems, fmt.Sprintf("memcached has %d args, want the chart's 10, %d extraArgs and TLS's 3", len(args), len(extraArgs)))
+	loopback := []string{"-l", "notls:127.0.0.1:11212,*"} // the exporter's listener (loopbackStats, on unless false)
+	if on, ok := vals["loopbackStats"].(bool); ok && !on {
+		loopback = nil
+	}
+	if len(args) != 10+len(extraArgs)+3+len(loopback) {
+		problems = append(problems, fmt.Sprintf("memcached has %d args, want the chart's 10, %d extraArgs, TLS's 3 and the loopback listener's %d", len(args), len(extraArgs), len(loopback)))
 	} else {
 		for i, a := range extraArgs {
 			if args[10+i] != a {
 				problems = append(problems, fmt.Sprintf("extra arg %d is %.80q, want %.80q", i, args[10+i], a))
 			}
 		}
-		problems = append(problems, checkTLSOptions(args[10+len(extraArgs):])...)
+		problems = append(problems, checkTLSOptions(args[10+len(extraArgs):10+len(extraArgs)+3])...)
+		if tail := args[10+len(extraArgs)+3:]; !slices.Equal(tail, loopback) {
+			problems = append(problems, fmt.Sprintf("memcached's last args are %.80q, want %q", tail, loopback))
+		}
 	}
 	for _, v := range spec.Volumes {
 		ours := v.Secret != nil && strings.HasPrefix(v.Secret.SecretName, releaseName+"-") && strings.HasSuffix(v.Secret.SecretName, "tls")

@@ -364,7 +364,8 @@ func TestTLSSecretNamesAreTheChartsNames(t *testing.T) {
 		servers, headless, serverTLS, clientTLS := controllers.ChartNamesOf(release)
 		var volumes []string
 		var listed string
-		for _, o := range renderChartNamed(t, release, map[string]any{"tls": map[string]any{"enabled": true}, "metrics": map[string]any{"enabled": true}}) {
+		// (The exporter mounts the client Secret where it reads memcached over TLS: loopbackStats off.)
+		for _, o := range renderChartNamed(t, release, map[string]any{"tls": map[string]any{"enabled": true}, "metrics": map[string]any{"enabled": true}, "loopbackStats": false}) {
 			switch o.GetKind() {
 			case "StatefulSet":
 				if o.GetName() != servers {
@@ -413,5 +414,69 @@ func TestTLSSecretNamesAreTheChartsNames(t *testing.T) {
 		if want := []string{"their-cert:tls.crt,tls.key", controllers.CASecretOf(release) + ":ca.crt"}; !slices.Equal(projected, want) {
 			t.Errorf("%s: the servers' projected TLS volume has %v, want %v", release, projected, want)
 		}
+	}
+}
+
+// With TLS and metrics, the exporter reads memcached in plain text on the pod's loopback and holds
+// no certificate (loopbackStats, on unless the operator keeps running servers without it); the
+// servers serve TLS on every other address.
+func TestExporterReadsStatsOnLoopback(t *testing.T) {
+	for _, tt := range []struct {
+		name                 string
+		values               map[string]any
+		listener             []string
+		address              string
+		exporterTLS, mounted bool
+	}{
+		{"TLS with metrics", map[string]any{"tls": map[string]any{"enabled": true}, "metrics": map[string]any{"enabled": true}},
+			[]string{"-l", "notls:127.0.0.1:11212,*"}, "--memcached.address=127.0.0.1:11212", false, false},
+		{"TLS with metrics, the listener kept off", map[string]any{"tls": map[string]any{"enabled": true}, "metrics": map[string]any{"enabled": true}, "loopbackStats": false},
+			nil, "--memcached.address=localhost:11211", true, true},
+		{"metrics in plain text", map[string]any{"metrics": map[string]any{"enabled": true}},
+			nil, "--memcached.address=localhost:11211", false, false},
+		{"TLS without metrics", map[string]any{"tls": map[string]any{"enabled": true}}, nil, "", false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, o := range renderChart(t, tt.values) {
+				if o.GetKind() != "StatefulSet" {
+					continue
+				}
+				sts := &appsv1.StatefulSet{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, sts); err != nil {
+					t.Fatal(err)
+				}
+				spec := sts.Spec.Template.Spec
+				args := spec.Containers[0].Args
+				var listener []string
+				if i := slices.Index(args, "-l"); i >= 0 && i+1 < len(args) {
+					listener = args[i : i+2]
+				}
+				if !slices.Equal(listener, tt.listener) {
+					t.Errorf("memcached listens with %v, want %v", listener, tt.listener)
+				}
+				var exporter *corev1.Container
+				for i := range spec.Containers {
+					if spec.Containers[i].Name == "exporter" {
+						exporter = &spec.Containers[i]
+					}
+				}
+				if tt.address == "" {
+					if exporter != nil {
+						t.Errorf("an exporter without metrics")
+					}
+					return
+				}
+				if exporter == nil || !slices.Contains(exporter.Args, tt.address) {
+					t.Fatalf("the exporter does not read %s: %v", tt.address, exporter)
+				}
+				if got := slices.ContainsFunc(exporter.Args, func(a string) bool { return strings.HasPrefix(a, "--memcached.tls") }); got != tt.exporterTLS {
+					t.Errorf("the exporter's TLS flags: %v, want %v (%v)", got, tt.exporterTLS, exporter.Args)
+				}
+				mounted := slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "client-tls" })
+				if mounted != tt.mounted || (len(exporter.VolumeMounts) > 0) != tt.mounted {
+					t.Errorf("the client certificate mounted: %v (exporter mounts %v), want %v", mounted, exporter.VolumeMounts, tt.mounted)
+				}
+			}
+		})
 	}
 }

@@ -245,6 +245,11 @@ operator sends when a server still serves a certificate the Secret no longer hol
 /etc/memcached/client-tls
 {{- end }}
 
+{{/* memcached's plain-text listener on the pod's loopback, for the exporter (loopbackStats). */}}
+{{- define "memcached.loopbackStatsPort" -}}
+11212
+{{- end }}
+
 {{/* The name the servers' certificate holds that a client on a server's own pod verifies. */}}
 {{- define "memcached.tlsServerName" -}}
 {{- printf "%s.%s.svc" (include "memcached.headlessName" .) .Release.Namespace }}
