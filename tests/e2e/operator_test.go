@@ -69,12 +69,16 @@ func withOperator() {
 	// of 30, so the specs that wait for figures (memory pressure, the autopilot's steps, which
 	// need two reads) wait a third as long; each release checked every 20 s instead of every
 	// minute, so a change nothing watches (a tenant's forged release record) is seen sooner;
-	// TLS certificates that live 2 minutes, so that one is renewed within the TLS spec. The
-	// same behaviour, sooner.
+	// TLS certificates that live 2 minutes, so that one is renewed within the TLS spec; a user's
+	// certificate Secret read every 5 s and a new CA spread over 30 s (the local kubelet brings
+	// a Secret into pods within 15 s), so that a CA change ends within its spec. The same
+	// behaviour, sooner.
 	kubectl("-n", operatorNamespace, "patch", "deployment", operatorDeployment, "--type=json", "-p",
 		`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--operand-stats-interval=10s"},`+
 			`{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--reconcile-period=20s"},`+
-			`{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--tls-certificate-validity=`+tlsCertificateValidity.String()+`"}]`)
+			`{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--tls-certificate-validity=`+tlsCertificateValidity.String()+`"},`+
+			`{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--tls-certificate-secret-check=5s"},`+
+			`{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--tls-ca-spread=30s"}]`)
 	kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=3m")
 	kubectl("-n", operatorNamespace, "annotate", "deployment", operatorDeployment, suiteSettingsAnnotation+"=true")
 }

@@ -19,9 +19,11 @@ limitations under the License.
 package e2e
 
 import (
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -30,8 +32,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/certs"
 )
 
 // tlsCertificateValidity is how long the tutorial's operator makes the certificates of caches
@@ -144,4 +148,124 @@ func proveTLS() {
 		out, _ := kubectlOut("get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:9150/proxy/metrics", ns, pod))
 		return out
 	}, timeout, poll).Should(ContainSubstring("\nmemcached_up 1\n"))
+}
+
+// proveCAChange changes the CA that signs a user's certificateSecret, as cert-manager does when
+// its Certificate moves to another issuer: the exporter, which reads memcached on the pod's
+// loopback with no certificate, reports memcached up at every scrape across the switch, and an
+// application given the new CA reads every key stored before it.
+func proveCAChange() {
+	const ns = "memcached-tls-ca"
+	kubectl("create", "namespace", ns)
+	DeferCleanup(deleteNamespace, ns)
+	key := types.NamespacedName{Namespace: ns, Name: "cache"}
+	domain := "cache-memcached-headless." + ns + ".svc"
+	certificate := func(issuer string) (certs.KeyPair, map[string][]byte) {
+		ca, err := certs.NewCA(issuer, time.Now(), 24*time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		leaf, err := certs.Sign(ca, certs.Leaf{CommonName: domain, DNSNames: []string{"*." + domain, domain}, Server: true}, time.Now(), 12*time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		return leaf, map[string][]byte{"tls.crt": leaf.Cert, "tls.key": leaf.Key, "ca.crt": ca.Cert}
+	}
+	_, first := certificate("the first issuer")
+	theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache-cert"}, Type: corev1.SecretTypeTLS, Data: first}
+	Expect(k8s.Create(ctx(), theirs)).To(Succeed())
+	Expect(k8s.Create(ctx(), &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name},
+		Spec: cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](1), TLS: &cachev1.TLSSpec{Enabled: true, CertificateSecret: theirs.Name},
+			Metrics: &cachev1.MetricsSpec{Enabled: ptr.To(true)}}})).To(Succeed())
+	served := func(g Gomega) *cachev1.TLSStatus {
+		mc := &cachev1.Memcached{}
+		g.Expect(k8s.Get(ctx(), key, mc)).To(Succeed())
+		g.Expect(mc.Status.ReadyServers).To(HaveLen(1))
+		g.Expect(mc.Status.Conditions).To(ContainElement(And(HaveField("Type", "CertificatesReady"), HaveField("Reason", "CertificatesServed"))))
+		g.Expect(mc.Status.TLS).NotTo(BeNil())
+		g.Expect(mc.Status.TLS.NotAfter).NotTo(BeNil())
+		return mc.Status.TLS
+	}
+	var tls *cachev1.TLSStatus
+	Eventually(func(g Gomega) { tls = served(g) }, timeout, poll).Should(Succeed())
+	withTLS := []string{"-servers", "cache-memcached-0." + domain + ":11211", "-tls-dir", tlsClientDir, "-tls-server-name", tls.ServerName}
+
+	By("storing 5000 keys with the first issuer's CA")
+	var stored clientCounts
+	runTLSClient(ns, "store", tls.ClientSecret, &stored, append(withTLS, "-op", "store", "-keys", "5000")...)
+	Expect(stored).To(And(HaveField("Hits", 5000), HaveField("Failures", 0)))
+
+	By("scraping the exporter every 2 s while the certificate Secret moves to another issuer")
+	stop := scrapeExporter(ns, "cache-memcached-0", 2*time.Second)
+	next, byNext := certificate("the next issuer")
+	want, err := certs.ParseCert(next.Cert)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(k8s.Get(ctx(), client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
+	theirs.Data = byNext
+	Expect(k8s.Update(ctx(), theirs)).To(Succeed())
+	Eventually(func(g Gomega) {
+		now := served(g)
+		g.Expect(now.NotAfter.Time).To(BeTemporally("~", want.NotAfter, time.Second), "the server serves the next issuer's certificate")
+		g.Expect(kubectl("-n", ns, "get", "secret", tls.ClientSecret, "-o", "jsonpath={.data.ca\\.crt}")).To(Equal(base64.StdEncoding.EncodeToString(byNext["ca.crt"])),
+			"clients are given the next CA alone")
+	}, 5*time.Minute, poll).Should(Succeed())
+	time.Sleep(20 * time.Second) // scrapes after the switch, as Prometheus goes on
+	got := stop()
+	Expect(len(got)).To(BeNumerically(">=", 20), "scrapes across the switch")
+	for _, s := range got {
+		Expect(s.up).To(Equal("1"), "scrape at %s: %s", s.at.Format(time.TimeOnly), s.err)
+	}
+
+	By("reading every key with the next issuer's CA")
+	var read clientCounts
+	runTLSClient(ns, "read", tls.ClientSecret, &read, append(withTLS, "-op", "read", "-keys", "5000")...)
+	Expect(read).To(And(HaveField("Hits", 5000), HaveField("Misses", 0), HaveField("Wrong", 0), HaveField("Failures", 0)), "first error: %s", read.FirstError)
+}
+
+// scrape is one read of an exporter's metrics: memcached_up's value, or why there was none.
+type scrape struct {
+	at  time.Time
+	up  string
+	err string
+}
+
+// scrapeExporter reads the exporter of pod every interval, through the API server's pod proxy, as
+// Prometheus would, until the returned stop, which gives every scrape.
+func scrapeExporter(ns, pod string, interval time.Duration) (stop func() []scrape) {
+	var (
+		mu   sync.Mutex
+		got  []scrape
+		done = make(chan struct{})
+	)
+	go func() {
+		defer GinkgoRecover()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			s := scrape{at: time.Now()}
+			path := fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:9150/proxy/metrics", ns, pod)
+			out, err := kubectlOut("get", "--raw", path)
+			if err != nil { // the API server's proxy, not the exporter: once more, as a scraper retries
+				out, err = kubectlOut("get", "--raw", path)
+			}
+			if err != nil {
+				s.err = err.Error()
+			}
+			for line := range strings.SplitSeq(out, "\n") {
+				if v, ok := strings.CutPrefix(line, "memcached_up "); ok {
+					s.up = v
+				}
+			}
+			mu.Lock()
+			got = append(got, s)
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() []scrape {
+		close(done)
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
 }

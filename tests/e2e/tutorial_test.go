@@ -276,6 +276,8 @@ var _ = Describe("The tutorial on a real cluster", SpecPriority(1), func() {
 
 	It("serves TLS with client certificates: 10000 keys over mutual TLS, other clients refused, stats still read, a certificate renewed under a reading client with no failed request", proveTLS)
 
+	It("follows a new CA of the user's certificate Secret: the exporter reads memcached at every scrape, clients given the new CA read every key", proveCAChange)
+
 	It("keeps the keys through the changes it rolls out: annotations in place, a new image restarted warm one server at a time, a new item memory said to start empty", proveCacheKept)
 
 	It("proves its monitoring against a real Prometheus: a cache overfilled shows in status, Events, metrics and alerts, and clears", proveMonitoring)
