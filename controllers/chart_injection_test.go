@@ -368,10 +368,7 @@ func checkServers(obj map[string]any, vals map[string]any) []string {
 	}
 	extraArgs, _ := dig(vals, "memcached", "extraArgs").([]any)
 	args := spec.Containers[0].Args
-	loopback := []string{"-l", "notls:127.0.0.1:11212,*"} // the exporter's listener (loopbackStats, on unless false)
-	if on, ok := vals["loopbackStats"].(bool); ok && !on {
-		loopback = nil
-	}
+	loopback := []string{"-l", "notls:127.0.0.1:11212,*"} // the exporter's listener
 	if len(args) != 10+len(extraArgs)+3+len(loopback) {
 		problems = append(problems, fmt.Sprintf("memcached has %d args, want the chart's 10, %d extraArgs, TLS's 3 and the loopback listener's %d", len(args), len(extraArgs), len(loopback)))
 	} else {

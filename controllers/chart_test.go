@@ -364,8 +364,7 @@ func TestTLSSecretNamesAreTheChartsNames(t *testing.T) {
 		servers, headless, serverTLS, clientTLS := controllers.ChartNamesOf(release)
 		var volumes []string
 		var listed string
-		// (The exporter mounts the client Secret where it reads memcached over TLS: loopbackStats off.)
-		for _, o := range renderChartNamed(t, release, map[string]any{"tls": map[string]any{"enabled": true}, "metrics": map[string]any{"enabled": true}, "loopbackStats": false}) {
+		for _, o := range renderChartNamed(t, release, map[string]any{"tls": map[string]any{"enabled": true}, "metrics": map[string]any{"enabled": true}}) {
 			switch o.GetKind() {
 			case "StatefulSet":
 				if o.GetName() != servers {
@@ -384,8 +383,8 @@ func TestTLSSecretNamesAreTheChartsNames(t *testing.T) {
 				listed, _, _ = unstructured.NestedString(o.Object, "data", "MEMCACHED_TLS_SECRET")
 			}
 		}
-		if !slices.Equal(volumes, []string{serverTLS, clientTLS}) {
-			t.Errorf("%s: the pods mount Secrets %v, the operator makes %s and %s", release, volumes, serverTLS, clientTLS)
+		if !slices.Equal(volumes, []string{serverTLS}) {
+			t.Errorf("%s: the pods mount Secrets %v, the operator makes %s (the exporter reads on the loopback, with no certificate)", release, volumes, serverTLS)
 		}
 		if listed != clientTLS {
 			t.Errorf("%s: the server list names Secret %q, the operator makes %s", release, listed, clientTLS)
@@ -418,23 +417,19 @@ func TestTLSSecretNamesAreTheChartsNames(t *testing.T) {
 }
 
 // With TLS and metrics, the exporter reads memcached in plain text on the pod's loopback and holds
-// no certificate (loopbackStats, on unless the operator keeps running servers without it); the
-// servers serve TLS on every other address.
+// no certificate; the servers serve TLS on every other address.
 func TestExporterReadsStatsOnLoopback(t *testing.T) {
 	for _, tt := range []struct {
-		name                 string
-		values               map[string]any
-		listener             []string
-		address              string
-		exporterTLS, mounted bool
+		name     string
+		values   map[string]any
+		listener []string
+		address  string
 	}{
 		{"TLS with metrics", map[string]any{"tls": map[string]any{"enabled": true}, "metrics": map[string]any{"enabled": true}},
-			[]string{"-l", "notls:127.0.0.1:11212,*"}, "--memcached.address=127.0.0.1:11212", false, false},
-		{"TLS with metrics, the listener kept off", map[string]any{"tls": map[string]any{"enabled": true}, "metrics": map[string]any{"enabled": true}, "loopbackStats": false},
-			nil, "--memcached.address=localhost:11211", true, true},
+			[]string{"-l", "notls:127.0.0.1:11212,*"}, "--memcached.address=127.0.0.1:11212"},
 		{"metrics in plain text", map[string]any{"metrics": map[string]any{"enabled": true}},
-			nil, "--memcached.address=localhost:11211", false, false},
-		{"TLS without metrics", map[string]any{"tls": map[string]any{"enabled": true}}, nil, "", false, false},
+			nil, "--memcached.address=localhost:11211"},
+		{"TLS without metrics", map[string]any{"tls": map[string]any{"enabled": true}}, nil, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, o := range renderChart(t, tt.values) {
@@ -469,12 +464,8 @@ func TestExporterReadsStatsOnLoopback(t *testing.T) {
 				if exporter == nil || !slices.Contains(exporter.Args, tt.address) {
 					t.Fatalf("the exporter does not read %s: %v", tt.address, exporter)
 				}
-				if got := slices.ContainsFunc(exporter.Args, func(a string) bool { return strings.HasPrefix(a, "--memcached.tls") }); got != tt.exporterTLS {
-					t.Errorf("the exporter's TLS flags: %v, want %v (%v)", got, tt.exporterTLS, exporter.Args)
-				}
-				mounted := slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "client-tls" })
-				if mounted != tt.mounted || (len(exporter.VolumeMounts) > 0) != tt.mounted {
-					t.Errorf("the client certificate mounted: %v (exporter mounts %v), want %v", mounted, exporter.VolumeMounts, tt.mounted)
+				if slices.ContainsFunc(exporter.Args, func(a string) bool { return strings.HasPrefix(a, "--memcached.tls") }) || len(exporter.VolumeMounts) > 0 {
+					t.Errorf("the exporter holds a certificate: %v, mounts %v", exporter.Args, exporter.VolumeMounts)
 				}
 			}
 		})

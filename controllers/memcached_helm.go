@@ -52,7 +52,7 @@ import (
 func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w helm.Watch, cfg Config, defaults OperatorValues, live client.Client, firstReport helm.FirstReport, beforeUpgrade helm.BeforeUpgrade) error {
 	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	return helm.Setup(ctx, mgr, w, helm.Options{
-		Translator:        ValuesTranslator(defaults, recorder, mgr.GetClient()),
+		Translator:        ValuesTranslator(defaults, recorder),
 		Settings:          cfg.Helm,
 		Namespaces:        cfg.WatchNamespaces,
 		Live:              live,
@@ -63,9 +63,8 @@ func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w helm.Watch, cfg
 		SealNamespace:     sealNamespace(cfg.Namespace),
 		RetiredKinds:      RetiredChartKinds,
 		BeforeUpgrade:     beforeUpgrade,
-		// The autopilot's choice is rendered in place of the spec's size, and a rollout the
-		// operator decides takes the exporter's loopback listener along (ValuesTranslator).
-		StatusInputs: append([]string{"autopilot.replicas", "autopilot.maxMemoryMB"}, loopbackStatsInputs...),
+		// The autopilot's choice is rendered in place of the spec's size (ValuesTranslator).
+		StatusInputs: []string{"autopilot.replicas", "autopilot.maxMemoryMB"},
 	})
 }
 

@@ -27,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/helm"
@@ -35,9 +34,8 @@ import (
 	"github.com/example/memcached-operator/internal/tlsprofile"
 )
 
-// ValuesTranslator turns a Memcached CR into chart values. Its TranslateValues is a pure function
-// of the CR and the operator's configuration (computed on every reconcile, never written back into
-// the CR):
+// ValuesTranslator turns a Memcached CR into chart values. It is a pure function of the CR and
+// the operator's configuration (computed on every reconcile, never written back into the CR):
 //   - image fields the CR leaves unset come from the operator's default image
 //     (RELATED_IMAGE_MEMCACHED), when that differs from the chart's own default;
 //   - a memcached version the operator does not run is refused: the release keeps what it runs,
@@ -50,20 +48,14 @@ import (
 //
 // The operator's proxy settings do not reach the pods: memcached and its exporter make no
 // outbound calls.
-//
-// Beside that pure part, it reads the release's StatefulSet (servers, the manager's cache) to
-// decide whether memcached serves its exporter on the pod's loopback (withLoopbackStats).
-func ValuesTranslator(defaults OperatorValues, recorder events.EventRecorder, servers client.Reader) helm.Translator {
-	return func(ctx context.Context, obj *unstructured.Unstructured) (map[string]any, error) {
+func ValuesTranslator(defaults OperatorValues, recorder events.EventRecorder) helm.Translator {
+	return func(_ context.Context, obj *unstructured.Unstructured) (map[string]any, error) {
 		vals, err := TranslateValues(obj, defaults)
 		var unsupported *operand.ErrUnsupportedVersion
 		if errors.As(err, &unsupported) {
 			recorder.Eventf(obj, nil, corev1.EventTypeWarning, "UnsupportedVersion", "TranslateValues", "%v; the pods keep the version they run", err)
 		}
-		if err != nil {
-			return vals, err
-		}
-		return vals, withLoopbackStats(ctx, servers, obj, vals)
+		return vals, err
 	}
 }
 

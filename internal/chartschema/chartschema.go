@@ -37,10 +37,6 @@ var OperatorValues = map[string]any{
 		"maxLength":   63,
 		"pattern":     `^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`,
 	},
-	"loopbackStats": map[string]any{
-		"type":        "boolean",
-		"description": "with tls.enabled and metrics.enabled, memcached serves plain text on the pod's loopback, where the exporter reads it without a certificate; the operator sets it.",
-	},
 	"tlsProfile": map[string]any{
 		"type":                 "object",
 		"description":          "the cluster's TLS security profile as memcached takes it (tls.enabled); the operator sets it.",

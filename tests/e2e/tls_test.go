@@ -143,7 +143,7 @@ func proveTLS() {
 		Expect(p.Hits).To(Equal(p.Requests), "pass at %s: every key hit", p.At.Format(time.TimeOnly))
 	}
 	Expect(kubectl("-n", ns, "get", "events", "--field-selector", "reason=CertificateRenewed", "-o", "name")).NotTo(BeEmpty())
-	By("the exporter still reading memcached with the renewed client certificate")
+	By("the exporter still reading memcached, on the pod's loopback with no certificate")
 	Eventually(func() string {
 		out, _ := kubectlOut("get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:9150/proxy/metrics", ns, pod))
 		return out

@@ -245,7 +245,7 @@ operator sends when a server still serves a certificate the Secret no longer hol
 /etc/memcached/client-tls
 {{- end }}
 
-{{/* memcached's plain-text listener on the pod's loopback, for the exporter (loopbackStats). */}}
+{{/* memcached's plain-text listener on the pod's loopback, for the exporter beside it (tls.enabled). */}}
 {{- define "memcached.loopbackStatsPort" -}}
 11212
 {{- end }}
