@@ -241,16 +241,13 @@ operator sends when a server still serves a certificate the Secret no longer hol
 /etc/memcached/tls
 {{- end }}
 
-{{- define "memcached.clientTLSDir" -}}
-/etc/memcached/client-tls
-{{- end }}
-
 {{/* memcached's plain-text listener on the pod's loopback, for the exporter beside it (tls.enabled). */}}
 {{- define "memcached.loopbackStatsPort" -}}
 11212
 {{- end }}
 
-{{/* The name the servers' certificate holds that a client on a server's own pod verifies. */}}
+{{/* A name every server's certificate holds: clients that verify one name for all servers (the
+server list's MEMCACHED_TLS_SERVER_NAME) verify it. */}}
 {{- define "memcached.tlsServerName" -}}
 {{- printf "%s.%s.svc" (include "memcached.headlessName" .) .Release.Namespace }}
 {{- end }}
