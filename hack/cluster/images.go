@@ -495,7 +495,7 @@ func (c *Cluster) load(img v1.Image, ref string) error {
 	return nil
 }
 
-// busybox is Debian's static busybox with the applets images here need (sh, cp, cat, gzip, tar).
+// busybox is Debian's static busybox with the applets images here need (sh, cp, cat, gzip, tar, ...).
 func busybox() ([]layerFile, error) {
 	bb, err := fileFrom("/bin/busybox", "/bin/busybox", 0o755)
 	if err != nil {
@@ -506,7 +506,8 @@ func busybox() ([]layerFile, error) {
 		return nil, err
 	}
 	files = append(files, bb)
-	for _, applet := range []string{"sh", "cp", "cat", "gzip", "gunzip", "tar", "sleep", "ls", "mkdir", "rm", "true"} {
+	// (sed, date, mv, sync: the chart's memory-copy of keepCacheAcross Restarts with persistence.)
+	for _, applet := range []string{"sh", "cp", "cat", "gzip", "gunzip", "tar", "sleep", "ls", "mkdir", "rm", "true", "sed", "date", "mv", "sync"} {
 		files = append(files, layerFile{path: "/bin/" + applet, link: "busybox"})
 	}
 	return files, nil

@@ -192,6 +192,11 @@ memcached: {{ .Release.Name | quote }}
 {{- printf "%s/items" (include "memcached.memoryDir" .) }}
 {{- end }}
 
+{{/* Where the volume that keeps a copy of the memory file is mounted (persistence.enabled). */}}
+{{- define "memcached.copyDir" -}}
+/var/lib/memcached
+{{- end }}
+
 {{/*
 The memcached container's shell with keepCacheAcross Restarts: memcached runs as its child, and
 the stop Kubernetes sends (SIGTERM) reaches memcached as SIGUSR1, on which it saves its items'
@@ -202,9 +207,31 @@ before memcached runs is passed on as soon as it does; a wait the trap cut short
 (a shell that reaped memcached meanwhile gives its status then). memcached refuses a
 save of the second it starts in ("incompatible ... [stop_time]"): a start right after a save waits
 a second. The arguments ("$@") are memcached's flags.
+
+With persistence.enabled, a clean save is also copied to the server's volume, the memory file
+first, then its metadata (memcached's own stop_time in it), which marks the copy complete. A start
+without a save of its own (a new pod) restores that copy only if it is no older than
+persistence.maxAgeSeconds: a server that was away missed every write and delete sent meanwhile.
+Every start consumes the copy's metadata, so a copy is restored at most once, and never after a
+stop that saved nothing (killed). memcached itself refuses a file saved with other settings (-m,
+-I, ...) and starts empty.
 */}}
 {{- define "memcached.warmStart" -}}
 {{- $file := include "memcached.memoryFile" . -}}
+{{- $copy := printf "%s/items" (include "memcached.copyDir" .) -}}
+{{- $persist := .Values.persistence.enabled -}}
+{{- if $persist -}}
+if [ ! -e {{ $file }}.saved ] && [ -e {{ $copy }}.meta ]; then
+  saved=$(sed -n 's/^Kstop_time \([0-9]*\)$/\1/p' {{ $copy }}.meta); age=$(( $(date +%s) - ${saved:-0} ))
+  if [ -n "$saved" ] && [ $age -le {{ int .Values.persistence.maxAgeSeconds }} ]; then
+    cp {{ $copy }} {{ $file }} && cp {{ $copy }}.meta {{ $file }}.meta && : > {{ $file }}.saved &&
+      echo "memory-copy: restoring the items saved $age s ago from the volume"
+  else
+    echo "memory-copy: starting empty: the copy on the volume was saved $age s ago, more than {{ int .Values.persistence.maxAgeSeconds }} s"
+  fi
+fi
+rm -f {{ $copy }}.meta
+{{ end -}}
 [ -e {{ $file }}.saved ] || rm -f {{ $file }}.meta
 rm -f {{ $file }}.saved
 [ ! -e {{ $file }}.meta ] || sleep 1
@@ -217,6 +244,12 @@ wait $pid; rc=$?
 while kill -0 $pid 2>/dev/null; do wait $pid; rc=$?; done
 if [ $rc -gt 128 ]; then wait $pid 2>/dev/null; r=$?; [ $r -eq 127 ] || rc=$r; fi
 [ $rc -ne 0 ] || [ ! -e {{ $file }}.meta ] || : > {{ $file }}.saved
+{{- if $persist }}
+if [ -e {{ $file }}.saved ]; then
+  cp {{ $file }} {{ $copy }}.part && mv {{ $copy }}.part {{ $copy }} && cp {{ $file }}.meta {{ $copy }}.meta.part &&
+    sync && mv {{ $copy }}.meta.part {{ $copy }}.meta && echo "memory-copy: saved the items to the volume"
+fi
+{{- end }}
 exit $rc
 {{- end }}
 
