@@ -74,6 +74,14 @@ func printFailures(path string, lines int) error {
 			for _, l := range msg {
 				fmt.Printf("    %s\n", l)
 			}
+			// What the reconcile workers did when the spec failed (controllers/workers_test.go).
+			for _, e := range s.ReportEntries {
+				if e.Name == "busy workers" {
+					for _, l := range strings.Split(strings.TrimSpace(e.Value.String()), "\n") {
+						fmt.Printf("    %s\n", l)
+					}
+				}
+			}
 		}
 	}
 	return nil
