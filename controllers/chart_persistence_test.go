@@ -33,7 +33,6 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // The chart's memcached container with keepCacheAcross Restarts and persistence, run as its pod
@@ -46,18 +45,11 @@ func TestPersistenceKeepsItemsAcrossPods(t *testing.T) {
 	if err != nil {
 		t.Fatalf("memcached is a test dependency (hack/packages.txt, make test installs it): %v", err)
 	}
-	var sts *appsv1.StatefulSet
-	for _, o := range renderChart(t, map[string]any{"keepCacheAcross": "Restarts", "memcached": map[string]any{"maxMemoryMB": 39},
-		"persistence": map[string]any{"enabled": true, "maxAgeSeconds": maxAge}}) {
-		if o.GetKind() == "StatefulSet" {
-			sts = &appsv1.StatefulSet{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, sts); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if sts == nil || len(sts.Spec.VolumeClaimTemplates) != 1 || sts.Spec.VolumeClaimTemplates[0].Name != "memory-copy" {
-		t.Fatalf("no volume claim template memory-copy in the StatefulSet: %+v", sts)
+	sts := &appsv1.StatefulSet{}
+	renderedAs(t, renderChart(t, map[string]any{"keepCacheAcross": "Restarts", "memcached": map[string]any{"maxMemoryMB": 39},
+		"persistence": map[string]any{"enabled": true, "maxAgeSeconds": maxAge}}), "StatefulSet", "", sts)
+	if len(sts.Spec.VolumeClaimTemplates) != 1 || sts.Spec.VolumeClaimTemplates[0].Name != "memory-copy" {
+		t.Fatalf("no volume claim template memory-copy in the StatefulSet: %+v", sts.Spec.VolumeClaimTemplates)
 	}
 	mc := sts.Spec.Template.Spec.Containers[0]
 	if len(mc.Command) != 4 || mc.Command[0] != "sh" {

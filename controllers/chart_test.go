@@ -46,6 +46,7 @@ import (
 
 	"github.com/example/memcached-operator/controllers"
 	"github.com/example/memcached-operator/internal/operand"
+	"github.com/example/memcached-operator/internal/rollout"
 )
 
 // renderChart renders the memcached chart as the operator would install it, on a Kubernetes 1.35
@@ -432,41 +433,29 @@ func TestExporterReadsStatsOnLoopback(t *testing.T) {
 		{"TLS without metrics", map[string]any{"tls": map[string]any{"enabled": true}}, nil, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, o := range renderChart(t, tt.values) {
-				if o.GetKind() != "StatefulSet" {
-					continue
+			sts := &appsv1.StatefulSet{}
+			renderedAs(t, renderChart(t, tt.values), "StatefulSet", "", sts)
+			spec := &sts.Spec.Template.Spec
+			args := rollout.MemcachedContainer(spec).Args
+			var listener []string
+			if i := slices.Index(args, "-l"); i >= 0 && i+1 < len(args) {
+				listener = args[i : i+2]
+			}
+			if !slices.Equal(listener, tt.listener) {
+				t.Errorf("memcached listens with %v, want %v", listener, tt.listener)
+			}
+			exporter := rollout.ContainerNamed(spec, "exporter")
+			if tt.address == "" {
+				if exporter != nil {
+					t.Errorf("an exporter without metrics")
 				}
-				sts := &appsv1.StatefulSet{}
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, sts); err != nil {
-					t.Fatal(err)
-				}
-				spec := sts.Spec.Template.Spec
-				args := spec.Containers[0].Args
-				var listener []string
-				if i := slices.Index(args, "-l"); i >= 0 && i+1 < len(args) {
-					listener = args[i : i+2]
-				}
-				if !slices.Equal(listener, tt.listener) {
-					t.Errorf("memcached listens with %v, want %v", listener, tt.listener)
-				}
-				var exporter *corev1.Container
-				for i := range spec.Containers {
-					if spec.Containers[i].Name == "exporter" {
-						exporter = &spec.Containers[i]
-					}
-				}
-				if tt.address == "" {
-					if exporter != nil {
-						t.Errorf("an exporter without metrics")
-					}
-					return
-				}
-				if exporter == nil || !slices.Contains(exporter.Args, tt.address) {
-					t.Fatalf("the exporter does not read %s: %v", tt.address, exporter)
-				}
-				if slices.ContainsFunc(exporter.Args, func(a string) bool { return strings.HasPrefix(a, "--memcached.tls") }) || len(exporter.VolumeMounts) > 0 {
-					t.Errorf("the exporter holds a certificate: %v, mounts %v", exporter.Args, exporter.VolumeMounts)
-				}
+				return
+			}
+			if exporter == nil || !slices.Contains(exporter.Args, tt.address) {
+				t.Fatalf("the exporter does not read %s: %v", tt.address, exporter)
+			}
+			if slices.ContainsFunc(exporter.Args, func(a string) bool { return strings.HasPrefix(a, "--memcached.tls") }) || len(exporter.VolumeMounts) > 0 {
+				t.Errorf("the exporter holds a certificate: %v, mounts %v", exporter.Args, exporter.VolumeMounts)
 			}
 		})
 	}

@@ -220,7 +220,7 @@ var _ = Describe("On OKD's restricted-v2 SCC", Ordered, Serial, func() {
 				}
 			}
 			g.Expect(live).To(HaveLen(1))
-			out, _ := kubectlOut("get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:9150/proxy/metrics", okdNamespace, live[0]))
+			out, _ := kubectlOut("get", "--raw", exporterMetrics(okdNamespace, live[0]))
 			return out
 		}, timeout, poll).Should(MatchRegexp(`(?m)^memcached_up 1$`))
 	})

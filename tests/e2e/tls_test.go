@@ -118,7 +118,7 @@ func proveTLS() {
 		g.Expect(st.Stats.MaxConnections).To(BeNumerically(">=", 1024), "memcached's own figure, read over TLS")
 	}, timeout, poll).Should(Succeed())
 	pod := strings.SplitN(status(Default).Servers[0], ".", 2)[0]
-	Expect(kubectl("get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:9150/proxy/metrics", ns, pod))).To(ContainSubstring("\nmemcached_up 1\n"))
+	Expect(kubectl("get", "--raw", exporterMetrics(ns, pod))).To(ContainSubstring("\nmemcached_up 1\n"))
 
 	By("renewing the servers' certificate while an application reads every key each second")
 	watcher := tlsClientPod(ns, "watch", tls.ClientSecret, append(withTLS, "-op", "watch", "-keys", "2000", "-prefix", "renew", "-duration", "5m", "-interval", "1s")...)
@@ -145,7 +145,7 @@ func proveTLS() {
 	Expect(kubectl("-n", ns, "get", "events", "--field-selector", "reason=CertificateRenewed", "-o", "name")).NotTo(BeEmpty())
 	By("the exporter still reading memcached, on the pod's loopback with no certificate")
 	Eventually(func() string {
-		out, _ := kubectlOut("get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:9150/proxy/metrics", ns, pod))
+		out, _ := kubectlOut("get", "--raw", exporterMetrics(ns, pod))
 		return out
 	}, timeout, poll).Should(ContainSubstring("\nmemcached_up 1\n"))
 }
@@ -218,6 +218,12 @@ func proveCAChange() {
 	Expect(read).To(And(HaveField("Hits", 5000), HaveField("Misses", 0), HaveField("Wrong", 0), HaveField("Failures", 0)), "first error: %s", read.FirstError)
 }
 
+// exporterMetrics is the API server's path to the metrics of pod's exporter (the chart's port
+// 9150), through its pod proxy.
+func exporterMetrics(ns, pod string) string {
+	return fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:9150/proxy/metrics", ns, pod)
+}
+
 // scrape is one read of an exporter's metrics: memcached_up's value, or why there was none.
 type scrape struct {
 	at  time.Time
@@ -239,10 +245,9 @@ func scrapeExporter(ns, pod string, interval time.Duration) (stop func() []scrap
 		defer t.Stop()
 		for {
 			s := scrape{at: time.Now()}
-			path := fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:9150/proxy/metrics", ns, pod)
-			out, err := kubectlOut("get", "--raw", path)
+			out, err := kubectlOut("get", "--raw", exporterMetrics(ns, pod))
 			if err != nil { // the API server's proxy, not the exporter: once more, as a scraper retries
-				out, err = kubectlOut("get", "--raw", path)
+				out, err = kubectlOut("get", "--raw", exporterMetrics(ns, pod))
 			}
 			if err != nil {
 				s.err = err.Error()
