@@ -51,9 +51,11 @@ PROMETHEUS ?= $(LOCALBIN)/prometheus
 # The Kubernetes version is pinned in hack/kube/go.mod, and only there.
 KUBE_VERSION := $(shell cd hack/kube && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 KUBE_BIN ?= $(LOCALBIN)/k8s/$(KUBE_VERSION)
-# The local cluster tool, and kube-router beside it (the tool runs it from there).
+# The local cluster tool, and kube-router and the storage provisioner beside it (the tool runs
+# them from there).
 CLUSTER_TOOL ?= $(LOCALBIN)/cluster/cluster
 KUBE_ROUTER := $(dir $(CLUSTER_TOOL))kube-router
+LOCAL_STORAGE := $(dir $(CLUSTER_TOOL))local-storage
 # The version the binaries report (discovery, --version): $(call kube_ldflags,v1.X.Y).
 kube_ldflags = -X k8s.io/component-base/version.gitVersion=$(1) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(1))) \
@@ -145,6 +147,7 @@ generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
 fmt: ## Run go fmt.
 	go fmt ./...
 	cd hack/cluster && go fmt ./...
+	cd hack/storage && go fmt ./...
 	cd bench && go fmt ./...
 
 .PHONY: vet
@@ -152,6 +155,7 @@ vet: ## Run go vet (the operator, the e2e suite and the cluster tool).
 	go vet ./...
 	go vet -tags e2e ./tests/e2e/...
 	cd hack/cluster && go vet ./...
+	cd hack/storage && go vet ./...
 	cd bench && go vet ./...
 
 .PHONY: lint
@@ -160,6 +164,7 @@ lint: $(STATICCHECK) ## gofmt and staticcheck on the operator, the e2e suite and
 	$(STATICCHECK) ./...
 	$(STATICCHECK) -tags e2e ./tests/e2e/...
 	cd hack/cluster && $(STATICCHECK) ./...
+	cd hack/storage && $(STATICCHECK) ./...
 	cd bench && $(STATICCHECK) ./...
 
 .PHONY: lint-chart
@@ -250,9 +255,9 @@ E2E_ENV = KUBECONFIG=$(CLUSTER_KUBECONFIG) KUBECACHEDIR=$(CLUSTER_STATE)/kubectl
 	E2E_INDEX_IMG=localhost:5000/opm:$(OPM_VERSION) E2E_BUSYBOX_IMG=localhost:5000/busybox:stable E2E_PROMETHEUS=$(PROMETHEUS)
 
 .PHONY: test-e2e
-test-e2e: host-packages cluster-binaries cluster-tool $(KUBE_ROUTER) olm-binaries olmv1-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) $(PROMETHEUS) $(GINKGO) ## End-to-end suites on the local cluster with OLM v0 and v1 and a real Prometheus (root); always tears the cluster down. E2E_ARGS='--focus=...' picks specs.
+test-e2e: host-packages cluster-binaries cluster-tool $(KUBE_ROUTER) $(LOCAL_STORAGE) olm-binaries olmv1-binaries $(OPM) $(OPERATOR_SDK) $(SCORECARD_TEST) $(HELM) $(PROMETHEUS) $(GINKGO) ## End-to-end suites on the local cluster with OLM v0 and v1 and a real Prometheus (root); always tears the cluster down. E2E_ARGS='--focus=...' picks specs.
 	status=0; rm -f $(E2E_LOG); \
-	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && \
+	  $(CLUSTER_TOOL) up $(CLUSTER_FLAGS) && $(CLUSTER_TOOL) storage-on $(CLUSTER_FLAGS) && \
 	  $(MAKE) --no-print-directory olm-install olmv1-install e2e-olm-images e2e-release-images && \
 	  $(E2E_ENV) $(GINKGO) run -p --procs=$(E2E_PROCS) --tags=e2e --timeout=60m -v --label-filter='!bench' $(E2E_ARGS) ./tests/e2e 2>&1 | tee $(E2E_LOG) || status=$$?; \
 	  $(CLUSTER_TOOL) down $(CLUSTER_FLAGS) || status=1; \
@@ -539,6 +544,13 @@ cluster-netpol-on: cluster-tool $(KUBE_ROUTER) ## Make the running local cluster
 cluster-netpol-off: cluster-tool ## Stop enforcing NetworkPolicy on the local cluster (kube-router and its rules removed).
 	$(CLUSTER_TOOL) netpol-off $(CLUSTER_FLAGS)
 
+.PHONY: cluster-storage-on cluster-storage-off
+cluster-storage-on: cluster-tool $(LOCAL_STORAGE) ## Give the running local cluster a default StorageClass of node-local volumes (a provisioner on the node; root).
+	$(CLUSTER_TOOL) storage-on $(CLUSTER_FLAGS)
+
+cluster-storage-off: cluster-tool ## Stop the local cluster's storage provisioner (its volumes stay until their claims go).
+	$(CLUSTER_TOOL) storage-off $(CLUSTER_FLAGS)
+
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster and undo its changes to the machine.
 	@if [ -d $(CLUSTER_STATE) ]; then \
@@ -627,6 +639,12 @@ $(CLUSTER_TOOL): $(wildcard hack/cluster/*.go hack/cluster/*/*.go) hack/cluster/
 # runs without it).
 $(KUBE_ROUTER): hack/netpol/go.mod
 	cd hack/netpol && CGO_ENABLED=0 go build -o $(dir $@) github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+
+# The local cluster's provisioner of node-local volumes, built as the manager is: the Kubernetes
+# libraries it shares with the operator (at the operator's versions, tests/modules) come from the
+# build cache.
+$(LOCAL_STORAGE): $(wildcard hack/storage/*.go) hack/storage/go.mod
+	cd hack/storage && $(MANAGER_BUILD) -o $@ .
 
 $(PROBE_ARM64): $(wildcard hack/cluster/grpc-health-probe/*.go) hack/cluster/go.mod
 	cd hack/cluster && CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -o $@ ./grpc-health-probe

@@ -61,6 +61,7 @@ func (c *Cluster) writeKubeconfigs(p *PKI) error {
 		{c.path("kubeconfigs", "kubelet"), "system:node:" + c.NodeName, p.Node},
 		{c.path("kubeconfigs", "kube-proxy"), "system:kube-proxy", p.KubeProxy},
 		{c.path("kubeconfigs", "kube-router"), "system:kube-router", p.KubeRouter},
+		{c.path("kubeconfigs", "local-storage"), "system:local-storage", p.LocalStorage},
 	} {
 		if err := c.writeKubeconfig(kc.file, kc.user, p.CA, kc.cert, c.apiServerURL()); err != nil {
 			return err

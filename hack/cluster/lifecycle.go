@@ -117,7 +117,7 @@ func (c *Cluster) up(self string) error {
 
 // components in start order; down stops them in reverse.
 func (c *Cluster) componentNames() []string {
-	return []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "registry", "containerd", "kubelet", "kube-proxy", "kube-router"}
+	return []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "registry", "containerd", "kubelet", "kube-proxy", "kube-router", "local-storage"}
 }
 
 // down stops everything up started, by PID, and undoes its changes to the host.
@@ -144,6 +144,7 @@ func (c *Cluster) down() error {
 	_ = c.stop("kubelet", 20*time.Second)
 	c.removeContainers()
 	_ = c.stop("kube-router", 10*time.Second)
+	_ = c.stop("local-storage", 10*time.Second)
 	_ = c.stop("kube-proxy", 10*time.Second)
 	if _, err := os.Stat(c.bin("kube-proxy")); err == nil {
 		_ = exec.Command(c.bin("kube-proxy"), "--cleanup", "--config="+c.path("kube-proxy", "config.yaml")).Run()
@@ -237,7 +238,7 @@ func (c *Cluster) status() error {
 func (c *Cluster) checkPorts() error {
 	ports := map[int]string{etcdClientPort: "etcd", etcdPeerPort: "etcd", apiServerPort: "kube-apiserver",
 		kubeletPort: "kubelet", RegistryPort: "registry", 10257: "kube-controller-manager", 10259: "kube-scheduler",
-		10249: "kube-proxy", 10256: "kube-proxy", 10248: "kubelet", kubeRouterHealthPort: "kube-router"}
+		10249: "kube-proxy", 10256: "kube-proxy", 10248: "kubelet", kubeRouterHealthPort: "kube-router", localStorageMetricsPort: "local-storage"}
 	for port, owner := range ports {
 		if _, ok := c.pid(owner); ok {
 			continue

@@ -54,7 +54,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: cluster up|down|status|demo|demo-down|olm-install|olm-uninstall|olmv1-install|olmv1-uninstall|image|registry [flags]")
+	fmt.Fprintln(os.Stderr, "usage: cluster up|down|status|demo|demo-down|netpol-on|netpol-off|storage-on|storage-off|olm-install|olm-uninstall|olmv1-install|olmv1-uninstall|image|registry [flags]")
 	os.Exit(2)
 }
 
@@ -113,7 +113,7 @@ func run(cmd string, args []string) error {
 			return fmt.Errorf("--olm-bin-dir, --olm-deploy-dir, --olm-version and --opm-version are required")
 		}
 		return c.olmInstall(o)
-	case "up", "down", "status", "demo", "demo-down", "netpol-on", "netpol-off":
+	case "up", "down", "status", "demo", "demo-down", "netpol-on", "netpol-off", "storage-on", "storage-off":
 		repo := fs.String("repo", ".", "the operator's repository (demo)")
 		img := fs.String("img", "", "operator image the current context can pull (demo on an existing cluster)")
 		localImg := fs.String("local-img", RegistryHost+"/memcached-operator:dev", "operator image built and pushed for the local cluster (demo)")
@@ -143,6 +143,10 @@ func run(cmd string, args []string) error {
 			return c.startNetworkPolicy(self)
 		case "netpol-off":
 			return c.stopNetworkPolicy()
+		case "storage-on":
+			return c.startStorage(self)
+		case "storage-off":
+			return c.stopStorage()
 		default:
 			return c.status()
 		}

@@ -175,7 +175,7 @@ type PKI struct {
 	CA, FrontProxyCA                                     *keyPair
 	APIServer, APIServerKubeletClient, FrontProxyClient  *keyPair
 	Admin, ControllerManager, Scheduler, Node, KubeProxy *keyPair
-	KubeRouter, KubeletServing, Registry                 *keyPair
+	KubeRouter, LocalStorage, KubeletServing, Registry   *keyPair
 	ServiceAccountKey, ServiceAccountPub                 string
 }
 
@@ -208,6 +208,7 @@ func (c *Cluster) ensurePKI() (*PKI, error) {
 		{&p.Node, p.CA, certSpec{name: "node", cn: "system:node:" + c.NodeName, orgs: []string{"system:nodes"}, client: true}},
 		{&p.KubeProxy, p.CA, certSpec{name: "kube-proxy", cn: "system:kube-proxy", client: true}},
 		{&p.KubeRouter, p.CA, certSpec{name: "kube-router", cn: "system:kube-router", client: true}},
+		{&p.LocalStorage, p.CA, certSpec{name: "local-storage", cn: "system:local-storage", client: true}},
 		{&p.KubeletServing, p.CA, certSpec{name: "kubelet", cn: c.NodeName, server: true, dnsNames: []string{c.NodeName, "localhost"}, ips: []string{c.NodeIP, "127.0.0.1"}}},
 		{&p.Registry, p.CA, certSpec{name: "registry", cn: "registry", server: true, dnsNames: []string{"localhost"}, ips: []string{"127.0.0.1", c.NodeIP}}},
 	}

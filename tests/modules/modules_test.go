@@ -43,30 +43,36 @@ func requires(t *testing.T, path string) map[string]string {
 	return versions
 }
 
+// agrees fails for each module that other (a go.mod below the repository) requires at another
+// version than base does; fix says how to align it.
+func agrees(t *testing.T, base, other, fix string) {
+	t.Helper()
+	want := requires(t, filepath.Join("..", "..", base))
+	for path, version := range requires(t, filepath.Join("..", "..", other)) {
+		if w, ok := want[path]; ok && version != w {
+			t.Errorf("%s requires %s %s; %s requires %s: `cd %s && go get %s@%s%s`", other, path, version, base, w, filepath.Dir(other), path, w, fix)
+		}
+	}
+}
+
 // The bench module builds the same Kubernetes client libraries as the operator: at the operator's
 // versions, each package is compiled once for both (make test's build cache serves bench's vet,
 // staticcheck and make chaos), not a second time on a fresh machine for a version apart.
 func TestBenchRequiresTheOperatorsVersions(t *testing.T) {
-	operator := requires(t, filepath.Join("..", "..", "go.mod"))
-	bench := requires(t, filepath.Join("..", "..", "bench", "go.mod"))
-	for path, version := range bench {
-		if want, ok := operator[path]; ok && version != want {
-			t.Errorf("bench/go.mod requires %s %s; go.mod requires %s: `cd bench && go get %s@%s && go mod tidy`", path, version, want, path, want)
-		}
-	}
+	agrees(t, "go.mod", "bench/go.mod", " && go mod tidy")
+}
+
+// The local cluster's storage provisioner (hack/storage) is built as the manager is, at the
+// operator's versions, so make test's build cache serves its Kubernetes libraries.
+func TestStorageRequiresTheOperatorsVersions(t *testing.T) {
+	agrees(t, "go.mod", "hack/storage/go.mod", " && go mod tidy")
 }
 
 // kube-router (hack/netpol) builds the same Kubernetes client libraries as the cluster tool
 // (hack/cluster), which make test-e2e builds first: at the cluster tool's versions their packages
 // come from its build cache.
 func TestNetpolRequiresTheClusterToolsVersions(t *testing.T) {
-	cluster := requires(t, filepath.Join("..", "..", "hack", "cluster", "go.mod"))
-	netpol := requires(t, filepath.Join("..", "..", "hack", "netpol", "go.mod"))
-	for path, version := range netpol {
-		if want, ok := cluster[path]; ok && version != want {
-			t.Errorf("hack/netpol/go.mod requires %s %s; hack/cluster/go.mod requires %s: `cd hack/netpol && go get %s@%s` (no tidy: the module has no packages)", path, version, want, path, want)
-		}
-	}
+	agrees(t, "hack/cluster/go.mod", "hack/netpol/go.mod", " (no tidy: the module has no packages)")
 }
 
 // tests/helm4 compares the chart under Helm 4 with the Helm 3 the operator runs: at the operator's
