@@ -33,6 +33,7 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The chart's memcached container with keepCacheAcross Restarts and persistence, run as its pod
@@ -228,4 +229,32 @@ func tempDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	return dir
+}
+
+// A volume's root is root's on most storage: the servers (user 11211) write their copy there as
+// its group, which the chart gives the pod with persistence alone; on OpenShift the SCC gives it.
+func TestPersistenceWritesTheVolumeAsItsGroup(t *testing.T) {
+	for _, tc := range []struct {
+		values    map[string]any
+		openShift bool
+		fsGroup   bool
+	}{
+		{map[string]any{"keepCacheAcross": "Restarts", "persistence": map[string]any{"enabled": true}}, false, true},
+		{map[string]any{"keepCacheAcross": "Restarts", "persistence": map[string]any{"enabled": true}}, true, false},
+		{map[string]any{"keepCacheAcross": "Restarts"}, false, false},
+	} {
+		var apiVersions []string
+		if tc.openShift {
+			apiVersions = []string{"security.openshift.io/v1"}
+		}
+		sts := &appsv1.StatefulSet{}
+		renderedAs(t, renderChart(t, tc.values, apiVersions...), "StatefulSet", "", sts)
+		sc := sts.Spec.Template.Spec.SecurityContext
+		if got := sc.FSGroup != nil && *sc.FSGroup == 11211; got != tc.fsGroup {
+			t.Errorf("%v (OpenShift %t): fsGroup %v, want 11211: %t", tc.values, tc.openShift, sc.FSGroup, tc.fsGroup)
+		}
+		if tc.fsGroup && (sc.FSGroupChangePolicy == nil || *sc.FSGroupChangePolicy != corev1.FSGroupChangeOnRootMismatch) {
+			t.Errorf("%v: fsGroupChangePolicy %v, want OnRootMismatch (a restart does not walk the copy)", tc.values, sc.FSGroupChangePolicy)
+		}
+	}
 }

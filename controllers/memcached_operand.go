@@ -473,9 +473,10 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // serverChanged says whether a server's pod changed in what its status or a change of the servers
 // reads: its trouble, readiness, template revision, memcached's restarts, the kubelet's report of
-// a resize, its spec (a resize, an image changed in place).
+// a resize, its spec (a resize, an image changed in place), its stop asked (persistence).
 func serverChanged(before, after *corev1.Pod) bool {
 	return podTrouble([]corev1.Pod{*before}) != podTrouble([]corev1.Pod{*after}) || podReady(before) != podReady(after) ||
+		(before.DeletionTimestamp == nil) != (after.DeletionTimestamp == nil) ||
 		before.Labels[appsv1.StatefulSetRevisionLabel] != after.Labels[appsv1.StatefulSetRevisionLabel] ||
 		rollout.RestartsOf(before, labels.ChartName) != rollout.RestartsOf(after, labels.ChartName) ||
 		before.Generation != after.Generation || before.Status.ObservedGeneration != after.Status.ObservedGeneration ||

@@ -157,10 +157,14 @@ func fillImage(vals map[string]any, def *operand.Image, path ...string) {
 const minWarmMemoryMB = 39
 
 // checkKeepCacheAcross refuses what keepCacheAcross Restarts cannot run: too little item memory
-// for memcached's memory file, or an autopilot that would grow memory memcached cannot change.
+// for memcached's memory file, or an autopilot that would grow memory memcached cannot change;
+// and persistence without it (there is no memory file to keep).
 // (Admission cannot: a rule on the spec of the CRD of 1.2.0 would stop OLM v1's upgrade.)
 func checkKeepCacheAcross(obj *unstructured.Unstructured) error {
 	if keep, _, _ := unstructured.NestedString(obj.Object, "spec", "keepCacheAcross"); keep != cachev1.KeepAcrossRestarts {
+		if on, _, _ := unstructured.NestedBool(obj.Object, "spec", "persistence", "enabled"); on {
+			return fmt.Errorf("persistence needs keepCacheAcross Restarts: only a server that keeps its items in a memory file, saved when its pod stops, has items for a volume to keep")
+		}
 		return nil
 	}
 	spec, _, err := autopilotInputs(obj)

@@ -133,6 +133,10 @@ func TestTranslateValuesRefusesWhatWarmRestartsCannotRun(t *testing.T) {
 		`{"keepCacheAcross": "Restarts", "memcached": {"maxMemoryMB": 39}, "autoscaling": {"maxReplicas": 4}}`: "",
 		`{"keepCacheAcross": "MemoryChanges", "memcached": {"maxMemoryMB": 16}}`:                               "",
 		`{"memcached": {"maxMemoryMB": 16}, "autoscaling": {"enabled": true, "maxMemoryMB": 128}}`:             "",
+		`{"persistence": {"enabled": true}}`:                                                                   "persistence needs keepCacheAcross Restarts",
+		`{"keepCacheAcross": "MemoryChanges", "persistence": {"enabled": true}}`:                               "persistence needs keepCacheAcross Restarts",
+		`{"persistence": {"enabled": false, "size": "1Gi"}}`:                                                   "",
+		`{"keepCacheAcross": "Restarts", "persistence": {"enabled": true}}`:                                    "",
 	} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"kind": "Memcached", "metadata": map[string]any{"name": "m"}}}
 		var raw map[string]any

@@ -222,6 +222,16 @@ func emptyMetric(reason string) string {
 	return "restarted"
 }
 
+// restoredMetrics counts the memcached servers whose new pod restored the copy of their memory
+// file from their volume (persistence); those that did not are counted as started empty
+// (pod_replaced, or rollout).
+var restoredMetrics = func() prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "memcached_operator", Name: "servers_restored_total",
+		Help: "memcached servers whose new pod restored the copy of their memory file from their volume (persistence)."})
+	crmetrics.Registry.MustRegister(c)
+	return c
+}()
+
 // startedEmptyMetrics counts the memcached servers that started empty, by reason.
 var startedEmptyMetrics = func() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "memcached_operator", Name: "servers_started_empty_total",

@@ -344,6 +344,10 @@ func addServerPod(ctx context.Context, s *appsv1.StatefulSet, i int, host, revis
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(live, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
 		Spec: *live.Spec.Template.Spec.DeepCopy(),
 	}
+	for _, claim := range live.Spec.VolumeClaimTemplates { // each a claim of its own, as the controller makes them
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: claim.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim.Name + "-" + name}}})
+	}
 	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: host, PodIPs: []corev1.PodIP{{IP: host}},
 		ObservedGeneration: pod.Generation, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}

@@ -95,6 +95,7 @@ func (r *MemcachedOperandReconciler) advance(ctx context.Context, mc *cachev1.Me
 	pods := serverPodsOf(servers, list)
 	var seen []rollout.Seen
 	rs.Servers, seen = rollout.Track(rs.Servers, pods, servers.Name, replicasOf(servers), rs.Change, now)
+	rollout.MarkStopping(rs.Servers, list)
 	var judge []rollout.Seen
 	for _, s := range seen {
 		switch {
@@ -147,6 +148,9 @@ func (r *MemcachedOperandReconciler) advance(ctx context.Context, mc *cachev1.Me
 // its readiness brings the cache back.
 func (r *MemcachedOperandReconciler) judgeRestart(mc *cachev1.Memcached, rs *cachev1.RolloutStatus, s rollout.Seen) (done bool, announce func()) {
 	e := entryOf(rs, s.Server)
+	if s.Next != nil {
+		return r.judgeReplaced(mc, e, s)
+	}
 	if e == nil || !podReady(s.Pod) || s.Pod.Status.PodIP == "" {
 		return true, nil
 	}

@@ -89,10 +89,35 @@ func observeRollout(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, no
 			since = c.CompletionTime
 		}
 	}
-	if e := latestEmpty(st.Rollout.Servers, since); e != nil && (c == nil || !rollout.InFlight(c)) {
+	if c != nil && rollout.InFlight(c) {
+		return
+	}
+	// So does a server whose new pod restored its items from its volume (persistence).
+	e, r := latestEmpty(st.Rollout.Servers, since), latestRestored(st.Rollout.Servers, since)
+	switch {
+	case r != nil && (e == nil || e.StartedEmpty.Time.Before(&r.Restored.Time)):
+		setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionTrue, cachev1.CacheRestored,
+			fmt.Sprintf("%s (at %s)", restoredMessage(r.Name, r.Restored), timeOf(&r.Restored.Time)))
+	case e != nil:
 		setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
 			fmt.Sprintf("server %s started empty at %s: %s", e.Name, timeOf(&e.StartedEmpty.Time), e.StartedEmpty.Message))
 	}
+}
+
+// latestRestored is the server whose new pod restored its items from its volume last, after
+// since (nil: any time), or nil.
+func latestRestored(entries []cachev1.ServerRollout, since *metav1.Time) *cachev1.ServerRollout {
+	var last *cachev1.ServerRollout
+	for i := range entries {
+		e := &entries[i]
+		if e.Restored == nil || (since != nil && e.Restored.Time.Before(since)) {
+			continue
+		}
+		if last == nil || last.Restored.Time.Before(&e.Restored.Time) {
+			last = e
+		}
+	}
+	return last
 }
 
 func ptrTime(t metav1.Time) *metav1.Time { return &t }

@@ -35,6 +35,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/labels"
+	"github.com/example/memcached-operator/internal/rollout"
 )
 
 // A cache whose spec.tls.certificateSecret names a Secret serves the certificate in it, as
@@ -280,11 +281,14 @@ func mountsSecret(spec *corev1.PodSpec, name string) bool {
 	return false
 }
 
-// secretVolumesOnly are the volumes of a pod that name Secrets, with no more than those names.
+// secretVolumesOnly are the volumes of a pod that name Secrets, with no more than those names,
+// and the volume of the copy of memcached's memory file (rollout.KeepsMemoryCopy).
 func secretVolumesOnly(volumes []corev1.Volume) []corev1.Volume {
 	var out []corev1.Volume
 	for _, v := range volumes {
 		switch {
+		case v.Name == rollout.MemoryCopyVolume && v.PersistentVolumeClaim != nil:
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName}}})
 		case v.Secret != nil:
 			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: v.Secret.SecretName}}})
 		case v.Projected != nil:

@@ -63,6 +63,10 @@ const (
 	// WayStartedEmpty: the servers rolled out (each a new pod), or a server restarted without
 	// its items: each such server started empty.
 	WayStartedEmpty = "StartedEmpty"
+	// CacheRestored: a server's pod was replaced (a drain, an eviction, a deletion) and its new
+	// pod restored the copy of its memory file from its volume (persistence): a CacheWarm reason
+	// and an Event's, not a way of making a change.
+	CacheRestored = "Restored"
 )
 
 // ServersChange is a change of the servers' pod template and how the operator makes it.
@@ -157,6 +161,31 @@ type ServerRollout struct {
 	// startedEmpty says that the server started empty since the last change began, and why.
 	// +optional
 	StartedEmpty *ServerEmptyStart `json:"startedEmpty,omitempty"`
+
+	// stopTime is when that pod was asked to stop (its deletion began, as the API server
+	// recorded it), with persistence: the copy of its memory file that its next pod restores was
+	// saved after it.
+	// +optional
+	StopTime *metav1.Time `json:"stopTime,omitempty"`
+
+	// restored says that the server's pod was replaced and it restored the copy of its memory
+	// file from its volume (persistence).
+	// +optional
+	Restored *ServerRestore `json:"restored,omitempty"`
+}
+
+// ServerRestore is a server whose new pod restored the copy of its memory file from its volume.
+type ServerRestore struct {
+	// items memcached held once it had restored them.
+	Items int64 `json:"items"`
+	// awaySeconds is how long the server was away, from its old pod's stop to its new memcached's
+	// start, as Kubernetes recorded them: the items it brought back are at most that old, and
+	// missed every write and delete its clients sent meanwhile. Unset when the operator did not
+	// see the old pod stop.
+	// +optional
+	AwaySeconds *int64 `json:"awaySeconds,omitempty"`
+	// time is when the operator saw it.
+	Time metav1.Time `json:"time"`
 }
 
 // ServerRestart is a restart of memcached in its pod that the operator began.

@@ -202,6 +202,52 @@ type MemcachedSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS"
 	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// persistence keeps a server's items across the replacement of its pod (a node drained, an
+	// eviction, a deletion), with keepCacheAcross Restarts: a volume per server (a
+	// PersistentVolumeClaim memory-copy-<server>, deleted with its server or the cache) keeps a
+	// copy of the memory file memcached saves when its pod stops gracefully, and the server's next
+	// pod restores it only when it is complete, made with the same settings and at most
+	// maxAgeSeconds old; otherwise it starts empty. The items it brings back missed every write
+	// and delete of the time away (docs/upgrades.md). Without keepCacheAcross Restarts it is
+	// refused (Irreconcilable). Turning it on or off replaces the StatefulSet, keeping its servers'
+	// names, and rolls the servers out once, each starting empty. A volume on a node's own disk
+	// pins its server to that node. Off unless enabled. (Added in 1.4.0 without schema defaults:
+	// an earlier operator's chart refuses values it does not know.)
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Persistence"
+	Persistence *PersistenceSpec `json:"persistence,omitempty"`
+}
+
+// PersistenceSpec configures the volumes that keep the servers' memory files across their pods.
+type PersistenceSpec struct {
+	// enabled gives each server a volume for the copy of its memory file.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Enabled bool `json:"enabled,omitempty"`
+
+	// size of each server's volume, a Kubernetes quantity (e.g. 2Gi); unset: the item memory
+	// and a tenth, and 16Mi (the copy is the item memory and memcached's metadata).
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Size"
+	Size string `json:"size,omitempty"`
+
+	// storageClassName is the volumes' StorageClass; unset: the cluster's default.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage class",xDescriptors={"urn:alm:descriptor:io.kubernetes:StorageClass"}
+	StorageClassName string `json:"storageClassName,omitempty"`
+
+	// maxAgeSeconds is the oldest copy a new pod restores, in seconds (unset: 300). A server away
+	// longer missed too many writes and deletes: it starts empty instead. 0 restores none.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Oldest copy restored (seconds)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
+	MaxAgeSeconds *int32 `json:"maxAgeSeconds,omitempty"`
 }
 
 // TLSSpec configures memcached's TLS.

@@ -37,22 +37,6 @@ var OperatorValues = map[string]any{
 		"maxLength":   63,
 		"pattern":     `^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`,
 	},
-	"persistence": map[string]any{
-		"type":                 "object",
-		"description":          "with keepCacheAcross Restarts, a volume per server that keeps a copy of memcached's memory file across a pod's replacement; the chart's alone until the Memcached API has it.",
-		"additionalProperties": false,
-		"properties": map[string]any{
-			"enabled": map[string]any{"type": "boolean"},
-			"size": map[string]any{"type": "string", "maxLength": 64,
-				"pattern":     `^([0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?)?$`,
-				"description": "the volume's size; empty: the item memory and a tenth."},
-			"storageClassName": map[string]any{"type": "string", "maxLength": 253,
-				"pattern":     `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$`,
-				"description": "the volumes' storage class; empty: the cluster's default."},
-			"maxAgeSeconds": map[string]any{"type": "integer", "minimum": 0, "maximum": 86400,
-				"description": "the oldest copy a new server restores, in seconds."},
-		},
-	},
 	"tlsProfile": map[string]any{
 		"type":                 "object",
 		"description":          "the cluster's TLS security profile as memcached takes it (tls.enabled); the operator sets it.",

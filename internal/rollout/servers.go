@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/labels"
@@ -42,6 +43,10 @@ type Seen struct {
 	// hand: whether it restored its items is for memcached to say (Restored). Its entry keeps the
 	// restarts it had until it is judged.
 	Judge bool
+	// Next is, for a server whose pod was replaced by one that may restore the copy of its memory
+	// file (persistence), its entry once judged (Judge is set too), as if it started empty: its
+	// entry keeps the old pod's until then.
+	Next *cachev1.ServerRollout
 }
 
 // Track brings the servers' entries (status.rollout.servers) up to date with their pods (by
@@ -78,6 +83,15 @@ func Track(prev []cachev1.ServerRollout, pods map[int32]*corev1.Pod, name string
 		e := *prev[at].DeepCopy()
 		warm := slices.Contains(argsOf(p), MemoryFileArg)
 		switch {
+		case e.PodUID != p.UID && KeepsMemoryCopy(p):
+			// Whether it restored its copy is for its memcached to say, once it serves; if not,
+			// it started empty for the reason of its replacement.
+			empty := replacedWhy(p, change, now)
+			if empty.Reason == cachev1.EmptyPodReplaced {
+				empty = NotRestored(now)
+			}
+			next := cachev1.ServerRollout{Name: server, PodUID: p.UID, Restarts: restarts, Release: newPodRelease(change), StopTime: e.StopTime, StartedEmpty: empty}
+			seen = append(seen, Seen{Server: server, Pod: p, Judge: true, Next: &next})
 		case e.PodUID != p.UID:
 			empty := replacedWhy(p, change, now)
 			e = cachev1.ServerRollout{Name: server, PodUID: p.UID, Restarts: restarts, Release: newPodRelease(change), StartedEmpty: empty}
@@ -95,6 +109,24 @@ func Track(prev []cachev1.ServerRollout, pods map[int32]*corev1.Pod, name string
 		out = append(out, e)
 	}
 	return out, seen
+}
+
+// MarkStopping records in the servers' entries when their pods that keep a copy of their memory
+// file (persistence) were asked to stop: the copy their next pods restore was saved after it.
+// The API server sets a pod's deletion timestamp to the end of the grace period it gives; a
+// namespace editor can delete a pod, not forge when.
+func MarkStopping(entries []cachev1.ServerRollout, pods []corev1.Pod) {
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp == nil || !KeepsMemoryCopy(p) {
+			continue
+		}
+		at := slices.IndexFunc(entries, func(e cachev1.ServerRollout) bool { return e.PodUID == p.UID })
+		if at >= 0 && entries[at].StopTime == nil {
+			grace := time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0)) * time.Second
+			entries[at].StopTime = &metav1.Time{Time: p.DeletionTimestamp.Add(-grace)}
+		}
+	}
 }
 
 // InFlight says whether a change is being made (its servers held).
@@ -115,12 +147,35 @@ func newPodRelease(c *cachev1.ServersChange) int32 {
 // replacedWhy says why the server whose new pod is p started empty: a rollout the operator
 // handed the change to replaced it, or something else did (a drain, an eviction, a deletion).
 func replacedWhy(p *corev1.Pod, c *cachev1.ServersChange, now metav1.Time) *cachev1.ServerEmptyStart {
-	if c != nil && c.Phase == cachev1.RolloutRolledOut && c.CompletionTime != nil && !p.CreationTimestamp.Before(c.CompletionTime) {
+	if rolledOutBy(p, c) {
 		return &cachev1.ServerEmptyStart{Reason: cachev1.EmptyRolledOut, Time: now,
 			Message: fmt.Sprintf("its pod was replaced by the rollout of %s, because %s", c.What, c.Message)}
 	}
 	return &cachev1.ServerEmptyStart{Reason: cachev1.EmptyPodReplaced, Time: now,
 		Message: "its pod was replaced (a node drained, an eviction or a deletion): a new pod's memory starts empty"}
+}
+
+// rolledOutBy says whether pod p was made by the rollout that change c was handed to.
+func rolledOutBy(p *corev1.Pod, c *cachev1.ServersChange) bool {
+	return c != nil && c.Phase == cachev1.RolloutRolledOut && c.CompletionTime != nil && !p.CreationTimestamp.Before(c.CompletionTime)
+}
+
+// NotRestored is the empty start of a server whose new pod did not restore the copy of its
+// memory file from its volume.
+func NotRestored(now metav1.Time) *cachev1.ServerEmptyStart {
+	return &cachev1.ServerEmptyStart{Reason: cachev1.EmptyPodReplaced, Time: now,
+		Message: "its pod was replaced, and the new one did not restore the copy of its memory file from its volume: none was saved (the old pod was killed, or lost with its node), or it was older than persistence.maxAgeSeconds or made with other settings (the memcached container's log says which)"}
+}
+
+// AwaySeconds is how long a server whose pod was asked to stop at stop was away until its new
+// pod p's memcached started; nil when either is not known.
+func AwaySeconds(p *corev1.Pod, stop *metav1.Time) *int64 {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == labels.ChartName && cs.State.Running != nil && stop != nil {
+			return ptr.To(int64(max(0, cs.State.Running.StartedAt.Sub(stop.Time).Round(time.Second)/time.Second)))
+		}
+	}
+	return nil
 }
 
 // exitOf says how memcached's container last stopped in pod p.

@@ -49,6 +49,12 @@ func TestTrack(t *testing.T) {
 	changing := &cachev1.ServersChange{Phase: cachev1.RolloutChanging, FromRelease: 3, ToRelease: 4, What: "memcached 1.6.38 → 1.6.39", Since: earlier}
 	rolledOut := &cachev1.ServersChange{Phase: cachev1.RolloutRolledOut, What: "memcached's flags", Message: "memcached's flags change", Since: earlier, CompletionTime: &earlier}
 	restarting := entry("a", 2)
+	stopped := entry("a", 1)
+	stopped.StopTime = &earlier
+	copying := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.Volumes = []corev1.Volume{{Name: MemoryCopyVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "memory-copy-c-memcached-0"}}}}
+		return p
+	}
 	restarting.Restart = &cachev1.ServerRestart{Items: 100, Time: earlier}
 	for _, tc := range []struct {
 		name    string
@@ -75,6 +81,8 @@ func TestTrack(t *testing.T) {
 			want: &cachev1.ServerRollout{Name: "c-memcached-0", PodUID: "a", Restarts: 1}, judge: true},
 		{name: "restarted without its memory file: empty", prev: []cachev1.ServerRollout{entry("a", 1)}, pod: pod("a", 2, true),
 			want: &cachev1.ServerRollout{Name: "c-memcached-0", PodUID: "a", Restarts: 2}, empty: cachev1.EmptyRestarted, message: "memcached stopped (Error, exit code 139) and restarted, and without its memory file"},
+		{name: "its pod replaced by one that keeps a copy (persistence): memcached is asked once it serves; the entry stays the old pod's", prev: []cachev1.ServerRollout{stopped},
+			pod: copying(pod("b", 0, true)), want: &stopped, judge: true},
 		{name: "its pod not there a moment: compared once it is back", prev: []cachev1.ServerRollout{entry("a", 1)}, want: &cachev1.ServerRollout{Name: "c-memcached-0", PodUID: "a", Restarts: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,6 +117,10 @@ func TestTrack(t *testing.T) {
 					}
 				}
 				judge = judge || s.Judge
+				if n := s.Next; n != nil && (n.PodUID != tc.pod.UID || n.StartedEmpty == nil || n.StartedEmpty.Reason != cachev1.EmptyPodReplaced ||
+					!strings.Contains(n.StartedEmpty.Message, "did not restore the copy") || !n.StopTime.Equal(tc.prev[0].StopTime)) {
+					t.Errorf("the entry once judged = %+v, want the new pod's, empty unless it restored, with the old pod's stop", n)
+				}
 			}
 			if empty != tc.empty || judge != tc.judge {
 				t.Errorf("seen %+v: empty %q judge %v, want empty %q judge %v", seen, empty, judge, tc.empty, tc.judge)
@@ -124,6 +136,43 @@ func TestTrack(t *testing.T) {
 		}
 	})
 }
+
+// A server's pod that keeps a copy of its memory file and is being deleted: its stop is the
+// deletion's start (the deletion timestamp less the grace period), recorded once; and how long the
+// server was away is counted to its new memcached's start.
+func TestMarkStoppingAndAwaySeconds(t *testing.T) {
+	deadline := metav1.NewTime(time.Date(2026, 12, 4, 12, 0, 30, 0, time.UTC))
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "a", DeletionTimestamp: &deadline, DeletionGracePeriodSeconds: ptrTo(int64(30))},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: MemoryCopyVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "memory-copy-c-memcached-0"}}}}}}
+	other := *p.DeepCopy()
+	other.UID, other.Spec.Volumes = "b", nil
+	entries := []cachev1.ServerRollout{{Name: "c-memcached-0", PodUID: "a"}, {Name: "c-memcached-1", PodUID: "b"}}
+	MarkStopping(entries, []corev1.Pod{p, other})
+	want := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	if entries[0].StopTime == nil || !entries[0].StopTime.Time.Equal(want) {
+		t.Errorf("stop = %v, want %v", entries[0].StopTime, want)
+	}
+	if entries[1].StopTime != nil {
+		t.Errorf("a pod without a copy recorded a stop: %v", entries[1].StopTime)
+	}
+	later := p.DeepCopy()
+	later.DeletionTimestamp = &metav1.Time{Time: deadline.Add(time.Hour)}
+	MarkStopping(entries, []corev1.Pod{*later})
+	if !entries[0].StopTime.Time.Equal(want) {
+		t.Errorf("stop moved to %v: the first is kept", entries[0].StopTime)
+	}
+
+	next := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "memcached",
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(want.Add(7 * time.Second))}}}}}}
+	if got := AwaySeconds(next, entries[0].StopTime); got == nil || *got != 7 {
+		t.Errorf("away = %v, want 7 s", got)
+	}
+	if got := AwaySeconds(next, nil); got != nil {
+		t.Errorf("away = %v with no stop seen, want unknown", *got)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // A memcached that restored its memory file goes on with the clock of the process that saved it:
 // it says it started before its container did. One that started empty started with it.

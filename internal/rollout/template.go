@@ -31,6 +31,18 @@ import (
 // MemoryFileArg is memcached's flag of its memory file (keepCacheAcross Restarts).
 const MemoryFileArg = "-e"
 
+// MemoryCopyVolume is the volume that keeps a copy of a server's memory file across its pods
+// (persistence): the StatefulSet's volume claim template, which names the pod's volume of it.
+const MemoryCopyVolume = "memory-copy"
+
+// KeepsMemoryCopy says whether a pod keeps a copy of its memcached's memory file on a volume of
+// its server's own (persistence): a new pod of its server may restore it.
+func KeepsMemoryCopy(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Name == MemoryCopyVolume && v.PersistentVolumeClaim != nil
+	})
+}
+
 // Memory is what a memory change changes: memcached's -m, in MiB, and its container's
 // resources.
 type Memory struct {

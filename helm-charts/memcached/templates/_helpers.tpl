@@ -120,6 +120,12 @@ runAsNonRoot: true
 {{- if not (.Capabilities.APIVersions.Has "security.openshift.io/v1") }}
 runAsUser: 11211
 runAsGroup: 11211
+{{- /* A new volume's root is root's: the servers write their memory copy there as its group
+(OpenShift's SCC gives every pod an fsGroup of the namespace's range itself). */}}
+{{- if eq (include "memcached.persistent" .) "true" }}
+fsGroup: 11211
+fsGroupChangePolicy: OnRootMismatch
+{{- end }}
 {{- end }}
 seccompProfile:
   type: RuntimeDefault
@@ -181,6 +187,11 @@ memcached: {{ .Release.Name | quote }}
 {{/* MemoryChanges (the default) or Restarts: see the CRD's spec.keepCacheAcross. */}}
 {{- define "memcached.keepCacheAcross" -}}
 {{- .Values.keepCacheAcross | default "MemoryChanges" }}
+{{- end }}
+
+{{/* "true" when each server keeps a copy of its memory file on a volume: see the CRD's spec.persistence. */}}
+{{- define "memcached.persistent" -}}
+{{- and (eq (include "memcached.keepCacheAcross" .) "Restarts") .Values.persistence.enabled }}
 {{- end }}
 
 {{/* Where memcached keeps its items with keepCacheAcross Restarts: a memory-backed emptyDir. */}}

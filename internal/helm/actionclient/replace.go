@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
@@ -91,6 +92,80 @@ func (c *actionClient) replaceDeployments(target *release.Release, namespace, to
 		}
 	}
 	return nil
+}
+
+// replaceStatefulSets prepares an upgrade that changes the volume claim templates of a
+// StatefulSet of the release (persistence turned on or off, its size or class changed), which the
+// API server refuses to update. The StatefulSet is deleted with its pods orphaned: they keep
+// serving under their names. Helm then creates it anew, it adopts them by those names, and its
+// rollout replaces them one at a time with their new template and volumes (each server starting
+// empty, which the operator's decision before the upgrade recorded). It runs after that
+// decision, which reads the StatefulSet. A StatefulSet the operator did not make for the release
+// is left alone (the upgrade then fails on it, and says so).
+func (c *actionClient) replaceStatefulSets(target *release.Release, namespace, to string) error {
+	infos, err := c.conf.KubeClient.Build(bytes.NewBufferString(target.Manifest), false)
+	if err != nil {
+		return fmt.Errorf("build release objects: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ReplaceTimeout)
+	defer cancel()
+	for _, info := range infos {
+		if info.Mapping.GroupVersionKind != appsv1.SchemeGroupVersion.WithKind("StatefulSet") {
+			continue
+		}
+		desired := &appsv1.StatefulSet{}
+		if err := rendered(info.Object, desired, namespace); err != nil {
+			return err
+		}
+		live := &appsv1.StatefulSet{}
+		err := c.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("read StatefulSet %s: %w", desired.Name, err)
+		case sameClaims(live.Spec.VolumeClaimTemplates, desired.Spec.VolumeClaimTemplates):
+			continue
+		case !madeByOperator(live, c.owner):
+			continue // not ours to replace: the upgrade fails on it and says why
+		}
+		if live.DeletionTimestamp == nil {
+			c.recorder.Eventf(c.owner, nil, corev1.EventTypeNormal, "VolumesChanged", "ReplaceStatefulSet",
+				"StatefulSet %s: chart %s changes its volume claims from %s to %s, which cannot be updated; it is replaced, its pods serve meanwhile and are then replaced one at a time under their names",
+				desired.Name, to, claimsOf(live.Spec.VolumeClaimTemplates), claimsOf(desired.Spec.VolumeClaimTemplates))
+		}
+		if err := c.deleteOrphaning(ctx, "StatefulSet", live); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameClaims says whether two lists of volume claim templates ask for the same volumes: the
+// fields a template sets (the API server's defaults, such as volumeMode, do not count).
+func sameClaims(live, desired []corev1.PersistentVolumeClaim) bool {
+	return claimsOf(live) == claimsOf(desired)
+}
+
+// claimsOf says what a list of volume claim templates asks for, in words: "none", or each
+// claim's name, size, storage class and access modes.
+func claimsOf(claims []corev1.PersistentVolumeClaim) string {
+	if len(claims) == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for i, pvc := range claims {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+		fmt.Fprintf(&b, "%s (%s", pvc.Name, size.String())
+		if sc := ptr.Deref(pvc.Spec.StorageClassName, ""); sc != "" {
+			fmt.Fprintf(&b, ", class %s", sc)
+		}
+		fmt.Fprintf(&b, ", %v)", pvc.Spec.AccessModes)
+	}
+	return b.String()
 }
 
 // rendered reads a rendered object into a typed one, in namespace unless it names its own.

@@ -110,6 +110,11 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 			return nil, fmt.Errorf("prepare the upgrade of release %s: %w", name, err)
 		}
 	}
+	if err := c.replaceStatefulSets(target, namespace, to); err != nil {
+		countOperation("upgrade", err)
+		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "UpgradeFailed", "UpgradeRelease", "Upgrade of release %s to chart %s: %v", name, to, err)
+		return nil, err
+	}
 	rel, err := c.ActionInterface.Upgrade(name, namespace, chrt, vals, opts...)
 	countOperation("upgrade", err)
 	if err != nil {
