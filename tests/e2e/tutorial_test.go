@@ -280,6 +280,8 @@ var _ = Describe("The tutorial on a real cluster", SpecPriority(1), func() {
 
 	It("keeps the keys through the changes it rolls out: annotations in place, a new image restarted warm one server at a time, a new item memory said to start empty", proveCacheKept)
 
+	It("keeps a drained server's items on a volume of its own: turned on with the servers' names kept, each server evicted in turn back with its items, stale ones said, a copy too old or never saved starting empty", provePersistence)
+
 	It("proves its monitoring against a real Prometheus: a cache overfilled shows in status, Events, metrics and alerts, and clears", proveMonitoring)
 
 	It("serves as one cache through its server list: every key read back, no stale read, one server cold at a time while rolling, most keys kept when it grows", proveOneCache)

@@ -70,6 +70,7 @@ func main() {
 	op := flag.String("op", "read", "store, read, check, delete, watch, stop, servers or stats")
 	keys := flag.Int("keys", 1000, "how many keys (key-0 ... key-<n-1>)")
 	prefix := flag.String("prefix", "key", "key prefix")
+	generation := flag.Int("generation", 0, "store and read the values of this generation: an application's update of every key (0: value-<i>, n: value-<i>-g<n>)")
 	duration := flag.Duration("duration", time.Minute, "watch: how long at most (-op stop ends it sooner)")
 	interval := flag.Duration("interval", time.Second, "watch: pause between passes")
 	tlsDir := flag.String("tls-dir", "", "speak TLS with the CA and client certificate of this directory (ca.crt, tls.crt, tls.key)")
@@ -121,7 +122,12 @@ func main() {
 	mc.Timeout = 2 * time.Second
 	mc.DialContext = dial
 	key := func(i int) string { return fmt.Sprintf("%s-%d", *prefix, i) }
-	value := func(i int) []byte { return fmt.Appendf(nil, "value-%d", i) }
+	value := func(i int) []byte {
+		if *generation > 0 {
+			return fmt.Appendf(nil, "value-%d-g%d", i, *generation)
+		}
+		return fmt.Appendf(nil, "value-%d", i)
+	}
 
 	var out any
 	switch *op {
