@@ -76,30 +76,40 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-
 // startNetworkPolicy starts kube-router's firewall once the node is registered and waits until it
 // reports healthy.
 func (c *Cluster) startNetworkPolicy(self string) error {
-	// Built only for this (make cluster-netpol-on): the cluster runs without it.
-	if _, err := os.Stat(helper(self, "kube-router")); err != nil {
-		return fmt.Errorf("%s is missing: run `make cluster-netpol-on`", helper(self, "kube-router"))
-	}
-	if err := c.applyManifest(kubeRouterRBAC); err != nil {
+	if err := c.startOnNode(c.kubeRouter(self), "cluster-netpol-on", kubeRouterRBAC,
+		fmt.Sprintf("http://127.0.0.1:%d/healthz", kubeRouterHealthPort)); err != nil {
 		return err
 	}
-	if err := c.start(c.kubeRouter(self)); err != nil {
+	logf("kube-router enforces NetworkPolicy")
+	return nil
+}
+
+// startOnNode starts a component built beside the cluster tool only when asked for (by the make
+// target named), with the rights its client certificate needs (rbac), and waits until url
+// answers 200.
+func (c *Cluster) startOnNode(comp component, target, rbac, url string) error {
+	if _, err := os.Stat(comp.args[0]); err != nil {
+		return fmt.Errorf("%s is missing: run `make %s`", comp.args[0], target)
+	}
+	if err := c.applyManifest(rbac); err != nil {
 		return err
 	}
-	if err := waitFor("kube-router's network policy controller", 60*time.Second, func() error {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", kubeRouterHealthPort))
+	if err := c.start(comp); err != nil {
+		return err
+	}
+	if err := waitFor(comp.name, 60*time.Second, func() error {
+		resp, err := http.Get(url)
 		if err != nil {
 			return err
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/healthz: %s", resp.Status)
+			return fmt.Errorf("%s: %s", url, resp.Status)
 		}
 		return nil
 	}); err != nil {
-		return c.explain("kube-router", err)
+		return c.explain(comp.name, err)
 	}
-	logf("kube-router enforces NetworkPolicy")
 	return nil
 }
 

@@ -18,8 +18,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-	"os"
 	"time"
 )
 
@@ -81,28 +79,9 @@ func (c *Cluster) localStorage(self string) component {
 
 // startStorage starts the provisioner, waits until it serves, and makes its class the default.
 func (c *Cluster) startStorage(self string) error {
-	// Built only for this (make cluster-storage-on): the cluster runs without it.
-	if _, err := os.Stat(helper(self, "local-storage")); err != nil {
-		return fmt.Errorf("%s is missing: run `make cluster-storage-on`", helper(self, "local-storage"))
-	}
-	if err := c.applyManifest(localStorageRBAC); err != nil {
+	if err := c.startOnNode(c.localStorage(self), "cluster-storage-on", localStorageRBAC,
+		fmt.Sprintf("http://127.0.0.1:%d/metrics", localStorageMetricsPort)); err != nil {
 		return err
-	}
-	if err := c.start(c.localStorage(self)); err != nil {
-		return err
-	}
-	if err := waitFor("the local-storage provisioner", 60*time.Second, func() error {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", localStorageMetricsPort))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/metrics: %s", resp.Status)
-		}
-		return nil
-	}); err != nil {
-		return c.explain("local-storage", err)
 	}
 	if err := c.applyManifest(localStorageClass); err != nil {
 		return err
