@@ -183,6 +183,11 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if again, err := r.replaceForVolumes(ctx, mc, servers, pods); err != nil {
+		return ctrl.Result{}, err
+	} else if again > 0 && (requeue == 0 || again < requeue) {
+		requeue = again
+	}
 	if servers != nil && changing(mc, servers) {
 		// A change of the servers goes on from the Memcached and StatefulSet as they are live,
 		// not as the cache shows them: what the last step recorded must be seen.
@@ -473,10 +478,11 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // serverChanged says whether a server's pod changed in what its status or a change of the servers
 // reads: its trouble, readiness, template revision, memcached's restarts, the kubelet's report of
-// a resize, its spec (a resize, an image changed in place), its stop asked (persistence).
+// a resize, its spec (a resize, an image changed in place), its stop asked (persistence), its
+// controller (a StatefulSet made again adopts it).
 func serverChanged(before, after *corev1.Pod) bool {
 	return podTrouble([]corev1.Pod{*before}) != podTrouble([]corev1.Pod{*after}) || podReady(before) != podReady(after) ||
-		(before.DeletionTimestamp == nil) != (after.DeletionTimestamp == nil) ||
+		(before.DeletionTimestamp == nil) != (after.DeletionTimestamp == nil) || controllerUID(before) != controllerUID(after) ||
 		before.Labels[appsv1.StatefulSetRevisionLabel] != after.Labels[appsv1.StatefulSetRevisionLabel] ||
 		rollout.RestartsOf(before, labels.ChartName) != rollout.RestartsOf(after, labels.ChartName) ||
 		before.Generation != after.Generation || before.Status.ObservedGeneration != after.Status.ObservedGeneration ||

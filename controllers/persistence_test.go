@@ -20,11 +20,13 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,6 +69,25 @@ var _ = Describe("Persistence turned on for a running cache", func() {
 		Expect(changeOf(Default, ctx, servers)).To(And(HaveField("Way", cachev1.WayStartedEmpty), HaveField("Phase", cachev1.RolloutRolledOut)),
 			"each server starts empty once, and status says so")
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElements("VolumesChanged", cachev1.WayStartedEmpty))
+
+		By("the new StatefulSet adopting the pods, which cannot take its volumes: the operator evicts the highest, the PodDisruptionBudget allowing")
+		adopter := getStatefulSet(Default, ctx, servers)
+		for i := range pods {
+			p := serverPod(Default, ctx, servers, i)
+			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(adopter, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}
+			Expect(k8sClient.Update(ctx, p)).To(Succeed())
+		}
+		Consistently(func(g Gomega) { serverPod(g, ctx, servers, 1) }, 2*time.Second, interval).Should(Succeed(),
+			"no eviction while the PodDisruptionBudget allows none (envtest runs no disruption controller)")
+		pdb := &policyv1.PodDisruptionBudget{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: servers.Name}, pdb)).To(Succeed())
+		pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 1, CurrentHealthy: 2, DesiredHealthy: 1, ExpectedPods: 2}
+		Expect(k8sClient.Status().Update(ctx, pdb)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: servers.Name + "-1"}, &corev1.Pod{}))
+		}, timeout, interval).Should(BeTrue(), "server 1 evicted")
+		Expect(serverPod(Default, ctx, servers, 0).UID).To(Equal(pods[0]), "one server at a time: server 0 waits for server 1")
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("ServerReplaced"))
 
 		By("a size change is a change of the claims too")
 		replaced := getStatefulSet(Default, ctx, servers)
