@@ -70,23 +70,23 @@ var _ = Describe("Persistence turned on for a running cache", func() {
 			"each server starts empty once, and status says so")
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElements("VolumesChanged", cachev1.WayStartedEmpty))
 
-		By("the new StatefulSet adopting the pods, which cannot take its volumes: the operator evicts the highest, the PodDisruptionBudget allowing")
+		By("the new StatefulSet adopting the pods, which cannot take its volumes: the operator evicts the lowest, the PodDisruptionBudget allowing")
 		adopter := getStatefulSet(Default, ctx, servers)
 		for i := range pods {
 			p := serverPod(Default, ctx, servers, i)
 			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(adopter, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}
 			Expect(k8sClient.Update(ctx, p)).To(Succeed())
 		}
-		Consistently(func(g Gomega) { serverPod(g, ctx, servers, 1) }, 2*time.Second, interval).Should(Succeed(),
+		Consistently(func(g Gomega) { serverPod(g, ctx, servers, 0) }, 2*time.Second, interval).Should(Succeed(),
 			"no eviction while the PodDisruptionBudget allows none (envtest runs no disruption controller)")
 		pdb := &policyv1.PodDisruptionBudget{}
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: servers.Name}, pdb)).To(Succeed())
 		pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 1, CurrentHealthy: 2, DesiredHealthy: 1, ExpectedPods: 2}
 		Expect(k8sClient.Status().Update(ctx, pdb)).To(Succeed())
 		Eventually(func() bool {
-			return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: servers.Name + "-1"}, &corev1.Pod{}))
-		}, timeout, interval).Should(BeTrue(), "server 1 evicted")
-		Expect(serverPod(Default, ctx, servers, 0).UID).To(Equal(pods[0]), "one server at a time: server 0 waits for server 1")
+			return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: servers.Name + "-0"}, &corev1.Pod{}))
+		}, timeout, interval).Should(BeTrue(), "server 0 evicted (the StatefulSet controller stops at the lowest it cannot update)")
+		Expect(serverPod(Default, ctx, servers, 1).UID).To(Equal(pods[1]), "one server at a time: server 1 waits for server 0")
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("ServerReplaced"))
 
 		By("a size change is a change of the claims too")

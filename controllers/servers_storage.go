@@ -36,9 +36,11 @@ import (
 // internal/helm/actionclient's replaceStatefulSets) adopts its running pods, but cannot give them
 // the volumes it now has or take away those it no longer has: a pod's volumes cannot change, and
 // its controller fails on each such pod ("pod updates may not change fields") instead of rolling
-// it. The operator replaces them: one server at a time, the highest first, each only while every
-// other server serves, through the eviction API (the PodDisruptionBudget has its say); the
-// StatefulSet makes the server's pod again with its volumes. Each starts empty once (its pod had
+// it, and goes no further than the lowest one (it syncs the servers in slow-start batches from
+// ordinal 0, and stops at a batch that fails). The operator replaces them: one server at a time,
+// the lowest first, each only while every other server serves, through the eviction API (the
+// PodDisruptionBudget has its say); the StatefulSet makes the server's pod again with its
+// volumes, then stops at the next. Each starts empty once (its pod had
 // no copy to restore), as the change's rollout recorded.
 
 // evictionRetry is how soon an eviction the PodDisruptionBudget refused is tried again.
@@ -46,7 +48,7 @@ const evictionRetry = 5 * time.Second
 
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 
-// replaceForVolumes evicts the highest server whose pod does not have the volumes of its
+// replaceForVolumes evicts the lowest server whose pod does not have the volumes of its
 // StatefulSet's claim templates, when every server serves; it returns when to look again.
 func (r *MemcachedOperandReconciler) replaceForVolumes(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, list []corev1.Pod) (time.Duration, error) {
 	if servers == nil || (mc.Status.Rollout != nil && rollout.InFlight(mc.Status.Rollout.Change)) {
@@ -54,7 +56,7 @@ func (r *MemcachedOperandReconciler) replaceForVolumes(ctx context.Context, mc *
 	}
 	pods := serverPodsOf(servers, list)
 	var stale *corev1.Pod
-	for n := replicasOf(servers) - 1; n >= 0; n-- {
+	for n := range replicasOf(servers) {
 		if p := pods[n]; p != nil && !hasClaimVolumes(servers, p) {
 			stale = p
 			break
