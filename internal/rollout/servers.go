@@ -86,14 +86,14 @@ func Track(prev []cachev1.ServerRollout, pods map[int32]*corev1.Pod, name string
 		case e.PodUID != p.UID && KeepsMemoryCopy(p):
 			// Whether it restored its copy is for its memcached to say, once it serves; if not,
 			// it started empty for the reason of its replacement.
-			empty := replacedWhy(p, change, now)
+			empty := replacedWhy(p, e, change, now)
 			if empty.Reason == cachev1.EmptyPodReplaced {
 				empty = NotRestored(now)
 			}
 			next := cachev1.ServerRollout{Name: server, PodUID: p.UID, Restarts: restarts, Release: newPodRelease(change), StopTime: e.StopTime, StartedEmpty: empty}
 			seen = append(seen, Seen{Server: server, Pod: p, Judge: true, Next: &next})
 		case e.PodUID != p.UID:
-			empty := replacedWhy(p, change, now)
+			empty := replacedWhy(p, e, change, now)
 			e = cachev1.ServerRollout{Name: server, PodUID: p.UID, Restarts: restarts, Release: newPodRelease(change), StartedEmpty: empty}
 			seen = append(seen, Seen{Server: server, Pod: p, Empty: empty})
 		case restarts > e.Restarts && e.Restart != nil:
@@ -144,10 +144,11 @@ func newPodRelease(c *cachev1.ServersChange) int32 {
 	return 0
 }
 
-// replacedWhy says why the server whose new pod is p started empty: a rollout the operator
-// handed the change to replaced it, or something else did (a drain, an eviction, a deletion).
-func replacedWhy(p *corev1.Pod, c *cachev1.ServersChange, now metav1.Time) *cachev1.ServerEmptyStart {
-	if rolledOutBy(p, c) {
+// replacedWhy says why the server whose new pod is p, and whose entry was prev, started empty: a
+// rollout the operator handed the change to replaced it, or something else did (a drain, an
+// eviction, a deletion).
+func replacedWhy(p *corev1.Pod, prev cachev1.ServerRollout, c *cachev1.ServersChange, now metav1.Time) *cachev1.ServerEmptyStart {
+	if rolledOutBy(p, c) && !madeByRollout(prev, c) {
 		return &cachev1.ServerEmptyStart{Reason: cachev1.EmptyRolledOut, Time: now,
 			Message: fmt.Sprintf("its pod was replaced by the rollout of %s, because %s", c.What, c.Message)}
 	}
@@ -155,9 +156,23 @@ func replacedWhy(p *corev1.Pod, c *cachev1.ServersChange, now metav1.Time) *cach
 		Message: "its pod was replaced (a node drained, an eviction or a deletion): a new pod's memory starts empty"}
 }
 
-// rolledOutBy says whether pod p was made by the rollout that change c was handed to.
+// rolledOutBy says whether pod p may have been made by the rollout that change c was handed to:
+// it was made since.
 func rolledOutBy(p *corev1.Pod, c *cachev1.ServersChange) bool {
 	return c != nil && c.Phase == cachev1.RolloutRolledOut && c.CompletionTime != nil && !p.CreationTimestamp.Before(c.CompletionTime)
+}
+
+// madeByRollout says whether the pod of a server's entry prev was already made by the rollout of
+// change c (it started empty by it, or restored its items, since): the rollout replaces each
+// server once, and that pod's own replacement is another's (a drain, an eviction).
+func madeByRollout(prev cachev1.ServerRollout, c *cachev1.ServersChange) bool {
+	if c == nil || c.CompletionTime == nil {
+		return false
+	}
+	if s := prev.StartedEmpty; s != nil && s.Reason == cachev1.EmptyRolledOut && !s.Time.Before(c.CompletionTime) {
+		return true
+	}
+	return prev.Restored != nil && !prev.Restored.Time.Before(c.CompletionTime)
 }
 
 // NotRestored is the empty start of a server whose new pod did not restore the copy of its

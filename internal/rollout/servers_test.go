@@ -50,6 +50,8 @@ func TestTrack(t *testing.T) {
 	rolledOut := &cachev1.ServersChange{Phase: cachev1.RolloutRolledOut, What: "memcached's flags", Message: "memcached's flags change", Since: earlier, CompletionTime: &earlier}
 	restarting := entry("a", 2)
 	stopped := entry("a", 1)
+	rolledOutPod := entry("b", 0)
+	rolledOutPod.StartedEmpty = &cachev1.ServerEmptyStart{Reason: cachev1.EmptyRolledOut, Time: now}
 	stopped.StopTime = &earlier
 	copying := func(p *corev1.Pod) *corev1.Pod {
 		p.Spec.Volumes = []corev1.Volume{{Name: MemoryCopyVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "memory-copy-c-memcached-0"}}}}
@@ -76,6 +78,8 @@ func TestTrack(t *testing.T) {
 			want: &cachev1.ServerRollout{Name: "c-memcached-0", PodUID: "b", Release: 3}, empty: cachev1.EmptyPodReplaced, message: "its pod was replaced"},
 		{name: "its pod replaced by the rollout the change was handed to", prev: []cachev1.ServerRollout{entry("a", 0)}, pod: pod("b", 0, true), change: rolledOut,
 			want: &cachev1.ServerRollout{Name: "c-memcached-0", PodUID: "b"}, empty: cachev1.EmptyRolledOut, message: "replaced by the rollout of memcached's flags, because memcached's flags change"},
+		{name: "its pod, which the rollout made, replaced again: not the rollout's doing", prev: []cachev1.ServerRollout{rolledOutPod}, pod: pod("c", 0, true), change: rolledOut,
+			want: &cachev1.ServerRollout{Name: "c-memcached-0", PodUID: "c"}, empty: cachev1.EmptyPodReplaced, message: "its pod was replaced (a node drained"},
 		{name: "restarted by the operator: its step judges it", prev: []cachev1.ServerRollout{restarting}, pod: pod("a", 3, true), warm: true, change: changing, want: &restarting},
 		{name: "restarted by Kubernetes, warm: memcached is asked", prev: []cachev1.ServerRollout{entry("a", 1)}, pod: pod("a", 2, true), warm: true,
 			want: &cachev1.ServerRollout{Name: "c-memcached-0", PodUID: "a", Restarts: 1}, judge: true},
