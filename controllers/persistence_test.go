@@ -133,7 +133,8 @@ var _ = Describe("Persistence turned on for a running cache", func() {
 		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1.WayStartedEmpty),
 			HaveField("Message", ContainSubstring("did not restore the copy of its memory file from its volume"))))
-		Expect(serverEntry(ctx, key, old.Name)(Default)).To(HaveField("StartedEmpty.Reason", cachev1.EmptyPodReplaced))
+		Expect(serverEntry(ctx, key, old.Name)(Default)).To(And(HaveField("StartedEmpty.Reason", cachev1.EmptyPodReplaced), HaveField("StopTime", BeNil())),
+			"the new pod's stop is its own, once asked")
 	})
 
 	It("refuses persistence without keepCacheAcross Restarts, and says why", func() {

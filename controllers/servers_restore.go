@@ -46,7 +46,9 @@ func (r *MemcachedOperandReconciler) judgeReplaced(mc *cachev1.Memcached, e *cac
 	if !ok || err != nil {
 		return false, nil
 	}
+	stop := s.Next.StopTime
 	*e = *s.Next
+	e.StopTime = nil // the new pod's, once it is asked to stop
 	if why := rollout.Restored(s.Pod, st.Started()); why != "" {
 		empty := e.StartedEmpty
 		return true, func() {
@@ -55,8 +57,7 @@ func (r *MemcachedOperandReconciler) judgeReplaced(mc *cachev1.Memcached, e *cac
 		}
 	}
 	e.StartedEmpty = nil
-	e.Restored = &cachev1.ServerRestore{Items: int64(st.CurrItems), AwaySeconds: rollout.AwaySeconds(s.Pod, e.StopTime), Time: metav1.Now().Rfc3339Copy()}
-	e.StopTime = nil
+	e.Restored = &cachev1.ServerRestore{Items: int64(st.CurrItems), AwaySeconds: rollout.AwaySeconds(s.Pod, stop), Time: metav1.Now().Rfc3339Copy()}
 	msg := restoredMessage(s.Server, e.Restored)
 	return true, func() {
 		r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeNormal, cachev1.CacheRestored, "ObserveServers", "%s", msg)
