@@ -201,6 +201,35 @@ var _ = Describe("Changes of the servers, interrupted", func() {
 		Expect(heldServers(ctx, s)(Default)).To(BeZero())
 		Expect(read.Annotations).NotTo(HaveKey("cache.my.domain/hold"), "the hold's token goes with it")
 	})
+	It("makes a second change in place right after the first, while the StatefulSet's status still counts the old revision", func() {
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "again"}
+		hosts := []string{startMemcached(64), startMemcached(64)}
+		createMemcached(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n")
+		servers := playServers(ctx, key, hosts, "rev-a")
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		updateSpec(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  podAnnotations: {team: web}\n")
+		Eventually(func(g Gomega) {
+			g.Expect(changeOf(g, ctx, servers)).To(And(HaveField("Way", cachev1.WayInPlace), HaveField("Phase", cachev1.RolloutChanging)))
+			g.Expect(heldServers(ctx, servers)(g)).To(BeEquivalentTo(2))
+			g.Expect(getStatefulSet(g, ctx, servers).Spec.Template.Annotations).To(HaveKeyWithValue("team", "web"))
+		}, timeout, interval).Should(Succeed())
+		setServerRevisions(ctx, servers, "rev-a", "rev-b", 0)
+		Eventually(func(g Gomega) {
+			g.Expect(changeOf(g, ctx, servers)).To(HaveField("Phase", cachev1.RolloutComplete))
+			for i := range hosts {
+				g.Expect(serverPod(g, ctx, servers, i).Labels).To(HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-b"))
+			}
+		}, timeout, interval).Should(Succeed())
+
+		By("the StatefulSet controller not yet counting the pods the change relabeled, a second change comes")
+		first := changeOf(Default, ctx, servers)
+		setServerRevisions(ctx, servers, "rev-a", "rev-b", 1)
+		updateSpec(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  podAnnotations: {team: web}\n  podLabels: {tier: cache}\n")
+		Eventually(func(g Gomega) {
+			g.Expect(changeOf(g, ctx, servers)).To(And(HaveField("FromRelease", BeNumerically(">", first.FromRelease)), HaveField("Way", cachev1.WayInPlace)),
+				"the pods run the StatefulSet's revision: the change is made in place, not rolled out")
+		}, timeout, interval).Should(Succeed())
+	})
 })
 
 // memcachedObject is the Memcached key as it is live.

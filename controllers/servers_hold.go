@@ -119,7 +119,7 @@ func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Mem
 	}
 	why := plan.Why
 	if why == "" {
-		why = r.inPlaceRefusal(live, plan)
+		why = r.inPlaceRefusal(ctx, live, plan)
 	}
 	// Servers the upgrade adds (ordinals from the smaller of the two counts on) start with the
 	// new template; the others are held.
@@ -302,7 +302,7 @@ func (r *MemcachedOperandReconciler) changedSince(ctx context.Context, s *appsv1
 // names), and for memory the cluster must resize pods. It asks the servers nothing: it runs on a
 // Helm worker, which every tenant's installs share (a shrink's fit is asked by the servers
 // reconciler).
-func (r *MemcachedOperandReconciler) inPlaceRefusal(live *appsv1.StatefulSet, plan rollout.Change) string {
+func (r *MemcachedOperandReconciler) inPlaceRefusal(ctx context.Context, live *appsv1.StatefulSet, plan rollout.Change) string {
 	if plan.Memory {
 		ok, err := r.Support.inPlace()
 		if err != nil {
@@ -317,9 +317,33 @@ func (r *MemcachedOperandReconciler) inPlaceRefusal(live *appsv1.StatefulSet, pl
 	// changes no pod) must not turn a change in place into a rollout.
 	ro := rolloutOfServers(live)
 	if ro.updated != ro.want || ro.replicas != ro.want || ro.available < ro.want || live.Status.CurrentRevision != live.Status.UpdateRevision {
+		// The StatefulSet's status lags its pods: a change just made in place relabels them with
+		// its revision, which its controller counts a moment later. The pods say it first.
+		if r.serversRunRevision(ctx, live) {
+			return ""
+		}
 		return fmt.Sprintf("the servers were still rolling out (%s updated, %d available)", countOf(ro.updated, ro.want, "server", "servers"), ro.available)
 	}
 	return ""
+}
+
+// serversRunRevision says whether every server of the StatefulSet has its pod, ready, of the
+// StatefulSet's update revision, as the cache holds them.
+func (r *MemcachedOperandReconciler) serversRunRevision(ctx context.Context, s *appsv1.StatefulSet) bool {
+	if s.Status.UpdateRevision == "" || s.Spec.Selector == nil {
+		return false
+	}
+	list := &corev1.PodList{}
+	if err := r.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels(s.Spec.Selector.MatchLabels)); err != nil {
+		return false
+	}
+	pods := serverPodsOf(s, list.Items)
+	for n := range replicasOf(s) {
+		if p := pods[n]; p == nil || !podReady(p) || p.Labels[appsv1.StatefulSetRevisionLabel] != s.Status.UpdateRevision {
+			return false
+		}
+	}
+	return true
 }
 
 // shrinkRefusal says why the held servers cannot shrink in place to the item memory after, or ""
