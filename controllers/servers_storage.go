@@ -40,8 +40,8 @@ import (
 // ordinal 0, and stops at a batch that fails). The operator replaces them: one server at a time,
 // the lowest first, each only while every other server serves, through the eviction API (the
 // PodDisruptionBudget has its say); the StatefulSet makes the server's pod again with its
-// volumes, then stops at the next. Each starts empty once (its pod had
-// no copy to restore), as the change's rollout recorded.
+// volumes, then stops at the next. Each starts empty once (its pod had no copy to restore), as
+// the change's rollout recorded.
 
 // evictionRetry is how soon an eviction the PodDisruptionBudget refused is tried again.
 const evictionRetry = 5 * time.Second

@@ -97,9 +97,9 @@ func (c *actionClient) replaceDeployments(target *release.Release, namespace, to
 // replaceStatefulSets prepares an upgrade that changes the volume claim templates of a
 // StatefulSet of the release (persistence turned on or off, its size or class changed), which the
 // API server refuses to update. The StatefulSet is deleted with its pods orphaned: they keep
-// serving under their names. Helm then creates it anew, it adopts them by those names, and its
-// rollout replaces them one at a time with their new template and volumes (each server starting
-// empty, which the operator's decision before the upgrade recorded). It runs after that
+// serving under their names. Helm then creates it anew and it adopts them; the operator evicts
+// them one at a time so that it makes each again with its volumes (controllers' servers_storage.go;
+// each server starts empty, as the decision before the upgrade recorded). It runs after that
 // decision, which reads the StatefulSet. A StatefulSet the operator did not make for the release
 // is left alone (the upgrade then fails on it, and says so).
 func (c *actionClient) replaceStatefulSets(target *release.Release, namespace, to string) error {
