@@ -36,16 +36,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// The chart's memcached container with keepCacheAcross Restarts and persistence, run as its pod
-// runs it (its shell, memcached's flags, the two directories) against the real memcached: a
-// graceful stop leaves a copy on the volume that the next pod restores, once; a kill leaves none;
-// a copy older than maxAgeSeconds, or of other settings, starts the server empty.
-func TestPersistenceKeepsItemsAcrossPods(t *testing.T) {
-	const maxAge = 2
-	memcachedBin, err := exec.LookPath("memcached")
-	if err != nil {
-		t.Fatalf("memcached is a test dependency (hack/packages.txt, make test installs it): %v", err)
-	}
+// The restore decision of the chart's memcached container with keepCacheAcross Restarts and
+// persistence, run as its pods run it (its shell, memcached's flags, a memory-backed folder per
+// pod, one volume between them) against the real memcached, as a table of what happened to the
+// copy between two pods of a server. Every row starts from a copy the server restored once
+// (generation "old"), then stores generation "new" and stops: nothing of "old" may come back, a
+// copy is restored at most once.
+func TestPersistenceRestoreDecision(t *testing.T) {
+	const maxAge, keys = 60, 300
 	sts := &appsv1.StatefulSet{}
 	renderedAs(t, renderChart(t, map[string]any{"keepCacheAcross": "Restarts", "memcached": map[string]any{"maxMemoryMB": 39},
 		"persistence": map[string]any{"enabled": true, "maxAgeSeconds": maxAge}}), "StatefulSet", "", sts)
@@ -56,51 +54,97 @@ func TestPersistenceKeepsItemsAcrossPods(t *testing.T) {
 	if len(mc.Command) != 4 || mc.Command[0] != "sh" {
 		t.Fatalf("memcached's command is not the chart's shell: %q", mc.Command)
 	}
-	volume := tempDir(t)
-	p := &server{t: t, bin: filepath.Dir(memcachedBin), script: strings.ReplaceAll(mc.Command[2], "/var/lib/memcached", volume), args: mc.Args}
+	memcachedBin, err := exec.LookPath("memcached")
+	if err != nil {
+		t.Fatalf("memcached is a test dependency (hack/packages.txt, make test installs it): %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		stop syscall.Signal // how the server's pod stops
+		// copy does to the volume what happened between the pods; flags are the new pod's
+		// memcached flags that differ from the old one's.
+		copy     func(t *testing.T, volume string)
+		flags    map[string]string
+		restored bool
+		said     string // in the container's log: the shell's memory-copy line, or memcached's own
+	}{
+		{name: "a graceful stop, back at once", stop: syscall.SIGTERM, restored: true, said: "memory-copy: restoring the items saved"},
+		{name: "a copy younger than maxAgeSeconds", stop: syscall.SIGTERM, copy: agedBy(maxAge - 10), restored: true, said: "restoring the items saved 50 s ago"},
+		{name: "a copy older than maxAgeSeconds", stop: syscall.SIGTERM, copy: agedBy(maxAge + 10), said: "saved 70 s ago, more than 60 s"},
+		{name: "a copy cut short by the end of the grace period", stop: syscall.SIGTERM, copy: cutShort, said: "the copy on the volume is incomplete"},
+		{name: "killed: memcached saved nothing", stop: syscall.SIGKILL, said: "the volume holds no copy"},
+		{name: "other item memory (-m)", stop: syscall.SIGTERM, flags: map[string]string{"-m": "40"}, said: "incompatible due to setting for [maxbytes]"},
+		{name: "other item size (-I)", stop: syscall.SIGTERM, flags: map[string]string{"-I": "2m"}, said: "incompatible due to setting for [item_size_max]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			volume := tempDir(t)
+			p := &server{t: t, bin: filepath.Dir(memcachedBin), script: strings.ReplaceAll(mc.Command[2], "/var/lib/memcached", volume), args: mc.Args}
+			seed := p.start()
+			seed.store(keys, "old")
+			seed.stop(syscall.SIGTERM)
+			old := p.start()
+			if got := old.hits(keys, "old"); got != keys {
+				t.Fatalf("the seed's copy: %d of %d keys restored:\n%s", got, keys, old.output())
+			}
+			old.store(keys, "new")
+			old.stop(tc.stop)
+			if tc.copy != nil {
+				tc.copy(t, volume)
+			}
+			for flag, value := range tc.flags {
+				p.args = slices.Clone(p.args)
+				p.args[slices.Index(p.args, flag)+1] = value
+			}
+			next := p.start()
+			want := 0
+			if tc.restored {
+				want = keys
+			}
+			if got := next.hits(keys, "new"); got != want {
+				t.Errorf("the new pod read %d of %d keys back, want %d:\n%s", got, keys, want, next.output())
+			}
+			if got := next.hits(keys, "old"); got != 0 {
+				t.Errorf("the new pod read %d keys of the copy restored before", got)
+			}
+			if !strings.Contains(next.output(), tc.said) {
+				t.Errorf("the log does not say %q:\n%s", tc.said, next.output())
+			}
+			next.store(1, "next") // it runs, and serves
+		})
+	}
+}
 
-	first := p.start()
-	first.store(300)
-	first.stop(syscall.SIGTERM)
-	if !strings.Contains(first.output(), "memory-copy: saved the items to the volume") {
-		t.Fatalf("the graceful stop saved no copy:\n%s", first.output())
+// agedBy makes the copy on the volume seconds older: memcached's stop time in its metadata.
+func agedBy(seconds int) func(t *testing.T, volume string) {
+	return func(t *testing.T, volume string) {
+		meta := filepath.Join(volume, "items.meta")
+		b, err := os.ReadFile(meta)
+		if err != nil {
+			t.Fatalf("no complete copy on the volume: %v", err)
+		}
+		lines := strings.Split(string(b), "\n")
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "Kstop_time ") })
+		if i < 0 {
+			t.Fatalf("no stop_time in memcached's metadata:\n%s", b)
+		}
+		stop, err := strconv.ParseInt(strings.TrimPrefix(lines[i], "Kstop_time "), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines[i] = fmt.Sprintf("Kstop_time %d", stop-int64(seconds))
+		if err := os.WriteFile(meta, []byte(strings.Join(lines, "\n")), 0o666); err != nil {
+			t.Fatal(err)
+		}
 	}
+}
 
-	second := p.start() // a new pod: its memory-backed directory is empty
-	if got := second.hits(300); got != 300 {
-		t.Fatalf("the new pod restored %d of 300 keys:\n%s", got, second.output())
+// cutShort leaves the copy as a stop ended before its last step: the metadata not yet in place.
+func cutShort(t *testing.T, volume string) {
+	meta := filepath.Join(volume, "items.meta")
+	if err := os.Rename(meta, meta+".part"); err != nil {
+		t.Fatalf("no complete copy on the volume: %v", err)
 	}
-	if !strings.Contains(second.output(), "memory-copy: restoring the items saved") {
-		t.Errorf("the restore is not said:\n%s", second.output())
-	}
-	second.stop(syscall.SIGKILL) // killed: nothing saved
-
-	third := p.start()
-	if got := third.hits(300); got != 0 {
-		t.Fatalf("after a kill the new pod read %d keys: the copy it restored once came back:\n%s", got, third.output())
-	}
-	third.store(300)
-	third.stop(syscall.SIGTERM)
-	time.Sleep((maxAge + 1) * time.Second)
-
-	fourth := p.start()
-	if got := fourth.hits(300); got != 0 {
-		t.Fatalf("a copy older than %d s was restored (%d keys)", maxAge, got)
-	}
-	if !strings.Contains(fourth.output(), fmt.Sprintf("more than %d s", maxAge)) {
-		t.Errorf("the stale copy is not said:\n%s", fourth.output())
-	}
-	fourth.store(300)
-	fourth.stop(syscall.SIGTERM)
-
-	p.args = slices.Clone(p.args)
-	p.args[slices.Index(p.args, "-m")+1] = "40" // another item memory than the copy's
-	fifth := p.start()
-	if got := fifth.hits(300); got != 0 {
-		t.Fatalf("memcached restored a copy of other settings (%d keys)", got)
-	}
-	fifth.store(1) // it runs, empty
-	fifth.stop(syscall.SIGTERM)
 }
 
 // server runs the chart's memcached container, one pod after another: its shell script with the
@@ -176,23 +220,25 @@ func (p *pod) output() string {
 	return p.out.String()
 }
 
-func (p *pod) store(n int) {
+// store sets key-0 ... to values of a generation.
+func (p *pod) store(n int, generation string) {
 	p.t.Helper()
 	c := memcache.New(p.addr)
 	for i := range n {
-		if err := c.Set(&memcache.Item{Key: fmt.Sprintf("key-%d", i), Value: []byte(fmt.Sprintf("value-%d", i))}); err != nil {
+		if err := c.Set(&memcache.Item{Key: fmt.Sprintf("key-%d", i), Value: []byte(fmt.Sprintf("%s-%d", generation, i))}); err != nil {
 			p.t.Fatalf("set key-%d: %v", i, err)
 		}
 	}
 }
 
-func (p *pod) hits(n int) int {
+// hits counts the keys of key-0 ... that hold their value of a generation.
+func (p *pod) hits(n int, generation string) int {
 	p.t.Helper()
 	c, hits := memcache.New(p.addr), 0
 	for i := range n {
 		it, err := c.Get(fmt.Sprintf("key-%d", i))
 		switch {
-		case err == nil && string(it.Value) == fmt.Sprintf("value-%d", i):
+		case err == nil && string(it.Value) == fmt.Sprintf("%s-%d", generation, i):
 			hits++
 		case err != nil && err != memcache.ErrCacheMiss:
 			p.t.Fatalf("get key-%d: %v", i, err)

@@ -164,7 +164,8 @@ func provePersistence() {
 		HaveField("Message", ContainSubstring("server "+killed+" started empty"))))
 	awaitServers(key, 3)
 	expectEmptyServer(ns, list, killed, servers)
-	Expect(kubectl("-n", ns, "logs", killed, "-c", "memcached")).NotTo(ContainSubstring("memory-copy: restoring"))
+	Expect(kubectl("-n", ns, "logs", killed, "-c", "memcached")).To(And(ContainSubstring("memory-copy: starting empty: the volume holds no copy"),
+		Not(ContainSubstring("memory-copy: restoring"))))
 }
 
 // expectEmptyServer reads the 30000 keys back and expects those of server name alone to be

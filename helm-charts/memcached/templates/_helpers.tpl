@@ -223,16 +223,18 @@ With persistence.enabled, a clean save is also copied to the server's volume, th
 first, then its metadata (memcached's own stop_time in it), which marks the copy complete. A start
 without a save of its own (a new pod) restores that copy only if it is no older than
 persistence.maxAgeSeconds: a server that was away missed every write and delete sent meanwhile.
-Every start consumes the copy's metadata, so a copy is restored at most once, and never after a
-stop that saved nothing (killed). memcached itself refuses a file saved with other settings (-m,
--I, ...) and starts empty.
+Every start consumes the copy's metadata (and a copy cut short), so a copy is restored at most
+once, and never after a stop that saved nothing (killed). memcached itself refuses a file saved
+with other settings (-m, -I, ...) and starts empty. The log says which.
 */}}
 {{- define "memcached.warmStart" -}}
 {{- $file := include "memcached.memoryFile" . -}}
 {{- $copy := printf "%s/items" (include "memcached.copyDir" .) -}}
 {{- $persist := .Values.persistence.enabled -}}
 {{- if $persist -}}
-if [ ! -e {{ $file }}.saved ] && [ -e {{ $copy }}.meta ]; then
+if [ -e {{ $file }}.saved ]; then
+  :
+elif [ -e {{ $copy }}.meta ]; then
   saved=$(sed -n 's/^Kstop_time \([0-9]*\)$/\1/p' {{ $copy }}.meta); age=$(( $(date +%s) - ${saved:-0} ))
   if [ -n "$saved" ] && [ $age -le {{ int .Values.persistence.maxAgeSeconds }} ]; then
     cp {{ $copy }} {{ $file }} && cp {{ $copy }}.meta {{ $file }}.meta && : > {{ $file }}.saved &&
@@ -240,8 +242,12 @@ if [ ! -e {{ $file }}.saved ] && [ -e {{ $copy }}.meta ]; then
   else
     echo "memory-copy: starting empty: the copy on the volume was saved $age s ago, more than {{ int .Values.persistence.maxAgeSeconds }} s"
   fi
+elif [ -e {{ $copy }}.part ] || [ -e {{ $copy }}.meta.part ]; then
+  echo "memory-copy: starting empty: the copy on the volume is incomplete (the stop that wrote it was cut short)"
+else
+  echo "memory-copy: starting empty: the volume holds no copy (the server's last stop saved none, or it never stopped)"
 fi
-rm -f {{ $copy }}.meta
+rm -f {{ $copy }}.meta {{ $copy }}.part {{ $copy }}.meta.part
 {{ end -}}
 [ -e {{ $file }}.saved ] || rm -f {{ $file }}.meta
 rm -f {{ $file }}.saved
