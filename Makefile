@@ -450,8 +450,8 @@ bench-tls: test-packages ## Measure what spec.tls costs on memcached's data path
 	go run ./hack/tlscost -out $(CURDIR)/bench/results
 
 .PHONY: bench-warm
-bench-warm: test-packages ## Measure memcached's warm restart (keepCacheAcross Restarts) at 64 MiB and 1 GiB of items: stop to serving again, items kept, memory, into bench/results/warm-restart.md.
-	cd bench && go run . warm -out $(CURDIR)/bench/results
+bench-warm: test-packages $(HELM) ## Measure memcached's warm restart (keepCacheAcross Restarts) and a pod replaced with persistence at 64 MiB and 1 GiB of items: stop to serving again, items kept, the grace period needed, memory, into bench/results/warm-restart.md.
+	cd bench && go run . warm -out $(CURDIR)/bench/results -helm $(HELM) -chart $(CURDIR)/helm-charts/memcached -kube-version $(KUBE_VERSION)
 
 CHAOS_FLAGS ?=
 

@@ -21,7 +21,8 @@ package main
 // chart's shell sends on Kubernetes' stop), started again a second later (the chart's wait) with
 // the same file; then how long from the stop until it serves its keys again, how many it kept,
 // and how the memory counts the file (the process's anonymous and shared resident memory, the
-// file's pages on the tmpfs). It writes results/warm-restart.md.
+// file's pages on the tmpfs); and a pod replaced with persistence, the chart's container run as
+// two pods with a volume between them (warm_copy.go). It writes results/warm-restart.md.
 
 import (
 	"bufio"
@@ -63,6 +64,10 @@ func warmMain(args []string) {
 	out := fs.String("out", "results", "folder of warm-restart.md")
 	dir := fs.String("dir", "/dev/shm", "a tmpfs folder for memcached's memory file, as the pod's memory-backed emptyDir")
 	port := fs.Int("port", 23311, "memcached's port on 127.0.0.1")
+	helm := fs.String("helm", "../bin/helm", "the helm binary (renders the chart's memcached container)")
+	chart := fs.String("chart", "../helm-charts/memcached", "the chart")
+	kubeVersion := fs.String("kube-version", "v1.35.4", "the Kubernetes version the chart is rendered for")
+	volumeDir := fs.String("volume-dir", os.TempDir(), "a folder on a disk, as a server's volume (persistence)")
 	_ = fs.Parse(args)
 	cases := []warmCase{
 		// With its memory file memcached gives each slab class its pages from the start: of 64 MiB,
@@ -79,11 +84,28 @@ func warmMain(args []string) {
 		}
 		results = append(results, r)
 	}
+	var copies [][]copyResult
+	for _, c := range cases {
+		progress("a pod replaced with persistence: %d MiB of item memory, %d items of %d bytes", c.itemMemoryMB, c.items, c.valueSize)
+		script, args, err := chartContainer(*helm, *chart, *kubeVersion, c.itemMemoryMB)
+		if err != nil {
+			fail(err)
+		}
+		var runs []copyResult
+		for range copyRuns {
+			r, err := measureCopyRestart(c, script, args, *dir, *volumeDir, *port)
+			if err != nil {
+				fail(fmt.Errorf("a pod replaced with persistence at %d MiB: %w", c.itemMemoryMB, err))
+			}
+			runs = append(runs, r)
+		}
+		copies = append(copies, runs)
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fail(err)
 	}
 	path := filepath.Join(*out, "warm-restart.md")
-	if err := os.WriteFile(path, []byte(warmReport(results)), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(warmReport(results)+copyReport(copies, *volumeDir)), 0o644); err != nil {
 		fail(err)
 	}
 	progress("wrote %s", path)
