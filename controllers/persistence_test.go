@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +40,7 @@ import (
 // spec.persistence on a running cache: a StatefulSet's volume claim templates cannot be updated,
 // so the operator replaces it under its name, its pods serving meanwhile (envtest runs no garbage
 // collector and no StatefulSet controller: the spec plays the collector's part).
-var _ = Describe("Persistence turned on for a running cache", func() {
+var _ = Describe("Persistence turned on and off for a running cache", func() {
 	ctx := context.Background()
 
 	It("replaces the StatefulSet under its name, its pods serving meanwhile, and says each server starts empty once", func() {
@@ -98,6 +99,47 @@ var _ = Describe("Persistence turned on for a running cache", func() {
 			g.Expect(s.UID).NotTo(Equal(replaced.UID))
 			g.Expect(s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String()).To(Equal("200Mi"))
 		}, timeout, interval).Should(Succeed())
+		Eventually(eventMessages(ctx, "Memcached", key, "VolumesChanged"), timeout, interval).Should(ContainElement(
+			ContainSubstring("its pods serve on with the claims they have")), "a size applies to claims made after it, and the Event says so")
+	})
+
+	It("turned off, deletes the claims its StatefulSet made, never a tenant's claim of the same name", func() {
+		key := types.NamespacedName{Namespace: newNamespace(ctx), Name: "persist"}
+		spec := "  replicaCount: 2\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n"
+		createMemcached(ctx, key, spec+"  persistence: {enabled: true, size: 100Mi}\n")
+		servers := playServers(ctx, key, []string{startMemcached(64), startMemcached(64)}, "rev-a")
+		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		live := getStatefulSet(Default, ctx, servers)
+		claim := func(name string, owner *appsv1.StatefulSet) *corev1.PersistentVolumeClaim {
+			pvc := &corev1.PersistentVolumeClaim{
+				ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: name, Labels: live.Spec.Selector.MatchLabels},
+				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("100Mi")}}},
+			}
+			if owner != nil { // as the StatefulSet controller makes it under the chart's retention policy
+				pvc.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}
+			}
+			Expect(k8sClient.Create(ctx, pvc)).To(Succeed())
+			return pvc
+		}
+		made := claim("memory-copy-"+servers.Name+"-0", live)
+		tenants := claim("memory-copy-"+servers.Name+"-1", nil) // a namespace editor's, named as the next would be
+
+		updateSpec(ctx, key, spec)
+		Eventually(func(g Gomega) {
+			pvc := &corev1.PersistentVolumeClaim{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(made), pvc)).To(Succeed())
+			g.Expect(pvc.DeletionTimestamp).NotTo(BeNil())
+		}, timeout, interval).Should(Succeed(), "the claim the StatefulSet made is deleted (its protection keeps it until its pod stops)")
+		collectOrphaning(ctx, servers, live.UID)
+		Eventually(func(g Gomega) {
+			g.Expect(getStatefulSet(g, ctx, servers).Spec.VolumeClaimTemplates).To(BeEmpty())
+		}, timeout, interval).Should(Succeed())
+		kept := &corev1.PersistentVolumeClaim{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tenants), kept)).To(Succeed())
+		Expect(kept.DeletionTimestamp).To(BeNil(), "a tenant's claim stays")
+		Eventually(eventMessages(ctx, "Memcached", key, "VolumesChanged"), timeout, interval).Should(ContainElement(
+			ContainSubstring("the claims it no longer asks for (" + made.Name + ") are deleted once their pods stop")))
 	})
 
 	It("says a server whose new pod restored its items from its volume came back with them, and for how long it was away; one that did not, started empty", func() {

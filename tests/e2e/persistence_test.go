@@ -48,7 +48,8 @@ import (
 //     its updates fail, and once it is back it serves the values of its stop, as the docs say;
 //   - a server held away longer than maxAgeSeconds starts empty, and says why;
 //   - memcached killed in its pod (no save): it starts empty, though its volume still holds the
-//     file of its last stop (a copy is restored once).
+//     file of its last stop (a copy is restored once);
+//   - turned off: the servers keep their names, their claims are deleted.
 func provePersistence() {
 	const (
 		ns     = "memcached-persist"
@@ -166,6 +167,27 @@ func provePersistence() {
 	expectEmptyServer(ns, list, killed, servers)
 	Expect(kubectl("-n", ns, "logs", killed, "-c", "memcached")).To(And(ContainSubstring("memory-copy: starting empty: the volume holds no copy"),
 		Not(ContainSubstring("memory-copy: restoring"))))
+
+	By("turning persistence off: the servers' names kept, their pods without a volume, the claims gone")
+	uids = podUIDs(ns, selector)
+	kubectl("-n", ns, "patch", "memcached", key.Name, "--type=merge", "-p", `{"spec":{"persistence":{"enabled":false}}}`)
+	Eventually(func(g Gomega) {
+		s := statefulSet(g)
+		g.Expect(s.Spec.VolumeClaimTemplates).To(BeEmpty())
+		g.Expect(s.Status.UpdatedReplicas).To(BeEquivalentTo(3))
+		g.Expect(s.Status.CurrentRevision).To(Equal(s.Status.UpdateRevision))
+		pods := &corev1.PodList{}
+		g.Expect(k8s.List(ctx(), pods, client.InNamespace(ns), client.MatchingLabels(selector))).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(3))
+		for _, p := range pods.Items {
+			g.Expect(p.UID).NotTo(Equal(uids[p.Name]), "%s is a new pod", p.Name)
+			g.Expect(p.Spec.Volumes).NotTo(ContainElement(HaveField("Name", "memory-copy")))
+		}
+		claims := &corev1.PersistentVolumeClaimList{}
+		g.Expect(k8s.List(ctx(), claims, client.InNamespace(ns))).To(Succeed())
+		g.Expect(claims.Items).To(BeEmpty(), "the claims the StatefulSet made are deleted once their pods stop")
+	}, 4*time.Minute, poll).Should(Succeed())
+	Expect(awaitServers(key, 3)).To(Equal(servers), "the servers keep their names")
 }
 
 // expectEmptyServer reads the 30000 keys back and expects those of server name alone to be

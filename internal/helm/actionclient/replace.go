@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -130,15 +131,62 @@ func (c *actionClient) replaceStatefulSets(target *release.Release, namespace, t
 			continue // not ours to replace: the upgrade fails on it and says why
 		}
 		if live.DeletionTimestamp == nil {
+			dropped, err := c.deleteDroppedClaims(ctx, live, desired)
+			if err != nil {
+				return err
+			}
+			then := "its pods serve meanwhile and are then replaced one at a time under their names"
+			if len(desired.Spec.VolumeClaimTemplates) > 0 && len(dropped) == 0 && len(live.Spec.VolumeClaimTemplates) > 0 {
+				then = "its pods serve on with the claims they have; claims made from now on (new servers) are made as the chart now says"
+			}
+			if len(dropped) > 0 {
+				then += fmt.Sprintf("; the claims it no longer asks for (%s) are deleted once their pods stop", strings.Join(dropped, ", "))
+			}
 			c.recorder.Eventf(c.owner, nil, corev1.EventTypeNormal, "VolumesChanged", "ReplaceStatefulSet",
-				"StatefulSet %s: chart %s changes its volume claims from %s to %s, which cannot be updated; it is replaced, its pods serve meanwhile and are then replaced one at a time under their names",
-				desired.Name, to, claimsOf(live.Spec.VolumeClaimTemplates), claimsOf(desired.Spec.VolumeClaimTemplates))
+				"StatefulSet %s: chart %s changes its volume claims from %s to %s, which cannot be updated; it is replaced: %s",
+				desired.Name, to, claimsOf(live.Spec.VolumeClaimTemplates), claimsOf(desired.Spec.VolumeClaimTemplates), then)
 		}
 		if err := c.deleteOrphaning(ctx, "StatefulSet", live); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deleteDroppedClaims deletes the claims that live's StatefulSet controller made from templates
+// desired drops (persistence turned off): only those it made (its controller reference, by UID,
+// which the chart's retention policy has it set), never a tenant's claim of the same name. It
+// runs before live is deleted with its dependents orphaned, which strips that reference.
+// Kubernetes keeps each claim until no pod uses it: the old pods are replaced next. It returns
+// the claims deleted.
+func (c *actionClient) deleteDroppedClaims(ctx context.Context, live, desired *appsv1.StatefulSet) ([]string, error) {
+	var prefixes []string
+	for _, t := range live.Spec.VolumeClaimTemplates {
+		if !slices.ContainsFunc(desired.Spec.VolumeClaimTemplates, func(d corev1.PersistentVolumeClaim) bool { return d.Name == t.Name }) {
+			prefixes = append(prefixes, t.Name+"-"+live.Name+"-") // the StatefulSet's claim names
+		}
+	}
+	if len(prefixes) == 0 || live.Spec.Selector == nil {
+		return nil, nil
+	}
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := c.client.List(ctx, list, client.InNamespace(live.Namespace), client.MatchingLabels(live.Spec.Selector.MatchLabels)); err != nil {
+		return nil, fmt.Errorf("list StatefulSet %s's claims: %w", live.Name, err)
+	}
+	var deleted []string
+	for i := range list.Items {
+		pvc := &list.Items[i]
+		ref := metav1.GetControllerOf(pvc)
+		made := ref != nil && ref.UID == live.UID && ref.Kind == "StatefulSet"
+		if !made || pvc.DeletionTimestamp != nil || !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(pvc.Name, p) }) {
+			continue
+		}
+		if err := c.client.Delete(ctx, pvc, client.Preconditions{UID: ptr.To(pvc.UID)}); err != nil && !apierrors.IsNotFound(err) {
+			return deleted, fmt.Errorf("delete claim %s that StatefulSet %s no longer asks for: %w", pvc.Name, live.Name, err)
+		}
+		deleted = append(deleted, pvc.Name)
+	}
+	return deleted, nil
 }
 
 // sameClaims says whether two lists of volume claim templates ask for the same volumes: the
