@@ -17,7 +17,6 @@ limitations under the License.
 package actionclient
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,6 +28,7 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -59,11 +59,7 @@ const ReplaceTimeout = 2 * time.Minute
 // Only what belongs to the release is touched: a Deployment of the same name that Helm did not
 // make for this release is left alone (the upgrade then fails on it, and says so), and only
 // ReplicaSets of the chart's pods are orphaned.
-func (c *actionClient) replaceDeployments(target *release.Release, namespace, to string) error {
-	infos, err := c.conf.KubeClient.Build(bytes.NewBufferString(target.Manifest), false)
-	if err != nil {
-		return fmt.Errorf("build release objects: %w", err)
-	}
+func (c *actionClient) replaceDeployments(infos kube.ResourceList, namespace, to string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ReplaceTimeout)
 	defer cancel()
 	deployments := map[string]bool{} // the Deployments the target renders
@@ -103,11 +99,7 @@ func (c *actionClient) replaceDeployments(target *release.Release, namespace, to
 // each server starts empty, as the decision before the upgrade recorded). It runs after that
 // decision, which reads the StatefulSet. A StatefulSet the operator did not make for the release
 // is left alone (the upgrade then fails on it, and says so).
-func (c *actionClient) replaceStatefulSets(target *release.Release, namespace, to string) error {
-	infos, err := c.conf.KubeClient.Build(bytes.NewBufferString(target.Manifest), false)
-	if err != nil {
-		return fmt.Errorf("build release objects: %w", err)
-	}
+func (c *actionClient) replaceStatefulSets(infos kube.ResourceList, namespace, to string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ReplaceTimeout)
 	defer cancel()
 	for _, info := range infos {

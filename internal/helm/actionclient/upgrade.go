@@ -98,7 +98,13 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 	if err := c.refuseForeign(target.Manifest, name, namespace); err != nil {
 		return nil, err
 	}
-	if err := c.replaceDeployments(target, namespace, to); err != nil {
+	// The objects the target renders, for what an update cannot change (replace.go).
+	infos, err := c.conf.KubeClient.Build(bytes.NewBufferString(target.Manifest), false)
+	if err != nil {
+		countOperation("upgrade", err)
+		return nil, fmt.Errorf("build the objects of release %s: %w", name, err)
+	}
+	if err := c.replaceDeployments(infos, namespace, to); err != nil {
 		countOperation("upgrade", err)
 		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "UpgradeFailed", "UpgradeRelease", "Upgrade of release %s to chart %s: %v", name, to, err)
 		return nil, err
@@ -110,7 +116,7 @@ func (c *actionClient) Upgrade(name, namespace string, chrt *chart.Chart, vals m
 			return nil, fmt.Errorf("prepare the upgrade of release %s: %w", name, err)
 		}
 	}
-	if err := c.replaceStatefulSets(target, namespace, to); err != nil {
+	if err := c.replaceStatefulSets(infos, namespace, to); err != nil {
 		countOperation("upgrade", err)
 		c.recorder.Eventf(c.owner, nil, corev1.EventTypeWarning, "UpgradeFailed", "UpgradeRelease", "Upgrade of release %s to chart %s: %v", name, to, err)
 		return nil, err
