@@ -193,6 +193,8 @@ type result struct {
 	// recordBytes is the size of the Memcacheds' release records (every revision) per CR, once
 	// converged: what each install wrote to etcd beside the objects (raw: its model of one).
 	recordBytes float64
+	// trace is where an install's time went, from the audit log (operators only).
+	trace installTrace
 }
 
 // numbers parses a comma-separated list of positive numbers ("": none).

@@ -197,6 +197,10 @@ func measure(ctx context.Context, o options, variant string, n int) (result, err
 		return r, err
 	}
 	markDeployed := cp.mark()
+	if r.trace, err = cp.installTrace(mark0, markDeployed); err != nil {
+		return r, err
+	}
+	progress("  where an install's time goes: %s", traceReport(r.trace))
 
 	// The control plane's CPU and the operator's requests count until the end state the
 	// raw-create limit's is measured at too: what an install costs includes the operator's

@@ -174,6 +174,14 @@ func report(o options, machine string, results []result) string {
 			summarize(pick(results, "this", n, p50ms)).format(" ms", 0), summarize(pick(results, "this", n, p99ms)).format(" ms", 0))
 	}
 
+	w("\n## Where an install's time goes\n\n")
+	w("From the audit log: each Memcached's create, then the operator's requests for it in order. Between an install's response and its next request the time is the operator's: its queue (before its first request), Helm's render, its CPU share of the machine; a negative time is a request sent while an earlier one was still open.\n\n")
+	for _, v := range []string{"stock", "this"} {
+		if n, t, ok := lastTrace(results, v, o.sizes); ok {
+			w("%s at N=%d: %s\n", names[v], n, traceReport(t))
+		}
+	}
+
 	w("\n## CPU while converging\n\n")
 	w("Operator: until every Memcached reports Deployed. Control plane: etcd, kube-apiserver and kube-controller-manager, from the first create until the end state every variant reaches (every CR's objects made and kube-controller-manager has made every StatefulSet's pod; it is restarted with 500 requests/s for that, in every variant); kcm: kube-controller-manager alone (part of the control plane). The raw-create limit's client is not counted. All share the machine's cores.\n\n")
 	w("| N | raw: control plane | raw: kcm | stock: operator | stock: control plane | stock: kcm | this: operator | this: control plane | this: kcm |\n|---|---|---|---|---|---|---|---|---|\n")
@@ -438,3 +446,15 @@ func machine() string {
 
 // versions is set by -versions (the Makefile passes the pinned versions).
 var versions string
+
+// lastTrace is the trace of a variant's first repetition at the largest of sizes it has one of.
+func lastTrace(results []result, variant string, sizes []int) (int, installTrace, bool) {
+	for _, n := range slices.Backward(slices.Sorted(slices.Values(sizes))) {
+		for _, r := range results {
+			if r.variant == variant && r.n == n && r.rep == 1 && len(r.trace.steps) > 0 {
+				return n, r.trace, true
+			}
+		}
+	}
+	return 0, installTrace{}, false
+}
