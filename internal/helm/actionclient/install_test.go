@@ -30,6 +30,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // failingInstall records a failed release, as Helm does when creating an object fails.
@@ -86,7 +87,8 @@ func (succeedingInstall) Install(name, namespace string, _ *chart.Chart, _ map[s
 // An install whose record could not be written (Helm only logs that) is not reported done: the
 // next attempt adopts what it made, or finds whose record took the name.
 func TestInstallSaysWhenItsRecordWasNotWritten(t *testing.T) {
-	conf := &action.Configuration{Releases: storage.Init(&storeDriver{unrecorded: errors.New("etcdserver: request timed out")})}
+	conf := &action.Configuration{Releases: storage.Init(&storeDriver{unrecorded: errors.New("etcdserver: request timed out"),
+		anyones: fake.NewClientset().CoreV1().Secrets("ns")})}
 	c := &actionClient{ActionInterface: succeedingInstall{}, conf: conf}
 	_, err := c.Install("m", "ns", nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "its record could not be written: etcdserver: request timed out") {

@@ -121,9 +121,43 @@ type storeDriver struct {
 	// unrecorded is why that create failed, which Helm only logs.
 	unwritten  string
 	unrecorded error
+	// free is the answer of the read that checks a first install's record name is free, started
+	// when the install starts (checkFree), so that it overlaps the render.
+	free *freeCheck
+}
+
+// freeCheck is a read of a record name, started ahead: err, once done is closed, is nil when no
+// Secret of that name exists.
+type freeCheck struct {
+	key  string
+	done chan struct{}
+	err  error
+}
+
+// checkFree starts the read that Create makes of a first install's record name (key): Helm
+// renders the chart meanwhile, which takes as long as the read, and Create then waits for the
+// answer instead of asking. Nothing is touched before the answer either way; an install that
+// fails before Create (its render) has made one read for nothing.
+func (d *storeDriver) checkFree(key string) {
+	c := &freeCheck{key: key, done: make(chan struct{})}
+	d.free = c
+	go func() {
+		defer close(c.done)
+		switch _, err := d.anyones.Get(context.Background(), key, metav1.GetOptions{}); {
+		case err == nil:
+			c.err = driver.ErrReleaseExists
+		case !apierrors.IsNotFound(err):
+			c.err = fmt.Errorf("check that release record %s is free: %w", key, err)
+		}
+	}()
 }
 
 const recordPrefix = "sh.helm.release.v1."
+
+// recordKey is the key of a release's record of a revision, as Helm's storage makes it.
+func recordKey(name string, revision int) string {
+	return fmt.Sprintf("%s%s.v%d", recordPrefix, name, revision)
+}
 
 // releaseOf is the release name of a record key (sh.helm.release.v1.<name>.v<revision>).
 func releaseOf(key string) string {
@@ -212,11 +246,14 @@ func (d *storeDriver) Create(key string, rel *release.Release) error {
 	if rel.Version != 1 || rel.Info == nil || rel.Info.Status != release.StatusPendingInstall {
 		return d.Secrets.Create(key, slim(rel))
 	}
-	switch _, err := d.anyones.Get(context.Background(), key, metav1.GetOptions{}); {
-	case err == nil:
-		return driver.ErrReleaseExists
-	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("check that release record %s is free: %w", key, err)
+	if d.free == nil || d.free.key != key {
+		d.checkFree(key)
+	}
+	check := d.free
+	d.free = nil
+	<-check.done
+	if check.err != nil {
+		return check.err
 	}
 	d.unwritten, d.unrecorded = key, nil
 	return nil

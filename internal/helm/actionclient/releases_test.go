@@ -227,6 +227,33 @@ func TestFirstInstallIsRecordedOnce(t *testing.T) {
 		}
 	})
 
+	t.Run("the read started as the install starts is the one Create waits for", func(t *testing.T) {
+		gets := func(cs *fake.Clientset) int { return len(cs.Actions()) - len(writes(cs)) }
+		theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: key, Namespace: "ns", Labels: map[string]string{"owner": "helm", "name": "m"}}}
+		d, cs := newDriver(theirs)
+		if recordKey("m", 1) != key {
+			t.Fatalf("recordKey: %s, want Helm's key %s", recordKey("m", 1), key)
+		}
+		d.checkFree(recordKey("m", 1))
+		if err := d.Create(key, pending()); !errors.Is(err, driver.ErrReleaseExists) {
+			t.Fatalf("Create: %v, want %v", err, driver.ErrReleaseExists)
+		}
+		if n := gets(cs); n != 1 || len(writes(cs)) != 0 {
+			t.Errorf("%d reads, writes %v: want the one read started ahead, no write", n, writes(cs))
+		}
+
+		d, cs = newDriver()
+		d.checkFree(recordKey("another", 1))
+		other := d.free
+		if err := d.Create(key, pending()); err != nil || d.unwritten != key {
+			t.Fatalf("Create: %v, held %q: want the name free and held", err, d.unwritten)
+		}
+		<-other.done
+		if n := gets(cs); n != 2 {
+			t.Errorf("%d reads: a read of another name does not answer for this one", n)
+		}
+	})
+
 	t.Run("a failed install is recorded failed, once", func(t *testing.T) {
 		d, cs := newDriver()
 		rel := pending()

@@ -146,6 +146,9 @@ func (c *actionClient) Install(name, namespace string, chrt *chart.Chart, vals m
 		countOperation("install", err)
 		return nil, err
 	}
+	if d, ok := c.conf.Releases.Driver.(*storeDriver); ok {
+		d.checkFree(recordKey(name, 1))
+	}
 	rel, err := c.ActionInterface.Install(name, namespace, chrt, vals, opts...)
 	if err == nil {
 		if uerr := unrecorded(c.conf.Releases.Driver); uerr != nil {
