@@ -138,11 +138,13 @@ func (c *capabilities) renderedAt(release types.NamespacedName) int {
 
 // kubeClient is Helm's Kubernetes client whose reachability check (a GET /version before
 // every action) is answered by the last read of the capabilities, and which creates an install's
-// objects in two rounds (create.go). It embeds the concrete client,
+// objects in two rounds (create.go), and which does not parse again the manifest the owner
+// renderer parsed (postrender.go). It embeds the concrete client,
 // so Helm still finds the optional interfaces it checks for (waiting, deletion propagation, ...).
 type kubeClient struct {
 	*kube.Client
-	caps *capabilities
+	caps  *capabilities
+	built *builtManifest // the manifest the owner renderer parsed (postrender.go)
 }
 
 func (c kubeClient) IsReachable() error {

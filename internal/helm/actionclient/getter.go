@@ -83,6 +83,7 @@ func RenderedOf(rel *release.Release) *Rendered {
 // makes gets the shared capabilities (sharedCaps).
 func NewGetter(configs helmclient.ActionConfigGetter, cfg Config, opts ...helmclient.ActionClientGetterOption) (helmclient.ActionClientGetter, error) {
 	caps := newCapabilities(cfg.CapabilitiesTTL)
+	replacePostRenderer()
 	library, err := helmclient.NewActionClientGetter(sharedCaps{configs: configs, caps: caps}, slices.Concat(opts, skipOpenAPIValidation, skipSchemaValidation)...)
 	if err != nil {
 		return nil, err
@@ -129,7 +130,7 @@ func (s sharedCaps) ActionConfigFor(ctx context.Context, obj client.Object) (*ac
 	}
 	conf.Capabilities = capsNow
 	if kc, ok := conf.KubeClient.(*kube.Client); ok {
-		conf.KubeClient = kubeClient{Client: kc, caps: s.caps}
+		conf.KubeClient = kubeClient{Client: kc, caps: s.caps, built: &builtManifest{}}
 	}
 	if made, ok := ctx.Value(madeConfigKey{}).(*madeConfig); ok {
 		made.conf, made.generation = conf, generation
