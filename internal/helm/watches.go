@@ -18,10 +18,10 @@ package helm
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -149,29 +149,24 @@ type dependentWatches struct {
 	mgr      ctrl.Manager
 	owner    *unstructured.Unstructured
 	watching map[schema.GroupVersionKind]bool
-	// seen are the manifests whose kinds are all watched: the hook runs after every reconcile,
-	// and parsing the manifest each time was a good part of an idle reconcile.
-	seen map[[sha256.Size]byte]bool
 }
-
-// maxSeen bounds the memo of manifests (one per release, 32 bytes each); past it, it starts again.
-const maxSeen = 16384
 
 func (d *dependentWatches) start(c controller.Controller, mgr ctrl.Manager, owner *unstructured.Unstructured) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.ctrl, d.mgr, d.owner = c, mgr, owner
-	d.watching, d.seen = map[schema.GroupVersionKind]bool{}, map[[sha256.Size]byte]bool{}
+	d.watching = map[schema.GroupVersionKind]bool{}
 }
 
 // Exec starts a watch for each kind of the release not yet watched. An object whose controller
 // owner is the CR (the library's post-renderer sets that where Kubernetes allows it) is mapped
 // back by its owner reference, any other by the annotations the post-renderer sets instead.
 func (d *dependentWatches) Exec(owner *unstructured.Unstructured, rel release.Release, log logr.Logger) error {
-	key := sha256.Sum256([]byte(rel.Manifest))
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.seen[key] {
+	// The hook runs after every reconcile, and each install's manifest is new: its kinds are read
+	// off its lines, and it is parsed only when one is not watched yet (each kind once).
+	if gvks, ok := manifestKinds(rel.Manifest); ok && !slices.ContainsFunc(gvks, func(gvk schema.GroupVersionKind) bool { return !d.watching[gvk] }) {
 		return nil
 	}
 	for _, manifest := range releaseutil.SplitManifests(rel.Manifest) {
@@ -193,11 +188,47 @@ func (d *dependentWatches) Exec(owner *unstructured.Unstructured, rel release.Re
 		d.watching[gvk] = true
 		log.V(1).Info("watching dependent resource", "apiVersion", gvk.GroupVersion(), "kind", gvk.Kind)
 	}
-	if len(d.seen) >= maxSeen {
-		clear(d.seen)
-	}
-	d.seen[key] = true
 	return nil
+}
+
+// manifestKinds is the kind of each object of a release manifest, read off its lines without
+// parsing it: the post-renderer writes each object as YAML of a map, whose top-level keys start
+// their line and whose nested lines are indented. ok is false when an object does not show its
+// apiVersion and kind so (a manifest written otherwise), for the caller to parse it.
+func manifestKinds(manifest string) (gvks []schema.GroupVersionKind, ok bool) {
+	var apiVersion, kind string
+	content := false
+	end := func() bool {
+		defer func() { apiVersion, kind, content = "", "", false }()
+		if apiVersion == "" || kind == "" {
+			return !content
+		}
+		gvks = append(gvks, schema.FromAPIVersionAndKind(apiVersion, kind))
+		return true
+	}
+	for line := range strings.Lines(manifest) {
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case strings.HasPrefix(line, "---"):
+			if !end() {
+				return nil, false
+			}
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "apiVersion: "):
+			apiVersion, content = strings.TrimPrefix(line, "apiVersion: "), true
+		case strings.HasPrefix(line, "kind: "):
+			kind, content = strings.TrimPrefix(line, "kind: "), true
+		default:
+			content = true
+		}
+		if strings.ContainsAny(apiVersion+kind, "\"' #{[&*!|>") {
+			return nil, false // not a plain scalar: the parser says what it is
+		}
+	}
+	if !end() {
+		return nil, false
+	}
+	return gvks, true
 }
 
 // controllerAnnotations are annotations that Kubernetes controllers write into objects they run.
