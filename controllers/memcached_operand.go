@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -316,7 +317,9 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 	}
 	var servers *appsv1.StatefulSet
 	var revision int32
-	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, firstReportWait, true, func(ctx context.Context) (bool, error) {
+	waitCtx, cancel := context.WithTimeout(ctx, firstReportWait)
+	defer cancel()
+	err = wait.ExponentialBackoffWithContext(waitCtx, firstReportPoll, func(ctx context.Context) (bool, error) {
 		var err error
 		if servers, err = serversOf(ctx, r.Client, mc); err != nil || servers == nil {
 			return false, err
@@ -340,6 +343,10 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 // firstReportWait is how long FirstReport waits for the cache to show what the install made a
 // moment ago (watch events come a few milliseconds after the writes).
 const firstReportWait = 500 * time.Millisecond
+
+// firstReportPoll is how often FirstReport asks the cache meanwhile: what it waits for was written
+// a moment before, and a Helm worker waits with it, so every millisecond at first, then less often.
+var firstReportPoll = wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 10 * time.Millisecond, Steps: math.MaxInt32}
 
 // podsOf lists the pods that carry the release's labels.
 func (r *MemcachedOperandReconciler) podsOf(ctx context.Context, mc *cachev1.Memcached) ([]corev1.Pod, error) {
