@@ -19,7 +19,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -319,7 +318,7 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 	var revision int32
 	waitCtx, cancel := context.WithTimeout(ctx, firstReportWait)
 	defer cancel()
-	err = wait.ExponentialBackoffWithContext(waitCtx, firstReportPoll, func(ctx context.Context) (bool, error) {
+	err = firstReportPoll.DelayFunc().Until(waitCtx, true, false, func(ctx context.Context) (bool, error) {
 		var err error
 		if servers, err = serversOf(ctx, r.Client, mc); err != nil || servers == nil {
 			return false, err
@@ -345,8 +344,9 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 const firstReportWait = 500 * time.Millisecond
 
 // firstReportPoll is how often FirstReport asks the cache meanwhile: what it waits for was written
-// a moment before, and a Helm worker waits with it, so every millisecond at first, then less often.
-var firstReportPoll = wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 10 * time.Millisecond, Steps: math.MaxInt32}
+// a moment before, and a Helm worker waits with it, so after 1, 2, 4 and 8 ms, then every 10 ms
+// until firstReportWait (a DelayFunc keeps its cap once its steps are spent; a Backoff would stop).
+var firstReportPoll = wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 10 * time.Millisecond, Steps: 4}
 
 // podsOf lists the pods that carry the release's labels.
 func (r *MemcachedOperandReconciler) podsOf(ctx context.Context, mc *cachev1.Memcached) ([]corev1.Pod, error) {

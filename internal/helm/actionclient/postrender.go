@@ -43,7 +43,9 @@ import (
 // ownerRenderer writes the same manifest, byte for byte (postrender_test.go checks it against the
 // library's on the chart's renders), from one parse: it marks the parsed objects themselves and
 // hands them to the action's kube client, whose next Build of exactly that manifest returns them
-// (kubeClient.Build) instead of parsing it again.
+// (kubeClient.Build) instead of parsing it again. An install builds its manifest once, which takes
+// them; an upgrade builds it twice (Helm's check of the manifest, then the upgrade), and only the
+// first is saved.
 type ownerRenderer struct {
 	mapper meta.RESTMapper
 	kc     kubeClient
@@ -69,7 +71,7 @@ func replacePostRenderer() {
 }
 
 func (r ownerRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
-	infos, err := r.kc.Client.Build(in, false)
+	infos, err := r.kc.Client.Build(bytes.NewReader(in.Bytes()), false)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +82,7 @@ func (r ownerRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 	out := &bytes.Buffer{}
 	for _, info := range infos {
 		u, ok := info.Object.(*unstructured.Unstructured)
-		if !ok {
+		if !ok { // Helm's Build makes every object unstructured; the library's renderer handles others
 			return libraryPostRenderer(r.mapper, r.kc, r.owner).Run(in)
 		}
 		// As the library's controllerutil.SupportsOwnerReference decides.

@@ -115,7 +115,7 @@ func TestOwnerRendererWritesWhatTheLibrarysWrites(t *testing.T) {
 		map[string]any{"replicaCount": 3, "keepCacheAcross": "Restarts", "persistence": map[string]any{"enabled": true},
 			"tls": map[string]any{"enabled": true}, "podAnnotations": map[string]any{"a": "b: c"},
 			"resources": map[string]any{"limits": map[string]any{"cpu": "500m", "memory": "64Mi"}},
-			"metrics": map[string]any{"enabled": true, "serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}}},
+			"metrics":   map[string]any{"enabled": true, "serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}}},
 	)
 	// What the chart does not render, for the library's other cases: an object that cannot have
 	// the CR as its owner (cluster-scoped, in another namespace), one the chart keeps on
