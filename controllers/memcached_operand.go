@@ -302,12 +302,11 @@ func progressOnly(live, st cachev1.MemcachedStatus) bool {
 	return equality.Semantic.DeepEqual(st, live)
 }
 
-// FirstReport is the Go side's first report, carried by the Helm side's status write that says
-// the first install succeeded (helm.Options.FirstReport): one status write for both sides instead
-// of two. It is what Reconcile would write next. It is nil when Reconcile has more to do than
-// report: when the cache does not show the install's StatefulSet and deployed record within
-// firstReportWait, when pods of an earlier release are up, or when a pod is failing (Reconcile's
-// Event goes with that report).
+// FirstReport is the Go side's first report, carried by the Helm side's status write that says the
+// first install succeeded (helm.Options.FirstReport): one write for both sides. It is what Reconcile
+// would write next; nil when Reconcile has more to do: the cache does not show the install's
+// StatefulSet and deployed record within firstReportWait, pods of an earlier release are up, or a
+// pod is failing (Reconcile's Event goes with that report).
 func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstructured.Unstructured) (map[string]any, error) {
 	mc := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: cr.GetNamespace(), Name: cr.GetName(), UID: cr.GetUID()}}
 	var err error
@@ -328,8 +327,7 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 	})
 	if wait.Interrupted(err) {
 		return nil, nil
-	}
-	if err != nil {
+	} else if err != nil {
 		return nil, err
 	}
 	pods, err := r.podsOf(ctx, mc)
@@ -339,13 +337,11 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(operandStatus(mc, servers, revision, 0, pods, mc.Status.Rollout))
 }
 
-// firstReportWait is how long FirstReport waits for the cache to show what the install made a
-// moment ago (watch events come a few milliseconds after the writes).
+// FirstReport waits up to firstReportWait for the cache to show what the install made a moment
+// ago (watch events come milliseconds after the writes), with a Helm worker waiting: it asks after
+// 1, 2, 4, 8 ms, then every 10 ms (a DelayFunc keeps its cap; a Backoff would stop there).
 const firstReportWait = 500 * time.Millisecond
 
-// firstReportPoll is how often FirstReport asks the cache meanwhile: what it waits for was written
-// a moment before, and a Helm worker waits with it, so after 1, 2, 4 and 8 ms, then every 10 ms
-// until firstReportWait (a DelayFunc keeps its cap once its steps are spent; a Backoff would stop).
 var firstReportPoll = wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 10 * time.Millisecond, Steps: 4}
 
 // podsOf lists the pods that carry the release's labels.
