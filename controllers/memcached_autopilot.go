@@ -121,8 +121,11 @@ func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 	}
 	if !equality.Semantic.DeepEqual(*st, mc.Status) {
-		was := mc.Status
-		if err := autopilotWriter.write(ctx, r.Client, mc, st); err != nil {
+		was, on := mc.Status, ""
+		if step != nil {
+			on = mc.ResourceVersion // a step is decided on what was read: never twice from a lagging cache
+		}
+		if _, err := autopilotWriter.writeOn(ctx, r.Client, mc, st, on); err != nil {
 			return afterStatusWriteError(err)
 		}
 		mc.Status = *st
