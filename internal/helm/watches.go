@@ -216,19 +216,28 @@ func manifestKinds(manifest string) (gvks []schema.GroupVersionKind, ok bool) {
 		case line == "" || strings.HasPrefix(line, "#"):
 		case strings.HasPrefix(line, "apiVersion: "):
 			apiVersion, content = strings.TrimPrefix(line, "apiVersion: "), true
+			if !plainScalar(apiVersion) {
+				return nil, false
+			}
 		case strings.HasPrefix(line, "kind: "):
 			kind, content = strings.TrimPrefix(line, "kind: "), true
+			if !plainScalar(kind) {
+				return nil, false
+			}
 		default:
 			content = true
-		}
-		if strings.ContainsAny(apiVersion+kind, "\"' #{[&*!|>") {
-			return nil, false // not a plain scalar: the parser says what it is
 		}
 	}
 	if !end() {
 		return nil, false
 	}
 	return gvks, true
+}
+
+// plainScalar says whether a YAML value reads as written: not quoted, commented, a collection, an
+// anchor, alias, tag or block (the parser says what those are).
+func plainScalar(v string) bool {
+	return !strings.ContainsAny(v, "\"' #{[&*!|>")
 }
 
 // controllerAnnotations are annotations that Kubernetes controllers write into objects they run.
