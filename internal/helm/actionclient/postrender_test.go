@@ -24,6 +24,7 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -68,14 +69,21 @@ func offlineKubeClient(t *testing.T) (*kube.Client, meta.RESTMapper) {
 	return kc, mapper
 }
 
-// chartManifests renders the memcached chart as Helm's install does before post-rendering, with
-// each set of values.
-func chartManifests(t *testing.T, valueSets ...map[string]any) []string {
+// memcachedChart is the operator's chart, as its image holds it.
+func memcachedChart(t *testing.T) *chart.Chart {
 	t.Helper()
 	chrt, err := loader.Load(filepath.Join("..", "..", "..", "helm-charts", "memcached"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return chrt
+}
+
+// chartManifests renders the memcached chart as Helm's install does before post-rendering, with
+// each set of values.
+func chartManifests(t *testing.T, valueSets ...map[string]any) []string {
+	t.Helper()
+	chrt := memcachedChart(t)
 	caps := chartutil.DefaultCapabilities.Copy()
 	caps.APIVersions = append(caps.APIVersions, "monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule")
 	var out []string

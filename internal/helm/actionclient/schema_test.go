@@ -21,7 +21,6 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"sigs.k8s.io/yaml"
 )
@@ -29,10 +28,7 @@ import (
 // The operator's check of the values refuses what Helm's refuses, with Helm's message, and
 // compiles the chart's schema once.
 func TestValuesAreCheckedAsHelmChecksThem(t *testing.T) {
-	chrt, err := loader.Load("../../../helm-charts/memcached")
-	if err != nil {
-		t.Fatal(err)
-	}
+	chrt := memcachedChart(t)
 	for _, raw := range []string{
 		`{}`,
 		`{replicaCount: 3, memcached: {maxMemoryMB: 128, extraArgs: ["-R40"]}}`,

@@ -23,14 +23,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -156,10 +154,7 @@ func TestSealRingRotates(t *testing.T) {
 
 // The fence lets through the kinds the chart's templates render, and no other.
 func TestChartKinds(t *testing.T) {
-	chrt, err := loader.Load(filepath.Join("..", "..", "..", "helm-charts", "memcached"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chrt := memcachedChart(t)
 	kinds, err := ChartKinds(chrt)
 	if err != nil {
 		t.Fatal(err)
