@@ -33,7 +33,6 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/controllers"
 )
 
 // The autopilot, with the stats controller reading real memcacheds (one per pod, at statsPort of
@@ -51,7 +50,7 @@ var _ = Describe("The autopilot", func() {
 
 		key := types.NamespacedName{Namespace: ns, Name: "below"}
 		createMemcached(ctx, key, "  memcached: {maxMemoryMB: 128}\n  autoscaling: {enabled: true, maxMemoryMB: 64}\n")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionScalingLimited), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionScalingLimited), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "InvalidBounds"),
 			HaveField("Message", ContainSubstring("autoscaling.maxMemoryMB 64 is below memcached.maxMemoryMB 128"))))
 		Expect(memcachedStatus(ctx, key)(Default).Autopilot).To(BeNil(), "the spec's size applies")
@@ -64,7 +63,7 @@ var _ = Describe("The autopilot", func() {
 		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached: {maxMemoryMB: 32}\n"+
 			"  autoscaling: {enabled: true, maxReplicas: 2, maxMemoryMB: 64, scaleUpAfter: 10s, coolDown: 10s}\n")
 		servers := playServers(ctx, key, []string{host}, "rev-32")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionScalingActive), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionScalingActive), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "WithinBounds")))
 		Expect(memcachedStatus(ctx, key)(Default).Autopilot).To(HaveValue(And(HaveField("Replicas", BeEquivalentTo(1)), HaveField("MaxMemoryMB", BeEquivalentTo(32)))))
 
@@ -105,7 +104,7 @@ var _ = Describe("The autopilot", func() {
 
 		By("at its bounds, it says so and steps no more")
 		addServerPod2(ctx, servers)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionScalingLimited), stepTimeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionScalingLimited), stepTimeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "AtMaximum"),
 			HaveField("Message", ContainSubstring("at its bounds (maxReplicas 2, maxMemoryMB 64)"))))
 	})
@@ -125,14 +124,14 @@ var _ = Describe("The autopilot", func() {
 		By("the StatefulSet removes the highest server; at minReplicas and the spec's memory, nothing more")
 		Expect(k8sClient.Delete(ctx, serverPod(Default, ctx, servers, 1))).To(Succeed())
 		setServerRevisions(ctx, servers, "rev-a", "rev-a", 1)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionScalingActive), stepTimeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionScalingActive), stepTimeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "AtMinimum")))
-		Expect(memcachedCondition(ctx, key, controllers.ConditionScalingLimited)(Default)).To(HaveField("Status", metav1.ConditionFalse))
+		Expect(memcachedCondition(ctx, key, cachev1.ConditionScalingLimited)(Default)).To(HaveField("Status", metav1.ConditionFalse))
 		Expect(memcachedStatus(ctx, key)(Default).Autopilot).To(HaveValue(HaveField("Replicas", BeEquivalentTo(1))))
 
 		By("bounds that allow no size keep the last choice: no server comes back")
 		updateSpec(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  autoscaling: {enabled: true, minReplicas: 1, maxMemoryMB: 32, scaleInAfter: 10s, coolDown: 10s}\n")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionScalingLimited), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionScalingLimited), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "InvalidBounds")))
 		Consistently(func(g Gomega) {
 			g.Expect(memcachedStatus(ctx, key)(g).Autopilot).To(HaveValue(HaveField("Replicas", BeEquivalentTo(1))))
@@ -157,7 +156,7 @@ var _ = Describe("The autopilot", func() {
 		kubeletResized(ctx, servers, 0)
 		Eventually(func(g Gomega) *cachev1.ServersChange { return changeOf(g, ctx, servers) }, timeout, interval).Should(HaveField("Phase", cachev1.RolloutComplete))
 		setServerRevisions(ctx, servers, "rev-64", "rev-64", 1)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionProgressing), timeout, interval).Should(HaveField("Reason", "Complete"))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionProgressing), timeout, interval).Should(HaveField("Reason", "Complete"))
 		// Settled before the restart: what the operator still writes after Complete (the release
 		// that lets go of the hold) is not the restart's doing.
 		var before cachev1.MemcachedStatus
@@ -205,7 +204,7 @@ var _ = Describe("The autopilot", func() {
 		setQuotaStatus(ctx, quota, "64Mi") // the server's memory limit
 		DeferCleanup(overfill(host))
 
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionScalingLimited), stepTimeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionScalingLimited), stepTimeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "QuotaExceeded"),
 			HaveField("Message", ContainSubstring("ResourceQuota memory allows limits.memory 80Mi, 64Mi is used, and the step needs 32Mi more"))))
 		Expect(memcachedStatus(ctx, key)(Default).Autopilot).To(HaveValue(HaveField("MaxMemoryMB", BeEquivalentTo(32))))
@@ -232,7 +231,7 @@ var _ = Describe("The autopilot", func() {
 		setQuotaStatus(ctx, quota, "64Mi")
 		Eventually(func(g Gomega) *cachev1.AutopilotStatus { return memcachedStatus(ctx, key)(g).Autopilot }, stepTimeout, interval).Should(
 			HaveValue(HaveField("MaxMemoryMB", BeEquivalentTo(64))))
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionScalingLimited), timeout, interval).Should(HaveField("Status", metav1.ConditionFalse))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionScalingLimited), timeout, interval).Should(HaveField("Status", metav1.ConditionFalse))
 	})
 })
 

@@ -58,7 +58,7 @@ func WriteTLSStatus(ctx context.Context, c client.Client, mc *cachev1.Memcached,
 	if !ready {
 		return r.removeStatus(ctx, mc)
 	}
-	return r.setStatus(ctx, mc, &cachev1.HelmCondition{Type: ConditionCertificatesReady, Status: metav1.ConditionTrue, Reason: "Written"}, nil)
+	return r.setStatus(ctx, mc, &cachev1.HelmCondition{Type: cachev1.ConditionCertificatesReady, Status: metav1.ConditionTrue, Reason: "Written"}, nil)
 }
 
 // SetPartition sets the partition of StatefulSet s on the spec of s as read, as the servers

@@ -52,7 +52,7 @@ var _ = Describe("Changes of the servers, interrupted", func() {
 		warm := []*warmMemcached{startWarmMemcached(64), startWarmMemcached(64)}
 		createMemcached(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n  image: {tag: 1.6.38}\n")
 		servers := playServers(ctx, key, []string{warm[0].host, warm[1].host}, "rev-a")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 		for _, w := range warm {
 			storeKeys(w.host, "k", 1000)
 		}
@@ -116,10 +116,10 @@ var _ = Describe("Changes of the servers, interrupted", func() {
 		awaitImage(ctx, servers, 0, ":1.6.39")
 		kubeletRestarts(ctx, servers, 0, warm[0], 64)
 		finished(key, servers, "rev-b")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCacheWarm), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1.WayStartedEmpty),
 			HaveField("Message", And(ContainSubstring("1 with their items"), ContainSubstring("server replaced-memcached-1 started empty: its pod was replaced")))))
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionProgressing), timeout, interval).Should(HaveField("Reason", "Complete"))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionProgressing), timeout, interval).Should(HaveField("Reason", "Complete"))
 		Expect(countKeys(warm[0].host, "k", 1000)).To(Equal(1000), "server 0 kept its keys")
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElements(cachev1.WayStartedEmpty, cachev1.WayWarmRestart))
 	})
@@ -133,7 +133,7 @@ var _ = Describe("Changes of the servers, interrupted", func() {
 		awaitImage(ctx, servers, 0, ":1.6.39")
 		kubeletRestarts(ctx, servers, 0, warm[0], 64)
 		finished(key, servers, "rev-b")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCacheWarm), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1.WayWarmRestart),
 			HaveField("Message", ContainSubstring("every server restarted in its pod with its items"))))
 		for _, w := range warm {
@@ -206,7 +206,7 @@ var _ = Describe("Changes of the servers, interrupted", func() {
 		hosts := []string{startMemcached(64), startMemcached(64)}
 		createMemcached(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n")
 		servers := playServers(ctx, key, hosts, "rev-a")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 		updateSpec(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  podAnnotations: {team: web}\n")
 		Eventually(func(g Gomega) {
 			g.Expect(changeOf(g, ctx, servers)).To(And(HaveField("Way", cachev1.WayInPlace), HaveField("Phase", cachev1.RolloutChanging)))

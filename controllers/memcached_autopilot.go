@@ -56,15 +56,6 @@ import (
 // what the user asked, and an operator restart or upgrade renders the same. A step the
 // namespace's ResourceQuota would refuse is not taken, and the condition ScalingLimited says so.
 
-// Conditions of the autopilot (as a HorizontalPodAutoscaler's).
-const (
-	// ConditionScalingActive is True while the autopilot sizes the cache from its figures.
-	ConditionScalingActive = "ScalingActive"
-	// ConditionScalingLimited is True while the autopilot would step but may not: a bound, the
-	// namespace's quota, or memory memcached holds.
-	ConditionScalingLimited = "ScalingLimited"
-)
-
 // Steps of the autopilot (the metric's step label, and the Events' reasons).
 const (
 	stepGrowMemory   = "grow_memory"
@@ -109,9 +100,9 @@ func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.R
 			return ctrl.Result{}, nil
 		}
 		st.Autopilot = nil
-		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionFalse, "AutoscalingOff",
+		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionFalse, "AutoscalingOff",
 			fmt.Sprintf("spec.autoscaling is off: the cache has replicaCount %s of %d MiB (memcached.maxMemoryMB)", count(ptr.Deref(mc.Spec.ReplicaCount, 1), "server", "servers"), specMaxMemoryMB(&mc.Spec)))
-		removeMemcachedCondition(st, ConditionScalingLimited)
+		removeMemcachedCondition(st, cachev1.ConditionScalingLimited)
 	} else {
 		var err error
 		if step, recheck, err = r.decide(ctx, mc, st); errors.Is(err, errTenantBusy) {
@@ -156,8 +147,8 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 			kept = fmt.Sprintf("the cache keeps its size (%s of %d MiB) and steps no more", count(st.Autopilot.Replicas, "server", "servers"), st.Autopilot.MaxMemoryMB)
 			st.Autopilot.EvictingSince, st.Autopilot.LowUseSince = nil, nil
 		}
-		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionFalse, "InvalidBounds", b.invalid+": "+kept)
-		setMemcachedCondition(st, ConditionScalingLimited, metav1.ConditionTrue, "InvalidBounds", b.invalid)
+		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionFalse, "InvalidBounds", b.invalid+": "+kept)
+		setMemcachedCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionTrue, "InvalidBounds", b.invalid)
 		return nil, 0, nil
 	}
 	replicas, mb, _ := autopilotSize(&mc.Spec, st.Autopilot)
@@ -171,7 +162,7 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	stats := st.Stats
 	if stats == nil {
 		ap.EvictingSince, ap.LowUseSince = nil, nil
-		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionFalse, "NoStats",
+		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionFalse, "NoStats",
 			"no server's stats could be read: the autopilot waits for them")
 		return nil, 0, nil
 	}
@@ -206,7 +197,7 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 		// once the work is done.
 		ap.EvictingSince, ap.LowUseSince = nil, nil
 		if evicting || lowUse {
-			setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "Waiting",
+			setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "Waiting",
 				fmt.Sprintf("%s; no step while %s", figures, busy))
 			return nil, 0, nil // the work's end changes the conditions, which brings us back
 		}
@@ -227,13 +218,13 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	}
 	switch {
 	case due == "":
-		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "WithinBounds",
+		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "WithinBounds",
 			fmt.Sprintf("%s: the cache fits what its clients store", figures))
-		setMemcachedCondition(st, ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "no step is due")
+		setMemcachedCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "no step is due")
 		return nil, 0, nil
 	case at.After(now):
 		// A time, not a countdown: the message stays the same until something changes.
-		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "Waiting",
+		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "Waiting",
 			fmt.Sprintf("%s; a step %s is due at %s if this lasts", figures, due, at.UTC().Format(time.RFC3339)))
 		return nil, at.Sub(now), nil
 	}
@@ -243,14 +234,14 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 		return nil, 0, err
 	}
 	if step == nil && limited == nil {
-		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "AtMinimum",
+		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "AtMinimum",
 			fmt.Sprintf("%s: the cache is at its least size (minReplicas %d, memcached.maxMemoryMB %d)", figures, b.minReplicas, b.floorMB))
-		setMemcachedCondition(st, ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "no step is due")
+		setMemcachedCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "no step is due")
 		return nil, 0, nil
 	}
 	if limited != nil {
-		setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "Limited", figures)
-		setMemcachedCondition(st, ConditionScalingLimited, metav1.ConditionTrue, limited.reason, limited.message)
+		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "Limited", figures)
+		setMemcachedCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionTrue, limited.reason, limited.message)
 		// Not retried in a loop: the next read of the figures, a change of the spec or of the
 		// quota looks again.
 		return nil, 0, nil
@@ -258,8 +249,8 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	ap.Replicas, ap.MaxMemoryMB = next.Replicas, next.MaxMemoryMB
 	ap.LastStep, ap.LastStepTime = step.why, &t
 	ap.EvictingSince, ap.LowUseSince = nil, nil // the next step waits for figures of the new size
-	setMemcachedCondition(st, ConditionScalingActive, metav1.ConditionTrue, "Stepped", step.why)
-	setMemcachedCondition(st, ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "the step was within the bounds and the quota")
+	setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "Stepped", step.why)
+	setMemcachedCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "the step was within the bounds and the quota")
 	return step, b.coolDown, nil
 }
 
@@ -276,13 +267,13 @@ func (r *MemcachedAutopilotReconciler) busyWith(ctx context.Context, mc *cachev1
 	if m, ok := rollout.MemoryOf(&servers.Spec.Template.Spec); replicasOf(servers) != ap.Replicas || !ok || m.MB != ap.MaxMemoryMB {
 		return "the size chosen last is not deployed yet", nil
 	}
-	if c := memcachedCondition(*st, ConditionResizing); c.Status == metav1.ConditionTrue {
+	if c := memcachedCondition(*st, cachev1.ConditionResizing); c.Status == metav1.ConditionTrue {
 		return "the servers are resized", nil
 	}
-	if c := memcachedCondition(*st, ConditionProgressing); c.Status == metav1.ConditionTrue {
+	if c := memcachedCondition(*st, cachev1.ConditionProgressing); c.Status == metav1.ConditionTrue {
 		return "the servers roll out", nil
 	}
-	if c := memcachedCondition(*st, ConditionAvailable); c.Status != metav1.ConditionTrue {
+	if c := memcachedCondition(*st, cachev1.ConditionAvailable); c.Status != metav1.ConditionTrue {
 		return "not every server is available", nil
 	}
 	if st.Stats == nil || st.Stats.Pods != ap.Replicas {
@@ -386,7 +377,7 @@ func (r *MemcachedAutopilotReconciler) announce(mc *cachev1.Memcached, before, a
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, reason, "Autoscale", "%s", step.why)
 		autopilotMetrics.steps.With(withLabel(labelsOf(key), "step", step.kind)).Inc()
 	}
-	was, now := memcachedCondition(before, ConditionScalingLimited), memcachedCondition(after, ConditionScalingLimited)
+	was, now := memcachedCondition(before, cachev1.ConditionScalingLimited), memcachedCondition(after, cachev1.ConditionScalingLimited)
 	if now.Status == metav1.ConditionTrue && (was.Status != metav1.ConditionTrue || was.Reason != now.Reason) {
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, "ScalingLimited", "Autoscale", "%s", now.Message)
 		why := map[string]string{"QuotaExceeded": "quota", "MemoryHeld": "memory_held"}[now.Reason]
@@ -395,7 +386,7 @@ func (r *MemcachedAutopilotReconciler) announce(mc *cachev1.Memcached, before, a
 		}
 		autopilotMetrics.refused.With(withLabel(labelsOf(key), "reason", why)).Inc()
 	}
-	if a := memcachedCondition(after, ConditionScalingActive); a.Reason == "AutoscalingOff" && memcachedCondition(before, ConditionScalingActive).Reason != "AutoscalingOff" {
+	if a := memcachedCondition(after, cachev1.ConditionScalingActive); a.Reason == "AutoscalingOff" && memcachedCondition(before, cachev1.ConditionScalingActive).Reason != "AutoscalingOff" {
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "AutoscalingOff", "Autoscale", "%s", a.Message)
 	}
 }
@@ -464,7 +455,7 @@ func onlyAutopilotWrote(before, after *unstructured.Unstructured) bool {
 		conds, _, _ := unstructured.NestedSlice(c, "status", "conditions")
 		var others []any
 		for _, x := range conds {
-			if m, ok := x.(map[string]any); ok && (m["type"] == ConditionScalingActive || m["type"] == ConditionScalingLimited) {
+			if m, ok := x.(map[string]any); ok && (m["type"] == cachev1.ConditionScalingActive || m["type"] == cachev1.ConditionScalingLimited) {
 				continue
 			}
 			others = append(others, x)

@@ -47,15 +47,6 @@ import (
 	"github.com/example/memcached-operator/internal/rollout"
 )
 
-// Conditions of a Memcached that the Go side writes (the Helm reconciler writes the others).
-const (
-	ConditionAvailable   = "Available"
-	ConditionProgressing = "Progressing"
-
-	// ReasonRetiringPods: pods of an earlier release leave the Service and stop (Progressing).
-	ReasonRetiringPods = "RetiringPods"
-)
-
 // conflictRetry is how soon a reconcile whose write lost a race with another writer of the CR
 // looks again, on the object as the other writer left it.
 const conflictRetry = 100 * time.Millisecond
@@ -159,7 +150,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if memcachedCondition(mc.Status, ConditionAvailable).Type == "" {
+	if memcachedCondition(mc.Status, cachev1.ConditionAvailable).Type == "" {
 		// The first install is in flight, however long it waited for a Helm worker. Its report
 		// goes with the Helm side's status write that says it is deployed (FirstReport), or,
 		// when that one could not carry it, right after it (helmOutcomeChanged brings us back,
@@ -206,8 +197,8 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		requeue = again
 	}
 	st := operandStatus(mc, servers, revision, retiring, pods, rs)
-	if c := memcachedCondition(*st, ConditionProgressing); c.Reason == ReasonPodsFailing && memcachedCondition(mc.Status, ConditionProgressing).Reason != ReasonPodsFailing {
-		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, ReasonPodsFailing, "ObserveOperand", "%s", c.Message)
+	if c := memcachedCondition(*st, cachev1.ConditionProgressing); c.Reason == cachev1.ReasonPodsFailing && memcachedCondition(mc.Status, cachev1.ConditionProgressing).Reason != cachev1.ReasonPodsFailing {
+		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, cachev1.ReasonPodsFailing, "ObserveOperand", "%s", c.Message)
 	}
 	if equality.Semantic.DeepEqual(*st, mc.Status) {
 		r.progressSince.Delete(req.NamespacedName)
@@ -292,10 +283,10 @@ func progressOnly(live, st cachev1.MemcachedStatus) bool {
 	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = live.Replicas, live.UpdatedReplicas, live.ReadyReplicas
 	for i := range st.Conditions {
 		c := &st.Conditions[i]
-		if c.Type != ConditionAvailable && c.Type != ConditionProgressing {
+		if c.Type != cachev1.ConditionAvailable && c.Type != cachev1.ConditionProgressing {
 			continue
 		}
-		if was := memcachedCondition(live, c.Type); was.Status == c.Status && was.Reason == c.Reason && c.Reason != ReasonPodsFailing {
+		if was := memcachedCondition(live, c.Type); was.Status == c.Status && was.Reason == c.Reason && c.Reason != cachev1.ReasonPodsFailing {
 			c.Message = was.Message
 		}
 	}

@@ -55,8 +55,8 @@ func TestObserveOperand(t *testing.T) {
 		{"every server on the new version", servers("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 0, "", "1.6.39", "True/PodsAvailable", "False/Complete"},
 		{"a change the StatefulSet controller has not seen", servers("docker.io/library/memcached:1.6.39", 3, 2, 3, 3, 3, 3), 0, "", "1.6.38", "True/PodsAvailable", "True/RollingOut"},
 		{"replacing one server at a time", servers("docker.io/library/memcached:1.6.39", 2, 2, 3, 1, 2, 2), 0, "", "1.6.38", "False/PodsUnavailable", "True/RollingOut"},
-		{"servers done, old pods retiring", servers("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 2, "", "1.6.38", "True/PodsAvailable", "True/" + ReasonRetiringPods},
-		{"a server cannot pull its image", servers("docker.io/library/memcached:1.6.39", 2, 2, 3, 2, 2, 2), 0, "pod p, container memcached: ImagePullBackOff: ...", "1.6.38", "False/PodsUnavailable", "False/" + ReasonPodsFailing},
+		{"servers done, old pods retiring", servers("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 2, "", "1.6.38", "True/PodsAvailable", "True/" + cachev1.ReasonRetiringPods},
+		{"a server cannot pull its image", servers("docker.io/library/memcached:1.6.39", 2, 2, 3, 2, 2, 2), 0, "pod p, container memcached: ImagePullBackOff: ...", "1.6.38", "False/PodsUnavailable", "False/" + cachev1.ReasonPodsFailing},
 		{"a server failed once, all available again", servers("docker.io/library/memcached:1.6.39", 2, 2, 3, 3, 3, 3), 0, "pod p, container memcached: CrashLoopBackOff: ...", "1.6.39", "True/PodsAvailable", "False/Complete"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,8 +69,8 @@ func TestObserveOperand(t *testing.T) {
 			for _, c := range st.Conditions {
 				got[c.Type] = string(c.Status) + "/" + c.Reason
 			}
-			if got[ConditionAvailable] != tc.available || got[ConditionProgressing] != tc.progressing {
-				t.Errorf("Available, Progressing = %q, %q; want %q, %q", got[ConditionAvailable], got[ConditionProgressing], tc.available, tc.progressing)
+			if got[cachev1.ConditionAvailable] != tc.available || got[cachev1.ConditionProgressing] != tc.progressing {
+				t.Errorf("Available, Progressing = %q, %q; want %q, %q", got[cachev1.ConditionAvailable], got[cachev1.ConditionProgressing], tc.available, tc.progressing)
 			}
 		})
 	}
@@ -100,7 +100,7 @@ func TestProgressOnly(t *testing.T) {
 	oneReady := observe(made, 1, 2, 2, 1, 1)
 	failing := func(live cachev1.MemcachedStatus, trouble string) cachev1.MemcachedStatus {
 		st := *live.DeepCopy()
-		setMemcachedCondition(&st, ConditionProgressing, metav1.ConditionFalse, ReasonPodsFailing, trouble)
+		setMemcachedCondition(&st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonPodsFailing, trouble)
 		return st
 	}
 	// A new StatefulSet's first step, the generation seen before any pod is made, is no change
@@ -110,8 +110,8 @@ func TestProgressOnly(t *testing.T) {
 	}
 	// With pods up, a change not seen yet is not reported as their progress.
 	upgrading := observe(oneReady, 0, 2, 2, 2, 2)
-	if !strings.Contains(memcachedCondition(upgrading, ConditionProgressing).Message, "not seen yet") {
-		t.Errorf("a change not seen yet with pods up is reported as %q", memcachedCondition(upgrading, ConditionProgressing).Message)
+	if !strings.Contains(memcachedCondition(upgrading, cachev1.ConditionProgressing).Message, "not seen yet") {
+		t.Errorf("a change not seen yet with pods up is reported as %q", memcachedCondition(upgrading, cachev1.ConditionProgressing).Message)
 	}
 	pulling := failing(made, "pod p: ErrImagePull")
 	for _, tc := range []struct {
@@ -219,7 +219,7 @@ func TestHelmOutcome(t *testing.T) {
 		want       string
 	}{
 		{"nothing said yet", nil, ""},
-		{"only the Go side's", []cachev1.HelmCondition{cond(ConditionAvailable, metav1.ConditionFalse)}, ""},
+		{"only the Go side's", []cachev1.HelmCondition{cond(cachev1.ConditionAvailable, metav1.ConditionFalse)}, ""},
 		{"deployed", []cachev1.HelmCondition{cond("Initialized", "True"), cond("Deployed", "True"), cond("ReleaseFailed", "False")}, "Deployed"},
 		{"the install failed", []cachev1.HelmCondition{cond("Deployed", "False"), cond("ReleaseFailed", "True")}, "ReleaseFailed"},
 		{"cannot be reconciled", []cachev1.HelmCondition{cond("Irreconcilable", "True")}, "Irreconcilable"},
@@ -256,11 +256,11 @@ func TestStatusTexts(t *testing.T) {
 			Containers: []corev1.Container{{Name: "memcached", Image: "docker.io/library/memcached:1.6.39"}}}}},
 		Status: appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}}
 	observeOperand(st, one, 1, "")
-	if got := memcachedCondition(*st, ConditionProgressing).Message; got != "memcached 1.6.39 runs on 1 server; 1 pod of the earlier release leaves the Service and stops" {
+	if got := memcachedCondition(*st, cachev1.ConditionProgressing).Message; got != "memcached 1.6.39 runs on 1 server; 1 pod of the earlier release leaves the Service and stops" {
 		t.Errorf("Progressing says %q", got)
 	}
 	observeOperand(st, one, 0, "")
-	if got := memcachedCondition(*st, ConditionProgressing).Message; got != "1 server runs memcached 1.6.39" {
+	if got := memcachedCondition(*st, cachev1.ConditionProgressing).Message; got != "1 server runs memcached 1.6.39" {
 		t.Errorf("Progressing says %q", got)
 	}
 }

@@ -47,16 +47,6 @@ import (
 	"github.com/example/memcached-operator/internal/memcache"
 )
 
-// Conditions of a Memcached that the stats controller writes from memcached's own figures.
-const (
-	// ConditionMemoryPressure is True while memcached evicts items to store new ones: the cache
-	// is smaller than what its clients keep in it.
-	ConditionMemoryPressure = "MemoryPressure"
-	// ConditionConnectionsSaturated is True while a pod is near its maxConnections or refused
-	// connections at it.
-	ConditionConnectionsSaturated = "ConnectionsSaturated"
-)
-
 const (
 	// DefaultStatsInterval is how often the stats of a Memcached's ready pods are read.
 	DefaultStatsInterval = 30 * time.Second
@@ -120,13 +110,13 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	var reads []podRead
 	if len(pods) == 0 {
 		r.forget(req.NamespacedName)
-		if st.Stats == nil && memcachedCondition(*st, ConditionMemoryPressure).Type == "" {
+		if st.Stats == nil && memcachedCondition(*st, cachev1.ConditionMemoryPressure).Type == "" {
 			return ctrl.Result{}, nil // never read: nothing to take back (a new CR writes nothing here)
 		}
 		st.Stats = nil
 		msg := "no memcached pod is ready to be read"
-		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionUnknown, "NoReadyPods", msg)
-		setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionUnknown, "NoReadyPods", msg)
+		setMemcachedCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionUnknown, "NoReadyPods", msg)
+		setMemcachedCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionUnknown, "NoReadyPods", msg)
 	} else {
 		// Asked beside the workers; the answer brings this cache back (or the next look, when
 		// another of the namespace's caches is asked now).
@@ -165,7 +155,7 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 func (r *MemcachedStatsReconciler) next(key types.NamespacedName, st *cachev1.MemcachedStatus) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if memcachedCondition(*st, ConditionServersResponsive).Status != metav1.ConditionFalse {
+	if memcachedCondition(*st, cachev1.ConditionServersResponsive).Status != metav1.ConditionFalse {
 		delete(r.unresponsive, key)
 		return r.Interval
 	}
@@ -181,14 +171,6 @@ func (r *MemcachedStatsReconciler) next(key types.NamespacedName, st *cachev1.Me
 // again (a server's readiness changing reads it at once).
 const maxUnresponsiveBackoff = 10 * time.Minute
 
-// ConditionServersResponsive says whether every ready server answered the operator as memcached
-// within cacheTimeout: False (ServersUnresponsive) names those that did not (stalled, or not
-// memcached), which are then read less and less often.
-const (
-	ConditionServersResponsive = "ServersResponsive"
-	ReasonServersUnresponsive  = "ServersUnresponsive"
-)
-
 // observeResponsive sets ServersResponsive from a round of reads.
 func observeResponsive(st *cachev1.MemcachedStatus, reads []podRead) {
 	var silent []string
@@ -202,13 +184,13 @@ func observeResponsive(st *cachev1.MemcachedStatus, reads []podRead) {
 		}
 	}
 	if len(silent) == 0 {
-		if memcachedCondition(*st, ConditionServersResponsive).Type != "" {
-			setMemcachedCondition(st, ConditionServersResponsive, metav1.ConditionTrue, "ServersAnswer",
+		if memcachedCondition(*st, cachev1.ConditionServersResponsive).Type != "" {
+			setMemcachedCondition(st, cachev1.ConditionServersResponsive, metav1.ConditionTrue, "ServersAnswer",
 				fmt.Sprintf("every ready server answered within %s", cacheTimeout))
 		}
 		return
 	}
-	setMemcachedCondition(st, ConditionServersResponsive, metav1.ConditionFalse, ReasonServersUnresponsive,
+	setMemcachedCondition(st, cachev1.ConditionServersResponsive, metav1.ConditionFalse, cachev1.ReasonServersUnresponsive,
 		fmt.Sprintf("%s did not answer as memcached within %s (%s; %v): the operator reads this cache less often while they do not",
 			countOf(len(silent), len(reads), "ready server", "ready servers"), cacheTimeout, strings.Join(silent, ", "), first))
 }
@@ -283,11 +265,11 @@ func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1
 	if sum.stats == nil {
 		st.Stats = nil // figures nobody could read are not current
 		msg := fmt.Sprintf("no pod answered: %v", sum.firstErr)
-		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionUnknown, "StatsUnreadable", msg)
+		setMemcachedCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionUnknown, "StatsUnreadable", msg)
 		if sum.saturatedPods == 0 {
-			setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionUnknown, "StatsUnreadable", msg)
+			setMemcachedCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionUnknown, "StatsUnreadable", msg)
 		} else {
-			setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionTrue, "NearMaxConnections",
+			setMemcachedCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionTrue, "NearMaxConnections",
 				fmt.Sprintf("%s refused connections at their maxConnections: raise memcached.maxConnections or replicaCount", countOf(sum.saturatedPods, len(reads), "pod", "pods")))
 		}
 		return
@@ -299,31 +281,31 @@ func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1
 		if autopilot {
 			todo = "the autopilot grows it within spec.autoscaling (see ScalingActive)"
 		}
-		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionTrue, "Evicting",
+		setMemcachedCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionTrue, "Evicting",
 			fmt.Sprintf("%s items/s evicted on %s: the cache is smaller than what its clients store; %s",
 				perSecond(sum.stats.EvictionsPerSecond.AsApproximateFloat64()), countOf(sum.evictingPods, int(sum.stats.Pods), "pod", "pods"), todo))
 	case sum.measured:
-		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionFalse, "NoEvictions",
+		setMemcachedCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionFalse, "NoEvictions",
 			fmt.Sprintf("no evictions; the fullest pod uses %d%% of its item memory", sum.stats.MemoryUsedPercent))
-	case memcachedCondition(*st, ConditionMemoryPressure).Status != metav1.ConditionTrue &&
-		memcachedCondition(*st, ConditionMemoryPressure).Status != metav1.ConditionFalse:
+	case memcachedCondition(*st, cachev1.ConditionMemoryPressure).Status != metav1.ConditionTrue &&
+		memcachedCondition(*st, cachev1.ConditionMemoryPressure).Status != metav1.ConditionFalse:
 		// Evictions are a difference of two reads: the first read cannot tell.
-		setMemcachedCondition(st, ConditionMemoryPressure, metav1.ConditionUnknown, "Measuring",
+		setMemcachedCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionUnknown, "Measuring",
 			"evictions are measured between two reads of the pods' stats")
 	}
 	if sum.saturatedPods > 0 {
-		setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionTrue, "NearMaxConnections",
+		setMemcachedCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionTrue, "NearMaxConnections",
 			fmt.Sprintf("%s %s %d%% or more of their maxConnections open or refused connections at it: raise memcached.maxConnections or replicaCount",
 				countOf(sum.saturatedPods, len(reads), "pod", "pods"), pluralVerb(sum.saturatedPods, "has", "have"), saturatedPercent))
 	} else {
-		setMemcachedCondition(st, ConditionConnectionsSaturated, metav1.ConditionFalse, "BelowMaxConnections",
+		setMemcachedCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionFalse, "BelowMaxConnections",
 			fmt.Sprintf("%s open", countOf(sum.stats.Connections, sum.stats.MaxConnections, "connection", "connections")))
 	}
 }
 
 // announce records an Event for each stats condition that changes status.
 func (r *MemcachedStatsReconciler) announce(mc *cachev1.Memcached, before, after cachev1.MemcachedStatus) {
-	for _, typ := range []string{ConditionMemoryPressure, ConditionConnectionsSaturated} {
+	for _, typ := range []string{cachev1.ConditionMemoryPressure, cachev1.ConditionConnectionsSaturated} {
 		was, now := memcachedCondition(before, typ), memcachedCondition(after, typ)
 		switch {
 		case now.Status == was.Status:
@@ -333,10 +315,10 @@ func (r *MemcachedStatsReconciler) announce(mc *cachev1.Memcached, before, after
 			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, typ+"Relieved", "ObserveStats", "%s", now.Message)
 		}
 	}
-	if was, now := memcachedCondition(before, ConditionServersResponsive), memcachedCondition(after, ConditionServersResponsive); now.Status != was.Status {
+	if was, now := memcachedCondition(before, cachev1.ConditionServersResponsive), memcachedCondition(after, cachev1.ConditionServersResponsive); now.Status != was.Status {
 		switch now.Status {
 		case metav1.ConditionFalse:
-			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, ReasonServersUnresponsive, "ObserveStats", "%s", now.Message)
+			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, cachev1.ReasonServersUnresponsive, "ObserveStats", "%s", now.Message)
 		case metav1.ConditionTrue:
 			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "ServersAnswer", "ObserveStats", "%s", now.Message)
 		}

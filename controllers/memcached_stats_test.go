@@ -37,7 +37,7 @@ import (
 	"k8s.io/utils/ptr"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/example/memcached-operator/controllers"
+	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/labels"
 )
 
@@ -61,27 +61,27 @@ var _ = Describe("Memcached stats", func() {
 			HaveField("Connections", BeNumerically(">=", 1)),
 			HaveField("LastStartTime.Time", BeTemporally("~", time.Now(), time.Minute)),
 		)))
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionMemoryPressure), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionMemoryPressure), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "NoEvictions")))
-		Expect(memcachedCondition(ctx, key, controllers.ConditionConnectionsSaturated)(Default)).To(
+		Expect(memcachedCondition(ctx, key, cachev1.ConditionConnectionsSaturated)(Default)).To(
 			HaveField("Status", metav1.ConditionFalse))
 
 		By("turning MemoryPressure True, with a Warning Event, while a load overfills the cache")
 		stop := overfill(host)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionMemoryPressure), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionMemoryPressure), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "Evicting"),
 			HaveField("Message", ContainSubstring("raise memcached.maxMemoryMB"))))
 		Expect(memcachedStatus(ctx, key)(Default).Stats.EvictionsPerSecond.MilliValue()).To(BeNumerically(">", 0))
-		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.ConditionMemoryPressure))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(cachev1.ConditionMemoryPressure))
 		Expect(operandSeries(key)).To(And(
 			HaveKeyWithValue("memcached_operator_operand_evictions_per_second", BeNumerically(">", 0)),
 			HaveKeyWithValue("memcached_operator_operand_memory_limit_bytes", float64(2<<20))))
 
 		By("turning it False again, with a Normal Event, when the load stops")
 		stop()
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionMemoryPressure), timeout, interval).Should(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionMemoryPressure), timeout, interval).Should(
 			HaveField("Status", metav1.ConditionFalse))
-		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.ConditionMemoryPressure + "Relieved"))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(cachev1.ConditionMemoryPressure + "Relieved"))
 		Eventually(func(g Gomega) int64 {
 			return memcachedStatus(ctx, key)(g).Stats.EvictionsPerSecond.MilliValue()
 		}, timeout, interval).Should(BeZero())
@@ -102,7 +102,7 @@ var _ = Describe("Memcached stats", func() {
 		By("taking the figures back when the pod stops being ready")
 		setPodReady(ctx, key.Namespace, "stats-0", false)
 		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("Stats", BeNil()))
-		Expect(memcachedCondition(ctx, key, controllers.ConditionMemoryPressure)(Default)).To(And(
+		Expect(memcachedCondition(ctx, key, cachev1.ConditionMemoryPressure)(Default)).To(And(
 			HaveField("Status", metav1.ConditionUnknown), HaveField("Reason", "NoReadyPods")))
 		Expect(operandSeries(key)).To(BeEmpty(), "the series of a Memcached without ready pods are removed")
 	})
@@ -113,17 +113,17 @@ var _ = Describe("Memcached stats", func() {
 		createMemcached(ctx, key, "  replicaCount: 1\n")
 		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
 		memcachedPod(ctx, key, "busy-0", host, true)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionConnectionsSaturated), timeout, interval).Should(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionConnectionsSaturated), timeout, interval).Should(
 			HaveField("Status", metav1.ConditionFalse))
 
 		conns := openConnections(host, 930) // with the operator's read: 931 of 1024, above 90%
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionConnectionsSaturated), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionConnectionsSaturated), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "NearMaxConnections")))
-		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.ConditionConnectionsSaturated))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(cachev1.ConditionConnectionsSaturated))
 		for _, c := range conns {
 			Expect(c.Close()).To(Succeed())
 		}
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionConnectionsSaturated), timeout, interval).Should(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionConnectionsSaturated), timeout, interval).Should(
 			HaveField("Status", metav1.ConditionFalse))
 	})
 
@@ -151,7 +151,7 @@ var _ = Describe("Memcached stats", func() {
 		By("reporting StatsUnreadable for a pod that answers garbage without end, and none of its bytes")
 		garbage := endlessTalker()
 		memcachedPod(ctx, key, "guarded-0", garbage, true)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionMemoryPressure), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionMemoryPressure), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionUnknown), HaveField("Reason", "StatsUnreadable"),
 			HaveField("Message", And(ContainSubstring("not a memcached stats reply"), Not(ContainSubstring("HTTP"))))))
 		Eventually(func() map[string]float64 { return operandSeries(key) }, timeout, interval).Should(

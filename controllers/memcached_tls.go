@@ -62,10 +62,6 @@ const (
 	caCertKey = "ca.crt"
 	caKeyKey  = "ca.key"
 
-	// ConditionCertificatesReady says whether every ready server serves the cache's current
-	// certificate (only while spec.tls is on).
-	ConditionCertificatesReady = "CertificatesReady"
-
 	// DefaultCAValidity and DefaultCertificateValidity are how long a cache's CA and the
 	// certificates it signs are valid (kubeadm's CA; cert-manager's certificates).
 	DefaultCAValidity          = 10 * 365 * 24 * time.Hour
@@ -129,11 +125,11 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		refusal, lookAgain = unusable.reason, r.certificateSecretCheck()
 	}
 	if refusal != "" {
-		if c := memcachedCondition(mc.Status, ConditionCertificatesReady); c.Reason != refusal {
+		if c := memcachedCondition(mc.Status, cachev1.ConditionCertificatesReady); c.Reason != refusal {
 			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, refusal, "IssueCertificates", "%v", err)
 		}
 		return ctrl.Result{RequeueAfter: lookAgain}, r.setStatus(ctx, mc, &cachev1.HelmCondition{
-			Type: ConditionCertificatesReady, Status: metav1.ConditionFalse, Reason: refusal, Message: err.Error()}, nil)
+			Type: cachev1.ConditionCertificatesReady, Status: metav1.ConditionFalse, Reason: refusal, Message: err.Error()}, nil)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -192,10 +188,10 @@ func (r *MemcachedTLSReconciler) turnOff(ctx context.Context, mc *cachev1.Memcac
 		}
 	}
 	if len(still) > 0 {
-		if memcachedCondition(mc.Status, ConditionCertificatesReady).Type == "" {
+		if memcachedCondition(mc.Status, cachev1.ConditionCertificatesReady).Type == "" {
 			return ctrl.Result{}, nil // never on, or its removal was written: nothing to say
 		}
-		cond := &cachev1.HelmCondition{Type: ConditionCertificatesReady, Status: metav1.ConditionFalse, Reason: "TurningOff",
+		cond := &cachev1.HelmCondition{Type: cachev1.ConditionCertificatesReady, Status: metav1.ConditionFalse, Reason: "TurningOff",
 			Message: fmt.Sprintf("TLS is turned off; %s still %s it, with %s certificates, until the rollout replaces %s",
 				strings.Join(still, ", "), pluralVerb(len(still), "serves", "serve"), pluralVerb(len(still), "its", "their"), pluralVerb(len(still), "it", "them"))}
 		return ctrl.Result{}, r.setStatus(ctx, mc, cond, mc.Status.TLS) // the pods' events bring us back
@@ -213,7 +209,7 @@ func tlsOn(spec *cachev1.MemcachedSpec) bool { return spec.TLS != nil && spec.TL
 // reports it: the condition, when the oldest certificate served expires, and how soon to look
 // again while not every server serves it (0: at the next renewal).
 func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcached, current madeCertificates) (cachev1.HelmCondition, time.Time, time.Duration, error) {
-	cond := cachev1.HelmCondition{Type: ConditionCertificatesReady}
+	cond := cachev1.HelmCondition{Type: cachev1.ConditionCertificatesReady}
 	want, err := certs.ParseCert(current.server)
 	if err != nil {
 		return cond, time.Time{}, 0, err
@@ -312,7 +308,7 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 
 // setStatus writes the CertificatesReady condition and status.tls, as their only writer.
 func (r *MemcachedTLSReconciler) setStatus(ctx context.Context, mc *cachev1.Memcached, cond *cachev1.HelmCondition, tlsStatus *cachev1.TLSStatus) error {
-	was := memcachedCondition(mc.Status, ConditionCertificatesReady)
+	was := memcachedCondition(mc.Status, cachev1.ConditionCertificatesReady)
 	if was.Type != "" && was.Status == cond.Status && was.Reason == cond.Reason && was.Message == cond.Message &&
 		equality.Semantic.DeepEqual(mc.Status.TLS, tlsStatus) {
 		return nil
@@ -323,14 +319,14 @@ func (r *MemcachedTLSReconciler) setStatus(ctx context.Context, mc *cachev1.Memc
 	}
 	// A CR deleted meanwhile has no status left to write.
 	if err := tlsWriter.write(ctx, r.Client, mc, &cachev1.MemcachedStatus{Conditions: []cachev1.HelmCondition{*cond}, TLS: tlsStatus}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("write the %s condition: %w", ConditionCertificatesReady, err)
+		return fmt.Errorf("write the %s condition: %w", cachev1.ConditionCertificatesReady, err)
 	}
 	return nil
 }
 
 // removeStatus takes the CertificatesReady condition and status.tls out of status.
 func (r *MemcachedTLSReconciler) removeStatus(ctx context.Context, mc *cachev1.Memcached) error {
-	if memcachedCondition(mc.Status, ConditionCertificatesReady).Type == "" && mc.Status.TLS == nil {
+	if memcachedCondition(mc.Status, cachev1.ConditionCertificatesReady).Type == "" && mc.Status.TLS == nil {
 		return nil
 	}
 	if err := tlsWriter.write(ctx, r.Client, mc, &cachev1.MemcachedStatus{}); client.IgnoreNotFound(err) != nil {

@@ -130,14 +130,14 @@ func (r *MemcachedBackupReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, err
 	}
 	if c := podsFailing(backup); c != nil && !wasFailing {
-		r.Recorder.Eventf(backup, nil, corev1.EventTypeWarning, ReasonPodsFailing, "ObservePods", "%s", c.Message)
+		r.Recorder.Eventf(backup, nil, corev1.EventTypeWarning, cachev1.ReasonPodsFailing, "ObservePods", "%s", c.Message)
 	}
 	return ctrl.Result{}, nil
 }
 
 // podsFailing is the backup's Degraded condition if its pods cannot start, or nil.
 func podsFailing(backup *cachev1.MemcachedBackup) *metav1.Condition {
-	if c := meta.FindStatusCondition(backup.Status.Conditions, cachev1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonPodsFailing {
+	if c := meta.FindStatusCondition(backup.Status.Conditions, cachev1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue && c.Reason == cachev1.ReasonPodsFailing {
 		return c
 	}
 	return nil
@@ -209,7 +209,7 @@ func observe(st *cachev1.MemcachedBackupStatus, backup *cachev1.MemcachedBackup,
 	if ro.failure != "" {
 		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, "DeploymentFailed", ro.failure)
 	} else if trouble := podTrouble(pods); trouble != "" && !available {
-		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, ReasonPodsFailing, trouble)
+		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, cachev1.ReasonPodsFailing, trouble)
 	} else {
 		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionFalse, "AsExpected", "")
 	}

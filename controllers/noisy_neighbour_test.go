@@ -37,7 +37,6 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/controllers"
 )
 
 // A tenant who may edit CRs in its namespace runs any image as "memcached": its servers may accept
@@ -144,11 +143,11 @@ var _ = Describe("One tenant's stalling servers", Ordered, Serial, func() {
 
 		By("each of A's caches says its servers do not answer")
 		for _, s := range caches {
-			Eventually(memcachedCondition(ctx, s.key, controllers.ConditionServersResponsive), timeout, interval).Should(And(
-				HaveField("Status", metav1.ConditionFalse), HaveField("Reason", controllers.ReasonServersUnresponsive),
+			Eventually(memcachedCondition(ctx, s.key, cachev1.ConditionServersResponsive), timeout, interval).Should(And(
+				HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1.ReasonServersUnresponsive),
 				HaveField("Message", ContainSubstring("3 of 3 ready servers did not answer as memcached"))))
 		}
-		Eventually(eventReasons(ctx, "Memcached", caches[0].key), timeout, interval).Should(ContainElement(controllers.ReasonServersUnresponsive))
+		Eventually(eventReasons(ctx, "Memcached", caches[0].key), timeout, interval).Should(ContainElement(cachev1.ReasonServersUnresponsive))
 	})
 })
 
@@ -174,7 +173,7 @@ func measureTenant(ctx context.Context, what string, namespaces []string) tenant
 
 		servers := playServers(ctx, key, []string{host}, "rev-64")
 		start = time.Now()
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, 10*time.Millisecond).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionAvailable), timeout, 10*time.Millisecond).Should(HaveField("Status", metav1.ConditionTrue))
 		t.available = append(t.available, time.Since(start))
 
 		if !servesResize(cfg) {

@@ -53,9 +53,9 @@ func operandStatus(mc *cachev1.Memcached, servers *appsv1.StatefulSet, revision 
 func observeOperand(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, retiring int, trouble string) {
 	if servers == nil {
 		st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = 0, 0, 0
-		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "ServersMissing",
+		setMemcachedCondition(st, cachev1.ConditionAvailable, metav1.ConditionFalse, "ServersMissing",
 			"the release's StatefulSet does not exist (not installed yet)")
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, "ServersMissing",
+		setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, "ServersMissing",
 			"waiting for the release's StatefulSet")
 		return
 	}
@@ -68,22 +68,22 @@ func observeOperand(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, re
 
 	availableMsg := availableText(ro.available, ro.want, "server", "servers")
 	if ro.allAvailable() {
-		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionTrue, "PodsAvailable", availableMsg)
+		setMemcachedCondition(st, cachev1.ConditionAvailable, metav1.ConditionTrue, "PodsAvailable", availableMsg)
 	} else {
-		setMemcachedCondition(st, ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable", availableMsg)
+		setMemcachedCondition(st, cachev1.ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable", availableMsg)
 	}
 	switch {
 	case trouble != "" && !ro.complete():
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, ReasonPodsFailing, trouble)
+		setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonPodsFailing, trouble)
 	case ro.complete() && retiring > 0:
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, ReasonRetiringPods,
+		setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, cachev1.ReasonRetiringPods,
 			fmt.Sprintf("memcached %s runs on %s; %s of the earlier release %s the Service and %s", target, count(ro.want, "server", "servers"),
 				count(retiring, "pod", "pods"), pluralVerb(retiring, "leaves", "leave"), pluralVerb(retiring, "stops", "stop")))
 	case ro.complete():
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, "Complete",
+		setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, "Complete",
 			fmt.Sprintf("%s %s memcached %s", count(ro.want, "server", "servers"), pluralVerb(ro.want, "runs", "run"), target))
 	default:
-		setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, "RollingOut",
+		setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, "RollingOut",
 			fmt.Sprintf("memcached %s %s", target, ro))
 	}
 }

@@ -34,7 +34,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/controllers"
 )
 
 // spec.persistence on a running cache: a StatefulSet's volume claim templates cannot be updated,
@@ -48,7 +47,7 @@ var _ = Describe("Persistence turned on and off for a running cache", func() {
 		spec := "  replicaCount: 2\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n"
 		createMemcached(ctx, key, spec)
 		servers := playServers(ctx, key, []string{startMemcached(64), startMemcached(64)}, "rev-a")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 		before := getStatefulSet(Default, ctx, servers)
 		Expect(before.Spec.VolumeClaimTemplates).To(BeEmpty())
 		pods := []types.UID{serverPod(Default, ctx, servers, 0).UID, serverPod(Default, ctx, servers, 1).UID}
@@ -108,7 +107,7 @@ var _ = Describe("Persistence turned on and off for a running cache", func() {
 		spec := "  replicaCount: 2\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n"
 		createMemcached(ctx, key, spec+"  persistence: {enabled: true, size: 100Mi}\n")
 		servers := playServers(ctx, key, []string{startMemcached(64), startMemcached(64)}, "rev-a")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 		live := getStatefulSet(Default, ctx, servers)
 		claim := func(name string, owner *appsv1.StatefulSet) *corev1.PersistentVolumeClaim {
 			pvc := &corev1.PersistentVolumeClaim{
@@ -147,7 +146,7 @@ var _ = Describe("Persistence turned on and off for a running cache", func() {
 		w := startWarmMemcached(64)
 		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n  persistence: {enabled: true}\n")
 		servers := playServers(ctx, key, []string{w.host}, "rev-a")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 		storeKeys(w.host, "k", 500)
 		old := serverPod(Default, ctx, servers, 0)
 		Eventually(serverEntry(ctx, key, old.Name), timeout, interval).Should(HaveField("PodUID", old.UID))
@@ -160,7 +159,7 @@ var _ = Describe("Persistence turned on and off for a running cache", func() {
 		By("a new pod whose memcached restored the copy")
 		w.restart(64)
 		replacePod(ctx, servers, old)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCacheWarm), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1.CacheRestored),
 			HaveField("Message", And(ContainSubstring("server persist-memcached-0's pod was replaced and the new one restored 500 items from its volume"),
 				MatchRegexp(`away for [0-9]+s`)))))
@@ -172,7 +171,7 @@ var _ = Describe("Persistence turned on and off for a running cache", func() {
 		second := serverPod(Default, ctx, servers, 0)
 		w.replace(64)
 		replacePod(ctx, servers, second)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCacheWarm), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1.WayStartedEmpty),
 			HaveField("Message", ContainSubstring("did not restore the copy of its memory file from its volume"))))
 		Expect(serverEntry(ctx, key, old.Name)(Default)).To(And(HaveField("StartedEmpty.Reason", cachev1.EmptyPodReplaced), HaveField("StopTime", BeNil())),

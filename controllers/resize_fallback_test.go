@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/controllers"
 )
 
 // A cluster whose API server does not serve pods/resize: a second API server, which on Kubernetes
@@ -65,7 +64,7 @@ var _ = Describe("On a cluster that cannot resize pods in place", Ordered, func(
 		host := startMemcached(64)
 		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n")
 		servers := playServers(ctx, key, []string{host}, "rev-a")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 
 		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 128\n")
 		Eventually(func(g Gomega) {
@@ -75,13 +74,13 @@ var _ = Describe("On a cluster that cannot resize pods in place", Ordered, func(
 			g.Expect(s.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", "128"))
 		}, timeout, interval).Should(Succeed())
 		setServerRevisions(ctx, servers, "rev-a", "rev-b", 0)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionResizing), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.ReasonRollingOut),
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionResizing), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1.ReasonRollingOut),
 			HaveField("Message", ContainSubstring("this cluster does not resize pods in place"))))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("ResizeByRollout"))
 		setServerRevisions(ctx, servers, "rev-b", "rev-b", 1)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionResizing), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", controllers.ReasonRolledOut)))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionResizing), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1.ReasonRolledOut)))
 		Expect(podMemoryLimit(ctx, servers, 0)(Default)).To(Equal("96Mi"), "no resize was asked of the pod")
 		Expect(memoryLimitMB(host)).To(Equal(64), "the operator left memcached to the rollout")
 	})

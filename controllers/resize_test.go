@@ -39,7 +39,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/controllers"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/memcache"
 )
@@ -72,7 +71,7 @@ var _ = Describe("Memory changes in place", func() {
 		hosts := []string{startMemcached(64), startMemcached(64)}
 		createMemcached(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 64\n")
 		servers := playServers(ctx, key, hosts, "rev-64")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 		for _, h := range hosts {
 			storeKeys(h, "before", 500)
 		}
@@ -87,8 +86,8 @@ var _ = Describe("Memory changes in place", func() {
 			g.Expect(s.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", "128"))
 		}, timeout, interval).Should(Succeed())
 		setServerRevisions(ctx, servers, "rev-64", "rev-128", 0)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionResizing), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.ReasonResizingInPlace)))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionResizing), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1.ReasonResizingInPlace)))
 
 		By("the operator resizes each pod through pods/resize; memcached waits for the kubelet")
 		for i := range hosts {
@@ -112,10 +111,10 @@ var _ = Describe("Memory changes in place", func() {
 			}
 		}, timeout, interval).Should(Succeed())
 		setServerRevisions(ctx, servers, "rev-128", "rev-128", 2)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionResizing), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", controllers.ReasonResizedInPlace),
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionResizing), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1.ReasonResizedInPlace),
 			HaveField("Message", ContainSubstring("item memory 64 → 128 MiB, container memory 96Mi → 160Mi"))))
-		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElements(controllers.ReasonResizingInPlace, controllers.ReasonResizedInPlace))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElements(cachev1.ReasonResizingInPlace, cachev1.ReasonResizedInPlace))
 		for _, h := range hosts {
 			Expect(countKeys(h, "before", 500)).To(Equal(500), "no key lost")
 		}
@@ -140,7 +139,7 @@ var _ = Describe("Memory changes in place", func() {
 		host := startMemcached(128)
 		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 128\n")
 		servers := playServers(ctx, key, []string{host}, "rev-128")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 		fill(host, 100<<20)
 
 		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 64\n")
@@ -151,8 +150,8 @@ var _ = Describe("Memory changes in place", func() {
 			g.Expect(s.Spec.Template.Spec.Containers[0].Args).To(ContainElements("-m", "64"))
 		}, timeout, interval).Should(Succeed())
 		setServerRevisions(ctx, servers, "rev-128", "rev-64", 0)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionResizing), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.ReasonRollingOut),
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionResizing), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1.ReasonRollingOut),
 			HaveField("Message", ContainSubstring("memcached gives memory back only as its items expire or are deleted"))))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("ResizeByRollout"))
 		Expect(memoryLimitMB(host)).To(Equal(128), "the operator leaves the server to the rollout")
@@ -163,7 +162,7 @@ var _ = Describe("Memory changes in place", func() {
 		host := startMemcached(64)
 		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n")
 		servers := playServers(ctx, key, []string{host}, "rev-a")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 
 		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 4096\n")
 		awaitHold(ctx, servers, 4096, 1)
@@ -184,8 +183,8 @@ var _ = Describe("Memory changes in place", func() {
 		}, timeout, interval).Should(Succeed())
 		Expect(serverPod(Default, ctx, servers, 0).Labels).To(HaveKeyWithValue(appsv1.StatefulSetRevisionLabel, "rev-a"), "not marked as resized")
 		Expect(memoryLimitMB(host)).To(Equal(64), "memcached untouched")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionResizing), timeout, interval).Should(And(
-			HaveField("Reason", controllers.ReasonRollingOut), HaveField("Message", ContainSubstring("the kubelet cannot resize server"))))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionResizing), timeout, interval).Should(And(
+			HaveField("Reason", cachev1.ReasonRollingOut), HaveField("Message", ContainSubstring("the kubelet cannot resize server"))))
 	})
 
 	It("keeps the servers as they are, held, while a ResourceQuota refuses the resize, and resizes them once it allows", func() {
@@ -203,12 +202,12 @@ var _ = Describe("Memory changes in place", func() {
 		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  memcached:\n    maxMemoryMB: 128\n")
 		awaitHold(ctx, servers, 128, 1)
 		setServerRevisions(ctx, servers, "rev-64", "rev-128", 0)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionResizing), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.ReasonResizeBlocked),
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionResizing), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1.ReasonResizeBlocked),
 			HaveField("Message", And(ContainSubstring("the servers kept as they are"), ContainSubstring("exceeded quota")))))
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionProgressing), timeout, interval).Should(And(
-			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", controllers.ReasonResizeBlocked)))
-		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(controllers.ReasonResizeBlocked))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionProgressing), timeout, interval).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1.ReasonResizeBlocked)))
+		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(cachev1.ReasonResizeBlocked))
 		Consistently(func(g Gomega) {
 			g.Expect(heldServers(ctx, servers)(g)).To(BeEquivalentTo(1), "no rollout: its new pod would be refused alike, leaving no server")
 			g.Expect(podMemoryLimit(ctx, servers, 0)(g)).To(Equal("96Mi"))

@@ -91,9 +91,6 @@ func (r progress) String() string {
 	return fmt.Sprintf("is rolling out: %s updated, %d available", countOf(r.updated, r.want, "pod", "pods"), r.available)
 }
 
-// ReasonPodsFailing: pods of the operand cannot start or keep running (Progressing, Degraded).
-const ReasonPodsFailing = "PodsFailing"
-
 // failingContainerReasons are the waiting reasons of a container that will not start by itself:
 // the kubelet retries with a back-off, but the Deployment reports nothing until its progress
 // deadline (10 minutes by default).

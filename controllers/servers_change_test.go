@@ -36,7 +36,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/controllers"
 	"github.com/example/memcached-operator/internal/labels"
 )
 
@@ -54,7 +53,7 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		hosts := []string{startMemcached(64), startMemcached(64)}
 		createMemcached(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n")
 		servers := playServers(ctx, key, hosts, "rev-a")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 		for _, h := range hosts {
 			storeKeys(h, "k", 500)
 		}
@@ -81,7 +80,7 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 			}
 		}, timeout, interval).Should(Succeed())
 		setServerRevisions(ctx, servers, "rev-b", "rev-b", 2)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCacheWarm), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1.WayInPlace),
 			HaveField("Message", And(ContainSubstring("pod labels or annotations"), ContainSubstring("no server restarted")))))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(cachev1.WayInPlace))
@@ -111,7 +110,7 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		createMemcached(ctx, key, "  replicaCount: 2\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n  image: {tag: 1.6.38}\n")
 		servers := playServers(ctx, key, []string{warm[0].host, warm[1].host}, "rev-a")
 		Expect(getStatefulSet(Default, ctx, servers).Spec.Template.Spec.Containers[0].Args).To(ContainElements("-e", "/var/cache/memcached/items"))
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 		for _, w := range warm {
 			storeKeys(w.host, "k", 1000)
 		}
@@ -142,7 +141,7 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		awaitImage(ctx, servers, 1, ":1.6.39")
 		Expect(servingLabels(ctx, servers, 2)).To(Equal([]string{"true", "false"}))
 		Consistently(serverImage(ctx, servers, 0), 2*time.Second, interval).Should(HaveSuffix(":1.6.38"))
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCacheWarm), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1.WayWarmRestart),
 			HaveField("Message", ContainSubstring("memcached 1.6.38 → 1.6.39: restarting the servers in their pods one at a time"))))
 		kubeletRestarts(ctx, servers, 1, warm[1], 64)
@@ -161,7 +160,7 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 			}
 		}, timeout, interval).Should(Succeed())
 		setServerRevisions(ctx, servers, "rev-b", "rev-b", 2)
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCacheWarm), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1.WayWarmRestart),
 			HaveField("Message", ContainSubstring("every server restarted in its pod with its items"))))
 		for _, w := range warm {
@@ -191,7 +190,7 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		warm := startWarmMemcached(64)
 		createMemcached(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n  image: {tag: 1.6.38}\n")
 		servers := playServers(ctx, key, []string{warm.host}, "rev-a")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionAvailable), timeout, interval).Should(HaveField("Status", metav1.ConditionTrue))
 		storeKeys(warm.host, "k", 1000)
 
 		updateSpec(ctx, key, "  replicaCount: 1\n  minReadySeconds: 0\n  keepCacheAcross: Restarts\n  image: {tag: 1.6.39}\n")
@@ -204,7 +203,7 @@ var _ = Describe("Changes of the servers that keep their keys", func() {
 		// The file was saved by a memcached of other settings: memcached starts clean.
 		kubeletRestarts(ctx, servers, 0, warm, 80)
 
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCacheWarm), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1.WayStartedEmpty),
 			HaveField("Message", And(ContainSubstring("server mismatch-memcached-0 started empty"), ContainSubstring("held 1000 items before and 0 after")))))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement(cachev1.WayStartedEmpty))
@@ -234,7 +233,7 @@ var _ = Describe("Servers that start empty outside a change", func() {
 			g.Expect(st.Stats).NotTo(BeNil())
 			return st.Stats.MemoryUsed.String()
 		}, timeout, interval).ShouldNot(Equal("0"))
-		Consistently(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), time.Second, interval).Should(HaveField("Type", BeEmpty()),
+		Consistently(memcachedCondition(ctx, key, cachev1.ConditionCacheWarm), time.Second, interval).Should(HaveField("Type", BeEmpty()),
 			"nothing to say before anything happened")
 
 		By("memcached is killed at its memory limit and restarts in its pod, empty")
@@ -252,7 +251,7 @@ var _ = Describe("Servers that start empty outside a change", func() {
 			g.Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
 		}, timeout, interval).Should(Succeed())
 
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCacheWarm), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCacheWarm), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1.WayStartedEmpty),
 			HaveField("Message", And(ContainSubstring("server crash-memcached-0 started empty"), ContainSubstring("OOMKilled, exit code 137"),
 				ContainSubstring("keepCacheAcross MemoryChanges")))))

@@ -153,7 +153,7 @@ func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Mem
 		r.Recorder.Eventf(mc, live, corev1.EventTypeNormal, cachev1.WayWarmRestart, "ChangeServers",
 			"%s: restarting %s one at a time in their pods, each with its items", c.What, count(held, "server", "servers"))
 	case plan.Memory:
-		r.Recorder.Eventf(mc, live, corev1.EventTypeNormal, ReasonResizingInPlace, "ResizeServers",
+		r.Recorder.Eventf(mc, live, corev1.EventTypeNormal, cachev1.ReasonResizingInPlace, "ResizeServers",
 			"%s: resizing %s in place, without a restart", c.What, count(held, "server", "servers"))
 	default:
 		r.Recorder.Eventf(mc, live, corev1.EventTypeNormal, cachev1.WayInPlace, "ChangeServers",

@@ -333,7 +333,7 @@ func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memc
 		if c.Phase != cachev1.RolloutBlocked {
 			what := c.What
 			*later = append(*later, func() {
-				r.Recorder.Eventf(mc, servers, corev1.EventTypeWarning, ReasonResizeBlocked, "ResizeServers",
+				r.Recorder.Eventf(mc, servers, corev1.EventTypeWarning, cachev1.ReasonResizeBlocked, "ResizeServers",
 					"%s waits, the servers kept as they are: %s", what, blocked)
 			})
 		}
@@ -368,7 +368,7 @@ func (r *MemcachedOperandReconciler) complete(ctx context.Context, mc *cachev1.M
 		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, cachev1.WayWarmRestart, "ChangeServers",
 			"%s: %s restarted one at a time in their pods, %d with their items", c.What, count(held, "server", "servers"), warm)
 	case c.Memory != nil:
-		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, ReasonResizedInPlace, "ResizeServers",
+		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, cachev1.ReasonResizedInPlace, "ResizeServers",
 			"%s: %s resized in place, none restarted", c.What, count(held, "server", "servers"))
 		resizeMetrics.WithLabelValues("in_place").Inc()
 	default:

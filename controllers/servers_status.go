@@ -37,32 +37,6 @@ import (
 // of memory (as since 1.2.0), and CacheWarm, whether the servers kept their items through the last
 // change and since (from 1.3.0). The servers reconciler is their only writer.
 
-// Conditions of the servers' changes, and their reasons besides the ways (cachev1.Way*).
-const (
-	// ConditionCacheWarm says whether the servers kept their items through the last change the
-	// operator made to them and since: True (InPlace, WarmRestart), False (StartedEmpty: which
-	// server and why).
-	ConditionCacheWarm = "CacheWarm"
-	ConditionResizing  = "Resizing"
-	// ReasonResizingInPlace: the servers are being resized in place (True); ReasonResizedInPlace:
-	// the last memory change was made in place (False).
-	ReasonResizingInPlace = "ResizingInPlace"
-	ReasonResizedInPlace  = "ResizedInPlace"
-	// ReasonRollingOut: a memory change rolls the servers out (True); ReasonRolledOut: the last
-	// one was rolled out (False). The message says why not in place.
-	ReasonRollingOut = "RollingOut"
-	ReasonRolledOut  = "RolledOut"
-	// ReasonResizeBlocked: the API server refuses to resize a server for a policy of the
-	// namespace; the servers stay as they are, held (True).
-	ReasonResizeBlocked = "ResizeBlocked"
-	// ReasonNotResizing: a memory change said to be in flight is not any more (its upgrade
-	// failed, or a second change took it back) (False).
-	ReasonNotResizing = "NotResizing"
-	// ReasonServersStalled: no server of a change in place got further for stallAfter
-	// (Progressing False); the operator goes on trying, and the message says what it waits for.
-	ReasonServersStalled = "ServersStalled"
-)
-
 // stallAfter is how long a change in place goes without a server done before Progressing says it
 // has stalled, and what it waits for. It is a report, not a deadline: the change goes on.
 const stallAfter = 3 * time.Minute
@@ -77,9 +51,9 @@ func observeRollout(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, no
 	if c != nil {
 		observeChange(st, servers, c, now)
 	}
-	if (c == nil || c.Memory == nil) && memcachedCondition(*st, ConditionResizing).Status == metav1.ConditionTrue {
+	if (c == nil || c.Memory == nil) && memcachedCondition(*st, cachev1.ConditionResizing).Status == metav1.ConditionTrue {
 		// A memory change that was dropped (its upgrade failed) or taken back by a second change.
-		setMemcachedCondition(st, ConditionResizing, metav1.ConditionFalse, ReasonNotResizing, "no change of the servers' memory is in flight")
+		setMemcachedCondition(st, cachev1.ConditionResizing, metav1.ConditionFalse, cachev1.ReasonNotResizing, "no change of the servers' memory is in flight")
 	}
 	// A server that started empty after the last change (or mid-way through one) says so last.
 	var since *metav1.Time
@@ -96,10 +70,10 @@ func observeRollout(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, no
 	e, r := latestEmpty(st.Rollout.Servers, since), latestRestored(st.Rollout.Servers, since)
 	switch {
 	case r != nil && (e == nil || e.StartedEmpty.Time.Before(&r.Restored.Time)):
-		setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionTrue, cachev1.CacheRestored,
+		setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionTrue, cachev1.CacheRestored,
 			fmt.Sprintf("%s (at %s)", restoredMessage(r.Name, r.Restored), timeOf(&r.Restored.Time)))
 	case e != nil:
-		setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
+		setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
 			fmt.Sprintf("server %s started empty at %s: %s", e.Name, timeOf(&e.StartedEmpty.Time), e.StartedEmpty.Message))
 	}
 }
@@ -164,9 +138,9 @@ func observeChange(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, c *
 			resizing := fmt.Sprintf("%s in place, without a restart: %s resized", rollout.MemoryWhat(c.Memory), countOf(done, held, "server", "servers"))
 			if c.Phase == cachev1.RolloutBlocked {
 				resizing = fmt.Sprintf("%s waits, the servers kept as they are (a rollout would be refused its new pods alike): %s", rollout.MemoryWhat(c.Memory), c.Message)
-				setMemcachedCondition(st, ConditionResizing, metav1.ConditionTrue, ReasonResizeBlocked, resizing)
+				setMemcachedCondition(st, cachev1.ConditionResizing, metav1.ConditionTrue, cachev1.ReasonResizeBlocked, resizing)
 			} else {
-				setMemcachedCondition(st, ConditionResizing, metav1.ConditionTrue, ReasonResizingInPlace, resizing)
+				setMemcachedCondition(st, cachev1.ConditionResizing, metav1.ConditionTrue, cachev1.ReasonResizingInPlace, resizing)
 			}
 			if c.Way != cachev1.WayWarmRestart {
 				how = resizing
@@ -178,53 +152,53 @@ func observeChange(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, c *
 		}
 		switch {
 		case c.Phase == cachev1.RolloutBlocked && c.Memory != nil:
-			setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, ReasonResizeBlocked, memcachedCondition(*st, ConditionResizing).Message)
+			setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonResizeBlocked, memcachedCondition(*st, cachev1.ConditionResizing).Message)
 		case c.Phase == cachev1.RolloutBlocked:
-			setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, ReasonResizeBlocked, fmt.Sprintf("%s waits, the servers kept as they are: %s", c.What, c.Message))
+			setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonResizeBlocked, fmt.Sprintf("%s waits, the servers kept as they are: %s", c.What, c.Message))
 		case now.Sub(last) > stallAfter && c.Message != "":
-			setMemcachedCondition(st, ConditionProgressing, metav1.ConditionFalse, ReasonServersStalled,
+			setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonServersStalled,
 				fmt.Sprintf("%s; no server done since %s: %s", how, timeOf(&metav1.Time{Time: last}), c.Message))
 		case c.Memory != nil && c.Way != cachev1.WayWarmRestart:
-			setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, ReasonResizingInPlace, how)
+			setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, cachev1.ReasonResizingInPlace, how)
 		default:
-			setMemcachedCondition(st, ConditionProgressing, metav1.ConditionTrue, c.Way, how)
+			setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, c.Way, how)
 		}
 		if empties != "" {
-			setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty, how+"; "+empties)
+			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty, how+"; "+empties)
 		} else {
-			setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionTrue, c.Way, how)
+			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionTrue, c.Way, how)
 		}
 	case cachev1.RolloutComplete:
 		if c.Memory != nil {
-			setMemcachedCondition(st, ConditionResizing, metav1.ConditionFalse, ReasonResizedInPlace,
+			setMemcachedCondition(st, cachev1.ConditionResizing, metav1.ConditionFalse, cachev1.ReasonResizedInPlace,
 				fmt.Sprintf("%s: made in place at %s, no server restarted", rollout.MemoryWhat(c.Memory), timeOf(c.CompletionTime)))
 		}
 		switch {
 		case empties != "":
-			setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
+			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
 				fmt.Sprintf("%s: the servers changed in their pods by %s, %d with their items; %s", c.What, timeOf(c.CompletionTime), held-emptyCount(st.Rollout.Servers, c), empties))
 		case c.Way == cachev1.WayWarmRestart:
-			setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionTrue, cachev1.WayWarmRestart,
+			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionTrue, cachev1.WayWarmRestart,
 				fmt.Sprintf("%s: every server restarted in its pod with its items, one at a time, by %s", c.What, timeOf(c.CompletionTime)))
 		default:
-			setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionTrue, cachev1.WayInPlace,
+			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionTrue, cachev1.WayInPlace,
 				fmt.Sprintf("%s: made in place at %s, no server restarted", c.What, timeOf(c.CompletionTime)))
 		}
 	case cachev1.RolloutRolledOut:
 		rolledOut := rolloutOfServers(servers).complete()
 		if rolledOut {
-			setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
+			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
 				fmt.Sprintf("%s: rolled out one server at a time, each started empty, because %s", c.What, c.Message))
 		} else {
-			setMemcachedCondition(st, ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
+			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
 				fmt.Sprintf("%s: rolling out one server at a time, each starts empty, because %s", c.What, c.Message))
 		}
 		if c.Memory != nil {
 			if rolledOut {
-				setMemcachedCondition(st, ConditionResizing, metav1.ConditionFalse, ReasonRolledOut,
+				setMemcachedCondition(st, cachev1.ConditionResizing, metav1.ConditionFalse, cachev1.ReasonRolledOut,
 					fmt.Sprintf("%s: rolled out one server at a time, each started empty, because %s", rollout.MemoryWhat(c.Memory), c.Message))
 			} else {
-				setMemcachedCondition(st, ConditionResizing, metav1.ConditionTrue, ReasonRollingOut,
+				setMemcachedCondition(st, cachev1.ConditionResizing, metav1.ConditionTrue, cachev1.ReasonRollingOut,
 					fmt.Sprintf("%s: rolling out one server at a time, each starts empty, because %s", rollout.MemoryWhat(c.Memory), c.Message))
 			}
 		}

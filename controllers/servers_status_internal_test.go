@@ -121,13 +121,13 @@ func TestObserveRollout(t *testing.T) {
 			progressing: &want{"True", cachev1.WayWarmRestart, "restarting the servers in their pods one at a time, each with its items: 2 of 3 done"},
 			cacheWarm:   &want{"False", cachev1.WayStartedEmpty, "server c-memcached-2 started empty: its pod was replaced"}},
 		{name: "memory in place", servers: servers, rollout: cachev1.RolloutStatus{Change: change(cachev1.RolloutChanging, cachev1.WayInPlace, memory), Servers: entries(3)},
-			progressing: &want{"True", ReasonResizingInPlace, "item memory 64 → 128 MiB in place, without a restart: 0 of 3 servers resized"},
-			resizing:    &want{"True", ReasonResizingInPlace, "0 of 3 servers resized"}, cacheWarm: &want{"True", cachev1.WayInPlace, "0 of 3 servers resized"}},
+			progressing: &want{"True", cachev1.ReasonResizingInPlace, "item memory 64 → 128 MiB in place, without a restart: 0 of 3 servers resized"},
+			resizing:    &want{"True", cachev1.ReasonResizingInPlace, "0 of 3 servers resized"}, cacheWarm: &want{"True", cachev1.WayInPlace, "0 of 3 servers resized"}},
 		{name: "memory in place, stalled: said, not given up", servers: servers, rollout: cachev1.RolloutStatus{Change: change(cachev1.RolloutChanging, cachev1.WayInPlace, memory, stalled), Servers: entries(3)},
-			progressing: &want{"False", ReasonServersStalled, "the kubelet has not resized server c-memcached-0 yet"},
-			resizing:    &want{"True", ReasonResizingInPlace, "0 of 3 servers resized"}, cacheWarm: &want{"True", cachev1.WayInPlace, "0 of 3 servers resized"}},
+			progressing: &want{"False", cachev1.ReasonServersStalled, "the kubelet has not resized server c-memcached-0 yet"},
+			resizing:    &want{"True", cachev1.ReasonResizingInPlace, "0 of 3 servers resized"}, cacheWarm: &want{"True", cachev1.WayInPlace, "0 of 3 servers resized"}},
 		{name: "memory blocked by the namespace's quota", servers: servers, rollout: cachev1.RolloutStatus{Change: change(cachev1.RolloutBlocked, cachev1.WayInPlace, memory, func(c *cachev1.ServersChange) { c.Message = "exceeded quota" }), Servers: entries(3)},
-			progressing: &want{"False", ReasonResizeBlocked, "exceeded quota"}, resizing: &want{"True", ReasonResizeBlocked, "exceeded quota"},
+			progressing: &want{"False", cachev1.ReasonResizeBlocked, "exceeded quota"}, resizing: &want{"True", cachev1.ReasonResizeBlocked, "exceeded quota"},
 			cacheWarm: &want{"True", cachev1.WayInPlace, "exceeded quota"}},
 		{name: "done in place", servers: servers, rollout: cachev1.RolloutStatus{Change: change(cachev1.RolloutComplete, cachev1.WayInPlace), Servers: entries(0)},
 			cacheWarm: &want{"True", cachev1.WayInPlace, "made in place at " + timeOf(&done)}},
@@ -149,7 +149,7 @@ func TestObserveRollout(t *testing.T) {
 			for _, c := range []struct {
 				typ  string
 				want *want
-			}{{ConditionProgressing, tc.progressing}, {ConditionCacheWarm, tc.cacheWarm}, {ConditionResizing, tc.resizing}} {
+			}{{cachev1.ConditionProgressing, tc.progressing}, {cachev1.ConditionCacheWarm, tc.cacheWarm}, {cachev1.ConditionResizing, tc.resizing}} {
 				got := memcachedCondition(*st, c.typ)
 				if c.want == nil {
 					if got.Type != "" {

@@ -46,16 +46,16 @@ type statusOwner struct {
 
 var (
 	operandWriter = statusOwner{manager: "memcached-operand",
-		conditions: []string{ConditionAvailable, ConditionProgressing, ConditionResizing, ConditionCacheWarm},
+		conditions: []string{cachev1.ConditionAvailable, cachev1.ConditionProgressing, cachev1.ConditionResizing, cachev1.ConditionCacheWarm},
 		fields:     []string{"replicas", "readyReplicas", "updatedReplicas", "servers", "readyServers", "serversConfigMap", "version", "deployedRelease.revision", "rollout"}}
 	statsWriter = statusOwner{manager: "memcached-stats",
-		conditions: []string{ConditionMemoryPressure, ConditionConnectionsSaturated, ConditionServersResponsive},
+		conditions: []string{cachev1.ConditionMemoryPressure, cachev1.ConditionConnectionsSaturated, cachev1.ConditionServersResponsive},
 		fields:     []string{"stats"}}
 	autopilotWriter = statusOwner{manager: "memcached-autopilot",
-		conditions: []string{ConditionScalingActive, ConditionScalingLimited},
+		conditions: []string{cachev1.ConditionScalingActive, cachev1.ConditionScalingLimited},
 		fields:     []string{"autopilot"}}
 	tlsWriter = statusOwner{manager: tlsFieldOwner,
-		conditions: []string{ConditionCertificatesReady},
+		conditions: []string{cachev1.ConditionCertificatesReady},
 		fields:     []string{"tls"}}
 )
 

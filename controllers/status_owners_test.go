@@ -59,7 +59,7 @@ var _ = Describe("The status's writers", func() {
 	deployed := func(key types.NamespacedName) *cachev1.Memcached {
 		createMemcached(ctx, key, "  replicaCount: 1\n")
 		Eventually(conditionsOf(key), timeout, interval).Should(And(
-			HaveKeyWithValue("Deployed", HavePrefix("True")), HaveKey(controllers.ConditionAvailable)))
+			HaveKeyWithValue("Deployed", HavePrefix("True")), HaveKey(cachev1.ConditionAvailable)))
 		mc := &cachev1.Memcached{}
 		Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
 		return mc
@@ -71,8 +71,8 @@ var _ = Describe("The status's writers", func() {
 		const rounds = 40
 		var wg sync.WaitGroup
 		for owner, types := range map[string][]string{
-			"autopilot": {controllers.ConditionScalingActive, controllers.ConditionScalingLimited},
-			"tls":       {controllers.ConditionCertificatesReady},
+			"autopilot": {cachev1.ConditionScalingActive, cachev1.ConditionScalingLimited},
+			"tls":       {cachev1.ConditionCertificatesReady},
 		} {
 			wg.Go(func() {
 				defer GinkgoRecover()
@@ -83,10 +83,10 @@ var _ = Describe("The status's writers", func() {
 		}
 		wg.Wait()
 		Expect(conditionsOf(key)(Default)).To(And(
-			HaveKeyWithValue(controllers.ConditionScalingActive, "True write 40 of autopilot"),
-			HaveKeyWithValue(controllers.ConditionScalingLimited, "True write 40 of autopilot"),
-			HaveKeyWithValue(controllers.ConditionCertificatesReady, "True write 40 of tls"),
-			HaveKeyWithValue("Deployed", HavePrefix("True")), HaveKey(controllers.ConditionAvailable)),
+			HaveKeyWithValue(cachev1.ConditionScalingActive, "True write 40 of autopilot"),
+			HaveKeyWithValue(cachev1.ConditionScalingLimited, "True write 40 of autopilot"),
+			HaveKeyWithValue(cachev1.ConditionCertificatesReady, "True write 40 of tls"),
+			HaveKeyWithValue("Deployed", HavePrefix("True")), HaveKey(cachev1.ConditionAvailable)),
 			"the other writers' conditions stay too")
 	})
 
@@ -97,25 +97,25 @@ var _ = Describe("The status's writers", func() {
 		Eventually(func(g Gomega) {
 			mc := &cachev1.Memcached{}
 			g.Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
-			mc.Status.Conditions = append(mc.Status.Conditions, written("by a full update", controllers.ConditionScalingActive, controllers.ConditionScalingLimited).Conditions...)
+			mc.Status.Conditions = append(mc.Status.Conditions, written("by a full update", cachev1.ConditionScalingActive, cachev1.ConditionScalingLimited).Conditions...)
 			g.Expect(k8sClient.Status().Update(ctx, mc)).To(Succeed())
 		}, timeout, interval).Should(Succeed())
 
 		By("the autopilot, which writes its part alone now, saying both, ScalingActive with no message")
 		mc := &cachev1.Memcached{}
 		Expect(k8sClient.Get(ctx, key, mc)).To(Succeed())
-		st := written("by the autopilot", controllers.ConditionScalingActive, controllers.ConditionScalingLimited)
+		st := written("by the autopilot", cachev1.ConditionScalingActive, cachev1.ConditionScalingLimited)
 		st.Conditions[0].Message = ""
 		Expect(controllers.WriteStatusAs(ctx, k8sClient, "autopilot", mc, st)).To(Succeed())
 		Expect(conditionsOf(key)(Default)).To(And(
-			HaveKeyWithValue(controllers.ConditionScalingActive, "True "),
-			HaveKeyWithValue(controllers.ConditionScalingLimited, "True by the autopilot")))
+			HaveKeyWithValue(cachev1.ConditionScalingActive, "True "),
+			HaveKeyWithValue(cachev1.ConditionScalingLimited, "True by the autopilot")))
 
 		By("the autopilot saying ScalingActive only")
-		Expect(controllers.WriteStatusAs(ctx, k8sClient, "autopilot", mc, written("by the autopilot", controllers.ConditionScalingActive))).To(Succeed())
+		Expect(controllers.WriteStatusAs(ctx, k8sClient, "autopilot", mc, written("by the autopilot", cachev1.ConditionScalingActive))).To(Succeed())
 		Expect(conditionsOf(key)(Default)).To(And(
-			HaveKeyWithValue(controllers.ConditionScalingActive, "True by the autopilot"),
-			Not(HaveKey(controllers.ConditionScalingLimited)),
+			HaveKeyWithValue(cachev1.ConditionScalingActive, "True by the autopilot"),
+			Not(HaveKey(cachev1.ConditionScalingLimited)),
 			HaveKeyWithValue("Deployed", HavePrefix("True"))))
 	})
 

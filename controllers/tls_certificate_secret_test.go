@@ -36,7 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/example/memcached-operator/controllers"
+	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/internal/certs"
 )
 
@@ -85,7 +85,7 @@ var _ = Describe("TLS with the user's certificate Secret", func() {
 		withClient := reloadingTLSClient(clientDir, "tls-memcached-0."+domain)
 		Expect(setAndGet(withClient, statsAddr(host), "k", "v")).To(Succeed())
 		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("Stats", And(Not(BeNil()), HaveField("Pods", int32(1)))))
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCertificatesReady), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "CertificatesServed")))
 
 		By("serving the certificate its writer renews, while a client connects and reads all along")
@@ -107,7 +107,7 @@ var _ = Describe("TLS with the user's certificate Secret", func() {
 		theirs.Data = byNext.Data
 		changed := time.Now()
 		Expect(k8sClient.Update(ctx, theirs)).To(Succeed())
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCertificatesReady), timeout, interval).Should(And(
 			HaveField("Reason", "Renewing"), HaveField("Message", ContainSubstring("once the kubelet has brought both CAs"))))
 		next, err := certs.ParseCert(byNext.Data["tls.crt"])
 		Expect(err).NotTo(HaveOccurred())
@@ -117,7 +117,7 @@ var _ = Describe("TLS with the user's certificate Secret", func() {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(clientSecret), clientSecret)).To(Succeed())
 			return clientSecret.Data["ca.crt"]
 		}, timeout, interval).Should(Equal(nextCA.Cert), "once every server serves it, clients are given the new CA alone")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(HaveField("Reason", "CertificatesServed"))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCertificatesReady), timeout, interval).Should(HaveField("Reason", "CertificatesServed"))
 		stopReading()
 		Eventually(func(g Gomega) time.Time {
 			tls := memcachedStatus(ctx, key)(g).TLS
@@ -135,7 +135,7 @@ var _ = Describe("TLS with the user's certificate Secret", func() {
 		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
 		refused := func(reason, message string) {
 			GinkgoHelper()
-			Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
+			Eventually(memcachedCondition(ctx, key, cachev1.ConditionCertificatesReady), timeout, interval).Should(And(
 				HaveField("Status", metav1.ConditionFalse), HaveField("Reason", reason), HaveField("Message", ContainSubstring(message))))
 		}
 		refused("CertificateSecretNotFound", "Secret cache-cert (spec.tls.certificateSecret) does not exist")
@@ -155,7 +155,7 @@ var _ = Describe("TLS with the user's certificate Secret", func() {
 
 		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "openshift-service-ca.crt"},
 			Data: map[string]string{"service-ca.crt": string(userCA.Cert)}})).To(Succeed())
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCertificatesReady), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "CertificatesIssued")))
 		clientSecret := ownedSecret(ctx, key, "tls-memcached-client-tls")
 		Expect(clientSecret.Data["ca.crt"]).To(Equal(userCA.Cert), "the service CA bundle, for clients")

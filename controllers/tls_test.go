@@ -79,7 +79,7 @@ var _ = Describe("TLS", func() {
 		Expect(servers.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", server.Name)))
 
 		By("saying so in status, and in the server list")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCertificatesReady), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "CertificatesIssued")))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("CertificateIssued"))
 		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("TLS", And(Not(BeNil()),
@@ -113,7 +113,7 @@ var _ = Describe("TLS", func() {
 				return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{}))
 			}, timeout, interval).Should(BeTrue(), s.Name)
 		}
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(HaveField("Type", ""))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCertificatesReady), timeout, interval).Should(HaveField("Type", ""))
 		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("TLS", BeNil()))
 		Eventually(func(g Gomega) []string {
 			s, err := serversOfRelease(ctx, key)
@@ -130,7 +130,7 @@ var _ = Describe("TLS", func() {
 		createMemcached(ctx, key, "  replicaCount: 1\n  tls: {enabled: true}\n")
 		DeferCleanup(func() { deleteMemcached(context.Background(), key) })
 
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCertificatesReady), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "SecretNameTaken"),
 			HaveField("Message", ContainSubstring("Secret tls-memcached-tls exists and was not made by the operator"))))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("SecretNameTaken"))
@@ -143,7 +143,7 @@ var _ = Describe("TLS", func() {
 
 		By("leaving it in place when TLS is turned off")
 		setSpec(ctx, key, "  replicaCount: 1\n")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(HaveField("Type", ""))
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCertificatesReady), timeout, interval).Should(HaveField("Type", ""))
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), &corev1.Secret{})).To(Succeed())
 	})
 
@@ -168,7 +168,7 @@ var _ = Describe("TLS", func() {
 
 		By("reading memcached's stats over mutual TLS")
 		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(HaveField("Stats", And(Not(BeNil()), HaveField("Pods", int32(1)))))
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCertificatesReady), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "CertificatesServed")))
 
 		By("serving a client with the cache's client certificate, and refusing one without, and plain text")
@@ -189,13 +189,13 @@ var _ = Describe("TLS", func() {
 			g.Expect(now.Equal(want)).To(BeTrue(), "the Secret's certificate")
 		}, certificateValidity+timeout, interval).Should(Succeed())
 		stopReading()
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCertificatesReady), timeout, interval).Should(
 			HaveField("Status", metav1.ConditionTrue))
 		Eventually(eventReasons(ctx, "Memcached", key), timeout, interval).Should(ContainElement("CertificateRenewed"))
 
 		By("keeping the certificates while TLS is turned off until no server serves it")
 		setSpec(ctx, key, "  replicaCount: 1\n")
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCertificatesReady), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "TurningOff"), HaveField("Message", ContainSubstring("tls-memcached-0"))))
 		Consistently(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(server), &corev1.Secret{}) }, 2*time.Second, interval).Should(Succeed())
 		Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "tls-memcached-0"}})).To(Succeed())
@@ -203,7 +203,7 @@ var _ = Describe("TLS", func() {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(server), &corev1.Secret{}))
 		}, timeout, interval).Should(BeTrue(), "the Secrets go once the last TLS server has")
 		Eventually(memcachedStatus(ctx, key), timeout, interval).Should(And(HaveField("TLS", BeNil()),
-			HaveField("Conditions", Not(ContainElement(HaveField("Type", controllers.ConditionCertificatesReady))))))
+			HaveField("Conditions", Not(ContainElement(HaveField("Type", cachev1.ConditionCertificatesReady))))))
 	})
 
 	It("says which servers run on a CA the cache no longer has, when its CA Secret was deleted", func(ctx SpecContext) {
@@ -219,11 +219,11 @@ var _ = Describe("TLS", func() {
 			p.Spec.Hostname, p.Spec.Subdomain = "tls-memcached-0", servers.Spec.ServiceName
 			p.Spec.Containers[0].Args = args
 		})
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCertificatesReady), timeout, interval).Should(
 			HaveField("Reason", "CertificatesServed"))
 
 		Expect(k8sClient.Delete(ctx, ca)).To(Succeed())
-		Eventually(memcachedCondition(ctx, key, controllers.ConditionCertificatesReady), timeout, interval).Should(And(
+		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCertificatesReady), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "CertificateAuthorityReplaced"),
 			HaveField("Message", ContainSubstring("tls-memcached-0 serves a certificate of a CA this cache no longer has"))))
 	})

@@ -119,10 +119,10 @@ func (r *UpgradeableReconciler) compute(ctx context.Context) (metav1.ConditionSt
 	failing := map[types.NamespacedName]bool{} // Memcacheds whose pods cannot start or keep running
 	for _, mc := range memcacheds.Items {
 		for _, c := range mc.Status.Conditions {
-			if c.Type == ConditionProgressing && c.Status == metav1.ConditionTrue && c.Reason == ReasonRetiringPods {
+			if c.Type == cachev1.ConditionProgressing && c.Status == metav1.ConditionTrue && c.Reason == cachev1.ReasonRetiringPods {
 				inFlight = append(inFlight, fmt.Sprintf("Memcached %s/%s: %s", mc.Namespace, mc.Name, c.Message))
 			}
-			if c.Type == ConditionProgressing && c.Reason == ReasonPodsFailing {
+			if c.Type == cachev1.ConditionProgressing && c.Reason == cachev1.ReasonPodsFailing {
 				failing[types.NamespacedName{Namespace: mc.Namespace, Name: mc.Name}] = true
 			}
 		}

@@ -50,16 +50,6 @@ type LocalSecretReference struct {
 	Name string `json:"name"`
 }
 
-// Condition types of a MemcachedBackup.
-const (
-	// ConditionAvailable is True when every wanted pod is ready.
-	ConditionAvailable = "Available"
-	// ConditionProgressing is True while the Deployment rolls out or scales.
-	ConditionProgressing = "Progressing"
-	// ConditionDegraded is True when the backup cannot reach its desired state.
-	ConditionDegraded = "Degraded"
-)
-
 // MemcachedBackupStatus is the observed state of a MemcachedBackup.
 type MemcachedBackupStatus struct {
 	// nodes are the names of the memcached pods, sorted.
