@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/memcache"
 	"github.com/example/memcached-operator/internal/rollout"
 )
@@ -101,7 +102,7 @@ func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 		st.Autopilot = nil
 		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionFalse, "AutoscalingOff",
-			fmt.Sprintf("spec.autoscaling is off: the cache has replicaCount %s of %d MiB (memcached.maxMemoryMB)", count(ptr.Deref(mc.Spec.ReplicaCount, 1), "server", "servers"), specMaxMemoryMB(&mc.Spec)))
+			fmt.Sprintf("spec.autoscaling is off: the cache has replicaCount %s of %d MiB (memcached.maxMemoryMB)", texts.Count(ptr.Deref(mc.Spec.ReplicaCount, 1), "server", "servers"), specMaxMemoryMB(&mc.Spec)))
 		removeMemcachedCondition(st, cachev1.ConditionScalingLimited)
 	} else {
 		var err error
@@ -144,7 +145,7 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 		// dropping to the spec's at once; it steps no more until the bounds allow a size.
 		kept := "the spec's size applies"
 		if st.Autopilot != nil {
-			kept = fmt.Sprintf("the cache keeps its size (%s of %d MiB) and steps no more", count(st.Autopilot.Replicas, "server", "servers"), st.Autopilot.MaxMemoryMB)
+			kept = fmt.Sprintf("the cache keeps its size (%s of %d MiB) and steps no more", texts.Count(st.Autopilot.Replicas, "server", "servers"), st.Autopilot.MaxMemoryMB)
 			st.Autopilot.EvictingSince, st.Autopilot.LowUseSince = nil, nil
 		}
 		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionFalse, "InvalidBounds", b.invalid+": "+kept)
@@ -185,8 +186,8 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	case ap.LowUseSince == nil:
 		ap.LowUseSince = &t
 	}
-	figures := fmt.Sprintf("%s of %d MiB; %s evictions/s, the fullest server uses %d%%", count(ap.Replicas, "server", "servers"), ap.MaxMemoryMB,
-		perSecond(evictions), stats.MemoryUsedPercent)
+	figures := fmt.Sprintf("%s of %d MiB; %s evictions/s, the fullest server uses %d%%", texts.Count(ap.Replicas, "server", "servers"), ap.MaxMemoryMB,
+		texts.PerSecond(evictions), stats.MemoryUsedPercent)
 
 	busy, err := r.busyWith(ctx, mc, st, ap)
 	if err != nil {
@@ -308,7 +309,7 @@ func (r *MemcachedAutopilotReconciler) nextStep(ctx context.Context, mc *cachev1
 		case ap.Replicas > b.minReplicas:
 			// The servers left must hold what all hold now, below the low-use share.
 			if used, room := stats.MemoryUsed.Value(), int64(ap.Replicas-1)*int64(ap.MaxMemoryMB)<<20*int64(b.belowPercent)/100; used >= room {
-				return nil, next, &limit{"TooFullToRemove", fmt.Sprintf("%s: %s would hold the %s in use above %d%%", figures, count(ap.Replicas-1, "server", "servers"), stats.MemoryUsed.String(), b.belowPercent), "bounds"}, nil
+				return nil, next, &limit{"TooFullToRemove", fmt.Sprintf("%s: %s would hold the %s in use above %d%%", figures, texts.Count(ap.Replicas-1, "server", "servers"), stats.MemoryUsed.String(), b.belowPercent), "bounds"}, nil
 			}
 			next.Replicas--
 			step = autopilotStep{stepRemoveServer, fmt.Sprintf("servers %d → %d, the highest removed: %s for %s", ap.Replicas, next.Replicas, figures, b.scaleInAfter)}

@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/progress"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/helm/library"
 	"github.com/example/memcached-operator/internal/labels"
@@ -322,7 +323,7 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 		return nil, err
 	}
 	pods, err := r.podsOf(ctx, mc)
-	if err != nil || len(earlierReleasePods(pods)) > 0 || podTrouble(pods) != "" {
+	if err != nil || len(earlierReleasePods(pods)) > 0 || progress.PodTrouble(pods) != "" {
 		return nil, err
 	}
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(operandStatus(mc, servers, revision, 0, pods, mc.Status.Rollout))
@@ -475,7 +476,7 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // a resize, its spec (a resize, an image changed in place), its stop asked (persistence), its
 // controller (a StatefulSet made again adopts it).
 func serverChanged(before, after *corev1.Pod) bool {
-	return podTrouble([]corev1.Pod{*before}) != podTrouble([]corev1.Pod{*after}) || podReady(before) != podReady(after) ||
+	return progress.PodTrouble([]corev1.Pod{*before}) != progress.PodTrouble([]corev1.Pod{*after}) || podReady(before) != podReady(after) ||
 		(before.DeletionTimestamp == nil) != (after.DeletionTimestamp == nil) || controllerUID(before) != controllerUID(after) ||
 		before.Labels[appsv1.StatefulSetRevisionLabel] != after.Labels[appsv1.StatefulSetRevisionLabel] ||
 		rollout.RestartsOf(before, labels.ChartName) != rollout.RestartsOf(after, labels.ChartName) ||

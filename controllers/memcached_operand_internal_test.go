@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/texts"
 )
 
 // What the Go side reports of a Memcached's servers, from its StatefulSet and the pods of an
@@ -170,44 +171,6 @@ func TestObserveServers(t *testing.T) {
 	}
 }
 
-// Which pod states say a pod will not start or keep running by itself.
-func TestPodTrouble(t *testing.T) {
-	waiting := func(name, reason string) corev1.Pod {
-		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
-			Name: "memcached", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "details"}}}}}}
-	}
-	unschedulable := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
-		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available"}}}}
-	restarted := func(ready bool) corev1.Pod {
-		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
-			Name: "memcached", Ready: ready, RestartCount: 3, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
-			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 71}}}}}}
-	}
-	deleted := waiting("a", "ImagePullBackOff")
-	deleted.DeletionTimestamp = ptr.To(metav1.Now())
-	for _, tc := range []struct {
-		name string
-		pods []corev1.Pod
-		want string
-	}{
-		{"none", nil, ""},
-		{"starting", []corev1.Pod{waiting("a", "ContainerCreating")}, ""},
-		{"an image that cannot be pulled, first pod by name", []corev1.Pod{waiting("b", "ErrImagePull"), waiting("a", "ImagePullBackOff")},
-			"pod a, container memcached: ImagePullBackOff: details"},
-		{"crashing", []corev1.Pod{waiting("a", "CrashLoopBackOff")}, "pod a, container memcached: CrashLoopBackOff: details"},
-		{"a pod being deleted does not count", []corev1.Pod{deleted}, ""},
-		{"crashing, running between back-offs", []corev1.Pod{restarted(false)}, "pod a, container memcached: restarted 3 times, last ended Error (exit code 71)"},
-		{"restarted once, ready again", []corev1.Pod{restarted(true)}, ""},
-		{"unschedulable", []corev1.Pod{unschedulable}, "pod a cannot be scheduled: 0/1 nodes are available"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := podTrouble(tc.pods); got != tc.want {
-				t.Errorf("podTrouble = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 // The Go side's first report waits for the Helm side to say how the first install went.
 func TestHelmOutcome(t *testing.T) {
 	cond := func(typ string, status metav1.ConditionStatus) cachev1.HelmCondition {
@@ -237,14 +200,14 @@ func TestHelmOutcome(t *testing.T) {
 // Status texts read as people write: counts agree with their nouns and verbs, rates are rounded.
 func TestStatusTexts(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
-		{count(1, "server", "servers"), "1 server"},
-		{count(int32(3), "server", "servers"), "3 servers"},
-		{count(0, "server", "servers"), "0 servers"},
-		{pluralVerb(1, "runs", "run"), "runs"},
-		{perSecond(12666.666000000001), "12667"},
-		{perSecond(2.45), "2.5"},
-		{perSecond(0.041), "0.04"},
-		{perSecond(0), "0"},
+		{texts.Count(1, "server", "servers"), "1 server"},
+		{texts.Count(int32(3), "server", "servers"), "3 servers"},
+		{texts.Count(0, "server", "servers"), "0 servers"},
+		{texts.PluralVerb(1, "runs", "run"), "runs"},
+		{texts.PerSecond(12666.666000000001), "12667"},
+		{texts.PerSecond(2.45), "2.5"},
+		{texts.PerSecond(0.041), "0.04"},
+		{texts.PerSecond(0), "0"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%q, want %q", c.got, c.want)

@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/memcache"
 )
@@ -192,7 +193,7 @@ func observeResponsive(st *cachev1.MemcachedStatus, reads []podRead) {
 	}
 	setMemcachedCondition(st, cachev1.ConditionServersResponsive, metav1.ConditionFalse, cachev1.ReasonServersUnresponsive,
 		fmt.Sprintf("%s did not answer as memcached within %s (%s; %v): the operator reads this cache less often while they do not",
-			countOf(len(silent), len(reads), "ready server", "ready servers"), cacheTimeout, strings.Join(silent, ", "), first))
+			texts.CountOf(len(silent), len(reads), "ready server", "ready servers"), cacheTimeout, strings.Join(silent, ", "), first))
 }
 
 // readyServers are the Memcached's ready servers: with the release's labels, made by the release's
@@ -270,7 +271,7 @@ func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1
 			setMemcachedCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionUnknown, "StatsUnreadable", msg)
 		} else {
 			setMemcachedCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionTrue, "NearMaxConnections",
-				fmt.Sprintf("%s refused connections at their maxConnections: raise memcached.maxConnections or replicaCount", countOf(sum.saturatedPods, len(reads), "pod", "pods")))
+				fmt.Sprintf("%s refused connections at their maxConnections: raise memcached.maxConnections or replicaCount", texts.CountOf(sum.saturatedPods, len(reads), "pod", "pods")))
 		}
 		return
 	}
@@ -283,7 +284,7 @@ func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1
 		}
 		setMemcachedCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionTrue, "Evicting",
 			fmt.Sprintf("%s items/s evicted on %s: the cache is smaller than what its clients store; %s",
-				perSecond(sum.stats.EvictionsPerSecond.AsApproximateFloat64()), countOf(sum.evictingPods, int(sum.stats.Pods), "pod", "pods"), todo))
+				texts.PerSecond(sum.stats.EvictionsPerSecond.AsApproximateFloat64()), texts.CountOf(sum.evictingPods, int(sum.stats.Pods), "pod", "pods"), todo))
 	case sum.measured:
 		setMemcachedCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionFalse, "NoEvictions",
 			fmt.Sprintf("no evictions; the fullest pod uses %d%% of its item memory", sum.stats.MemoryUsedPercent))
@@ -296,10 +297,10 @@ func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1
 	if sum.saturatedPods > 0 {
 		setMemcachedCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionTrue, "NearMaxConnections",
 			fmt.Sprintf("%s %s %d%% or more of their maxConnections open or refused connections at it: raise memcached.maxConnections or replicaCount",
-				countOf(sum.saturatedPods, len(reads), "pod", "pods"), pluralVerb(sum.saturatedPods, "has", "have"), saturatedPercent))
+				texts.CountOf(sum.saturatedPods, len(reads), "pod", "pods"), texts.PluralVerb(sum.saturatedPods, "has", "have"), saturatedPercent))
 	} else {
 		setMemcachedCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionFalse, "BelowMaxConnections",
-			fmt.Sprintf("%s open", countOf(sum.stats.Connections, sum.stats.MaxConnections, "connection", "connections")))
+			fmt.Sprintf("%s open", texts.CountOf(sum.stats.Connections, sum.stats.MaxConnections, "connection", "connections")))
 	}
 }
 

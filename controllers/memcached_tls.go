@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/certs"
 	"github.com/example/memcached-operator/internal/memcache"
 )
@@ -193,7 +194,7 @@ func (r *MemcachedTLSReconciler) turnOff(ctx context.Context, mc *cachev1.Memcac
 		}
 		cond := &cachev1.HelmCondition{Type: cachev1.ConditionCertificatesReady, Status: metav1.ConditionFalse, Reason: "TurningOff",
 			Message: fmt.Sprintf("TLS is turned off; %s still %s it, with %s certificates, until the rollout replaces %s",
-				strings.Join(still, ", "), pluralVerb(len(still), "serves", "serve"), pluralVerb(len(still), "its", "their"), pluralVerb(len(still), "it", "them"))}
+				strings.Join(still, ", "), texts.PluralVerb(len(still), "serves", "serve"), texts.PluralVerb(len(still), "its", "their"), texts.PluralVerb(len(still), "it", "them"))}
 		return ctrl.Result{}, r.setStatus(ctx, mc, cond, mc.Status.TLS) // the pods' events bring us back
 	}
 	r.Reach.forget(mc.Namespace, serversNameOf(mc.Name))
@@ -271,23 +272,23 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	case len(foreign) > 0 && current.theirCA != nil:
 		cond.Status, cond.Reason = metav1.ConditionFalse, "CertificateAuthorityReplaced"
 		cond.Message = fmt.Sprintf("%s %s a certificate that no CA clients are given (ca.crt of Secret %s) signs: delete %s one at a time to restart %s with the certificate of Secret %s",
-			strings.Join(foreign, ", "), pluralVerb(len(foreign), "serves", "serve"), clientTLSSecretOf(mc.Name), pluralVerb(len(foreign), "its pod", "their pods"), pluralVerb(len(foreign), "it", "them"), certificateSecretOf(&mc.Spec))
+			strings.Join(foreign, ", "), texts.PluralVerb(len(foreign), "serves", "serve"), clientTLSSecretOf(mc.Name), texts.PluralVerb(len(foreign), "its pod", "their pods"), texts.PluralVerb(len(foreign), "it", "them"), certificateSecretOf(&mc.Spec))
 		return cond, oldest, conflictLookAgain, nil
 	case len(foreign) > 0:
 		// A CA made anew (its Secret deleted or spoiled): the running servers neither present a
 		// certificate it signed nor take the client certificate it signs.
 		cond.Status, cond.Reason = metav1.ConditionFalse, "CertificateAuthorityReplaced"
 		cond.Message = fmt.Sprintf("%s %s a certificate of a CA this cache no longer has (Secret %s was made anew): delete %s one at a time to restart %s with the new certificates",
-			strings.Join(foreign, ", "), pluralVerb(len(foreign), "serves", "serve"), caSecretName(mc.Name), pluralVerb(len(foreign), "its pod", "their pods"), pluralVerb(len(foreign), "it", "them"))
+			strings.Join(foreign, ", "), texts.PluralVerb(len(foreign), "serves", "serve"), caSecretName(mc.Name), texts.PluralVerb(len(foreign), "its pod", "their pods"), texts.PluralVerb(len(foreign), "it", "them"))
 		return cond, oldest, conflictLookAgain, nil
 	case len(stale) > 0 && spreading:
 		cond.Status, cond.Reason = metav1.ConditionFalse, "Renewing"
 		cond.Message = fmt.Sprintf("%s still %s the certificate of the CA of before: the servers serve the new CA's from %s, once the kubelet has brought both CAs (ca.crt of Secret %s) to the clients",
-			strings.Join(stale, ", "), pluralVerb(len(stale), "serves", "serve"), current.refreshAfter.UTC().Format(time.RFC3339), clientTLSSecretOf(mc.Name))
+			strings.Join(stale, ", "), texts.PluralVerb(len(stale), "serves", "serve"), current.refreshAfter.UTC().Format(time.RFC3339), clientTLSSecretOf(mc.Name))
 	case len(stale) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, "Renewing"
 		cond.Message = fmt.Sprintf("%s still %s a replaced certificate: the kubelet brings the renewed one into the pod, and memcached reads it on refresh_certs",
-			strings.Join(stale, ", "), pluralVerb(len(stale), "serves", "serve"))
+			strings.Join(stale, ", "), texts.PluralVerb(len(stale), "serves", "serve"))
 	case len(silent) > 0:
 		cond.Status, cond.Reason = metav1.ConditionUnknown, "ServersUnreachable"
 		cond.Message = fmt.Sprintf("%s did not complete a TLS handshake within %s", strings.Join(silent, ", "), cacheTimeout)

@@ -42,6 +42,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/progress"
+	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/helm/library"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/operand"
@@ -112,10 +114,10 @@ func (r *MemcachedBackupReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	switch op {
 	case controllerutil.OperationResultCreated:
 		r.Recorder.Eventf(backup, nil, corev1.EventTypeNormal, "Created", "CreateDeployment",
-			"Created Deployment %s with %s", deploy.Name, count(backup.Spec.Size, "replica", "replicas"))
+			"Created Deployment %s with %s", deploy.Name, texts.Count(backup.Spec.Size, "replica", "replicas"))
 	case controllerutil.OperationResultUpdated:
 		r.Recorder.Eventf(backup, nil, corev1.EventTypeNormal, "Updated", "UpdateDeployment",
-			"Updated Deployment %s to %s", deploy.Name, count(backup.Spec.Size, "replica", "replicas"))
+			"Updated Deployment %s to %s", deploy.Name, texts.Count(backup.Spec.Size, "replica", "replicas"))
 	}
 
 	pods := &corev1.PodList{}
@@ -198,17 +200,17 @@ func observe(st *cachev1.MemcachedBackupStatus, backup *cachev1.MemcachedBackup,
 	st.ReadyReplicas = deploy.Status.ReadyReplicas
 	st.ObservedGeneration = backup.Generation
 
-	ro := rolloutOf(deploy)
-	available, availableMsg := ro.complete(), availableText(ro.available, ro.want, "pod", "pods")
+	ro := progress.OfDeployment(deploy)
+	available, availableMsg := ro.Complete(), texts.AvailableText(ro.Available, ro.Want, "pod", "pods")
 	if available {
 		setCondition(st, backup, cachev1.ConditionAvailable, metav1.ConditionTrue, "PodsAvailable", availableMsg)
 	} else {
 		setCondition(st, backup, cachev1.ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable", availableMsg)
 	}
 
-	if ro.failure != "" {
-		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, "DeploymentFailed", ro.failure)
-	} else if trouble := podTrouble(pods); trouble != "" && !available {
+	if ro.Failure != "" {
+		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, "DeploymentFailed", ro.Failure)
+	} else if trouble := progress.PodTrouble(pods); trouble != "" && !available {
 		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionTrue, cachev1.ReasonPodsFailing, trouble)
 	} else {
 		setCondition(st, backup, cachev1.ConditionDegraded, metav1.ConditionFalse, "AsExpected", "")
@@ -216,7 +218,7 @@ func observe(st *cachev1.MemcachedBackupStatus, backup *cachev1.MemcachedBackup,
 
 	if available {
 		setCondition(st, backup, cachev1.ConditionProgressing, metav1.ConditionFalse, "Complete",
-			fmt.Sprintf("Deployment %s has %s", deploy.Name, count(ro.want, "up-to-date pod", "up-to-date pods")))
+			fmt.Sprintf("Deployment %s has %s", deploy.Name, texts.Count(ro.Want, "up-to-date pod", "up-to-date pods")))
 	} else {
 		setCondition(st, backup, cachev1.ConditionProgressing, metav1.ConditionTrue, "RollingOut",
 			fmt.Sprintf("Deployment %s %s", deploy.Name, ro))

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/progress"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/labels"
 )
@@ -64,7 +65,7 @@ func (r *MemcachedOperandReconciler) retireOldPods(ctx context.Context, mc *cach
 	if err := r.tieToCR(ctx, mc, old); err != nil {
 		return 0, 0, err
 	}
-	if len(old) == 0 || servers == nil || !rolloutOfServers(servers).complete() {
+	if len(old) == 0 || servers == nil || !progress.OfStatefulSet(servers).Complete() {
 		return len(old), 0, nil // the StatefulSet's watch brings us back when its rollout completes
 	}
 	var requeue time.Duration

@@ -25,6 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/progress"
+	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/helm/library"
 	"github.com/example/memcached-operator/internal/rollout"
 )
@@ -38,7 +40,7 @@ import (
 func operandStatus(mc *cachev1.Memcached, servers *appsv1.StatefulSet, revision int32, retiring int, pods []corev1.Pod, rs *cachev1.RolloutStatus) *cachev1.MemcachedStatus {
 	st := mc.Status.DeepCopy()
 	st.Rollout = rs.DeepCopy()
-	observeOperand(st, servers, retiring, podTrouble(pods))
+	observeOperand(st, servers, retiring, progress.PodTrouble(pods))
 	observeServers(st, servers, pods)
 	observeRollout(st, servers, time.Now())
 	if revision > 0 {
@@ -49,7 +51,7 @@ func operandStatus(mc *cachev1.Memcached, servers *appsv1.StatefulSet, revision 
 
 // observeOperand computes the Go side's part of the status from the release's StatefulSet (nil:
 // not created yet), the number of pods of an earlier release still up, and why a pod cannot
-// start or keep running (podTrouble), if one cannot.
+// start or keep running (progress.PodTrouble), if one cannot.
 func observeOperand(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, retiring int, trouble string) {
 	if servers == nil {
 		st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = 0, 0, 0
@@ -59,29 +61,29 @@ func observeOperand(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, re
 			"waiting for the release's StatefulSet")
 		return
 	}
-	ro := rolloutOfServers(servers)
-	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = ro.replicas, ro.updated, ro.ready
+	ro := progress.OfStatefulSet(servers)
+	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = ro.Replicas, ro.Updated, ro.Ready
 	target := templateVersion(servers.Spec.Template)
-	if ro.complete() && retiring == 0 {
+	if ro.Complete() && retiring == 0 {
 		st.Version = target // until then it stays at the version being replaced
 	}
 
-	availableMsg := availableText(ro.available, ro.want, "server", "servers")
-	if ro.allAvailable() {
+	availableMsg := texts.AvailableText(ro.Available, ro.Want, "server", "servers")
+	if ro.AllAvailable() {
 		setMemcachedCondition(st, cachev1.ConditionAvailable, metav1.ConditionTrue, "PodsAvailable", availableMsg)
 	} else {
 		setMemcachedCondition(st, cachev1.ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable", availableMsg)
 	}
 	switch {
-	case trouble != "" && !ro.complete():
+	case trouble != "" && !ro.Complete():
 		setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonPodsFailing, trouble)
-	case ro.complete() && retiring > 0:
+	case ro.Complete() && retiring > 0:
 		setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, cachev1.ReasonRetiringPods,
-			fmt.Sprintf("memcached %s runs on %s; %s of the earlier release %s the Service and %s", target, count(ro.want, "server", "servers"),
-				count(retiring, "pod", "pods"), pluralVerb(retiring, "leaves", "leave"), pluralVerb(retiring, "stops", "stop")))
-	case ro.complete():
+			fmt.Sprintf("memcached %s runs on %s; %s of the earlier release %s the Service and %s", target, texts.Count(ro.Want, "server", "servers"),
+				texts.Count(retiring, "pod", "pods"), texts.PluralVerb(retiring, "leaves", "leave"), texts.PluralVerb(retiring, "stops", "stop")))
+	case ro.Complete():
 		setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, "Complete",
-			fmt.Sprintf("%s %s memcached %s", count(ro.want, "server", "servers"), pluralVerb(ro.want, "runs", "run"), target))
+			fmt.Sprintf("%s %s memcached %s", texts.Count(ro.Want, "server", "servers"), texts.PluralVerb(ro.Want, "runs", "run"), target))
 	default:
 		setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, "RollingOut",
 			fmt.Sprintf("memcached %s %s", target, ro))
@@ -106,7 +108,7 @@ func observeServers(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, po
 			ready[p.Name] = true
 		}
 	}
-	want := rolloutOfServers(servers).want
+	want := progress.OfStatefulSet(servers).Want
 	for i := range want {
 		name := fmt.Sprintf("%s-%d", servers.Name, i)
 		addr := fmt.Sprintf("%s.%s.%s.svc:%d", name, servers.Spec.ServiceName, servers.Namespace, serverPort)

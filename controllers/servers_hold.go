@@ -35,6 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/progress"
+	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/memcache"
@@ -151,13 +153,13 @@ func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Mem
 	switch {
 	case plan.Way == cachev1.WayWarmRestart:
 		r.Recorder.Eventf(mc, live, corev1.EventTypeNormal, cachev1.WayWarmRestart, "ChangeServers",
-			"%s: restarting %s one at a time in their pods, each with its items", c.What, count(held, "server", "servers"))
+			"%s: restarting %s one at a time in their pods, each with its items", c.What, texts.Count(held, "server", "servers"))
 	case plan.Memory:
 		r.Recorder.Eventf(mc, live, corev1.EventTypeNormal, cachev1.ReasonResizingInPlace, "ResizeServers",
-			"%s: resizing %s in place, without a restart", c.What, count(held, "server", "servers"))
+			"%s: resizing %s in place, without a restart", c.What, texts.Count(held, "server", "servers"))
 	default:
 		r.Recorder.Eventf(mc, live, corev1.EventTypeNormal, cachev1.WayInPlace, "ChangeServers",
-			"%s: writing onto %s in place, without a restart", c.What, count(held, "server", "servers"))
+			"%s: writing onto %s in place, without a restart", c.What, texts.Count(held, "server", "servers"))
 	}
 	return nil
 }
@@ -315,14 +317,14 @@ func (r *MemcachedOperandReconciler) inPlaceRefusal(ctx context.Context, live *a
 	// Every server must run the StatefulSet's revision. Whether its controller has seen the
 	// latest generation does not matter here: another writer's change of the spec (one that
 	// changes no pod) must not turn a change in place into a rollout.
-	ro := rolloutOfServers(live)
-	if ro.updated != ro.want || ro.replicas != ro.want || ro.available < ro.want || live.Status.CurrentRevision != live.Status.UpdateRevision {
+	ro := progress.OfStatefulSet(live)
+	if ro.Updated != ro.Want || ro.Replicas != ro.Want || ro.Available < ro.Want || live.Status.CurrentRevision != live.Status.UpdateRevision {
 		// The StatefulSet's status lags its pods: a change just made in place relabels them with
 		// its revision, which its controller counts a moment later. The pods say it first.
 		if r.serversRunRevision(ctx, live) {
 			return ""
 		}
-		return fmt.Sprintf("the servers were still rolling out (%s updated, %d available)", countOf(ro.updated, ro.want, "server", "servers"), ro.available)
+		return fmt.Sprintf("the servers were still rolling out (%s updated, %d available)", texts.CountOf(ro.Updated, ro.Want, "server", "servers"), ro.Available)
 	}
 	return ""
 }

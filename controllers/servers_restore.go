@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/rollout"
 )
 
@@ -72,5 +73,5 @@ func restoredMessage(server string, rst *cachev1.ServerRestore) string {
 		away = fmt.Sprintf("for %ds", *rst.AwaySeconds)
 	}
 	return fmt.Sprintf("server %s's pod was replaced and the new one restored %s from its volume: the server was away %s, and its items missed the writes and deletes of that time",
-		server, count(rst.Items, "item", "items"), away)
+		server, texts.Count(rst.Items, "item", "items"), away)
 }

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/rollout"
 )
@@ -169,7 +170,7 @@ func (r *MemcachedOperandReconciler) judgeRestart(mc *cachev1.Memcached, rs *cac
 	}
 	return true, func() {
 		r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeNormal, cachev1.WayWarmRestart, "ObserveServers",
-			"server %s's memcached was restarted in its pod by Kubernetes and restored %s", s.Server, count(st.CurrItems, "item", "items"))
+			"server %s's memcached was restarted in its pod by Kubernetes and restored %s", s.Server, texts.Count(st.CurrItems, "item", "items"))
 	}
 }
 
@@ -366,14 +367,14 @@ func (r *MemcachedOperandReconciler) complete(ctx context.Context, mc *cachev1.M
 	switch {
 	case c.Way == cachev1.WayWarmRestart:
 		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, cachev1.WayWarmRestart, "ChangeServers",
-			"%s: %s restarted one at a time in their pods, %d with their items", c.What, count(held, "server", "servers"), warm)
+			"%s: %s restarted one at a time in their pods, %d with their items", c.What, texts.Count(held, "server", "servers"), warm)
 	case c.Memory != nil:
 		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, cachev1.ReasonResizedInPlace, "ResizeServers",
-			"%s: %s resized in place, none restarted", c.What, count(held, "server", "servers"))
+			"%s: %s resized in place, none restarted", c.What, texts.Count(held, "server", "servers"))
 		resizeMetrics.WithLabelValues("in_place").Inc()
 	default:
 		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, cachev1.WayInPlace, "ChangeServers",
-			"%s: written onto %s in place, none restarted", c.What, count(held, "server", "servers"))
+			"%s: written onto %s in place, none restarted", c.What, texts.Count(held, "server", "servers"))
 	}
 	changeMetrics.WithLabelValues(wayMetric(c.Way)).Inc()
 	return nil

@@ -28,6 +28,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/progress"
+	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/rollout"
 )
@@ -135,7 +137,7 @@ func observeChange(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, c *
 			how = fmt.Sprintf("%s: restarting the servers in their pods one at a time, each with its items: %d of %d done", c.What, done, held)
 		}
 		if c.Memory != nil {
-			resizing := fmt.Sprintf("%s in place, without a restart: %s resized", rollout.MemoryWhat(c.Memory), countOf(done, held, "server", "servers"))
+			resizing := fmt.Sprintf("%s in place, without a restart: %s resized", rollout.MemoryWhat(c.Memory), texts.CountOf(done, held, "server", "servers"))
 			if c.Phase == cachev1.RolloutBlocked {
 				resizing = fmt.Sprintf("%s waits, the servers kept as they are (a rollout would be refused its new pods alike): %s", rollout.MemoryWhat(c.Memory), c.Message)
 				setMemcachedCondition(st, cachev1.ConditionResizing, metav1.ConditionTrue, cachev1.ReasonResizeBlocked, resizing)
@@ -185,7 +187,7 @@ func observeChange(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, c *
 				fmt.Sprintf("%s: made in place at %s, no server restarted", c.What, timeOf(c.CompletionTime)))
 		}
 	case cachev1.RolloutRolledOut:
-		rolledOut := rolloutOfServers(servers).complete()
+		rolledOut := progress.OfStatefulSet(servers).Complete()
 		if rolledOut {
 			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
 				fmt.Sprintf("%s: rolled out one server at a time, each started empty, because %s", c.What, c.Message))

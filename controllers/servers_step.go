@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/memcache"
 	"github.com/example/memcached-operator/internal/rollout"
@@ -160,7 +161,7 @@ func (r *MemcachedOperandReconciler) restarted(ctx context.Context, mc *cachev1.
 	}
 	if why := rollout.Restored(p, s.Started()); why != "" {
 		if e.StartedEmpty == nil || e.StartedEmpty.Time.Before(&since) {
-			e.StartedEmpty = rollout.EmptyAfterRestart(fmt.Sprintf("it held %s before and %d after: %s", count(e.Restart.Items, "item", "items"), s.CurrItems, why), metav1.Now().Rfc3339Copy())
+			e.StartedEmpty = rollout.EmptyAfterRestart(fmt.Sprintf("it held %s before and %d after: %s", texts.Count(e.Restart.Items, "item", "items"), s.CurrItems, why), metav1.Now().Rfc3339Copy())
 			r.Recorder.Eventf(mc, p, corev1.EventTypeWarning, cachev1.WayStartedEmpty, "RestartServer", "server %s started empty after its restart: %s", p.Name, e.StartedEmpty.Message)
 			startedEmptyMetrics.WithLabelValues(emptyMetric(cachev1.EmptyNotRestored)).Inc()
 		}

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/progress"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/rollout"
 )
@@ -253,7 +254,7 @@ func (r *MemcachedTLSReconciler) removeUnmountedServerSecret(ctx context.Context
 	if err != nil || servers == nil {
 		return err
 	}
-	if mountsSecret(&servers.Spec.Template.Spec, name) || !rolloutOfServers(servers).complete() || servers.Status.CurrentRevision != servers.Status.UpdateRevision {
+	if mountsSecret(&servers.Spec.Template.Spec, name) || !progress.OfStatefulSet(servers).Complete() || servers.Status.CurrentRevision != servers.Status.UpdateRevision {
 		return nil
 	}
 	if err := r.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {

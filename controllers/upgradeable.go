@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/progress"
 	"github.com/example/memcached-operator/internal/labels"
 )
 
@@ -108,7 +109,7 @@ func (r *UpgradeableReconciler) compute(ctx context.Context) (metav1.ConditionSt
 	}
 	for i := range deployments.Items {
 		d := &deployments.Items[i]
-		if ro := rolloutOf(d); madeByOperator(d) && !ro.complete() && ro.failure == "" {
+		if ro := progress.OfDeployment(d); madeByOperator(d) && !ro.Complete() && ro.Failure == "" {
 			inFlight = append(inFlight, fmt.Sprintf("Deployment %s/%s %s", d.Namespace, d.Name, ro))
 		}
 	}
@@ -138,7 +139,7 @@ func (r *UpgradeableReconciler) compute(ctx context.Context) (metav1.ConditionSt
 		if failing[types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[labels.Instance]}] {
 			continue
 		}
-		if ro := rolloutOfServers(s); madeByOperator(s) && !ro.complete() {
+		if ro := progress.OfStatefulSet(s); madeByOperator(s) && !ro.Complete() {
 			inFlight = append(inFlight, fmt.Sprintf("StatefulSet %s/%s %s", s.Namespace, s.Name, ro))
 		}
 	}
