@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/internal/helm"
 )
 
@@ -40,16 +41,17 @@ func CASecretOf(release string) string { return caSecretName(release) }
 // WriteStatusAs writes what st says of the part of a Memcached's status that owner ("operand",
 // "stats", "autopilot" or "tls") writes, as that writer does.
 func WriteStatusAs(ctx context.Context, c client.Client, owner string, mc *cachev1.Memcached, st *cachev1.MemcachedStatus) error {
-	w, ok := map[string]statusOwner{"operand": operandWriter, "stats": statsWriter, "autopilot": autopilotWriter, "tls": tlsWriter}[owner]
+	w, ok := map[string]memcachedstatus.Writer{"operand": memcachedstatus.OperandWriter, "stats": memcachedstatus.StatsWriter,
+		"autopilot": memcachedstatus.AutopilotWriter, "tls": memcachedstatus.TLSWriter}[owner]
 	if !ok {
 		return fmt.Errorf("no writer %q", owner)
 	}
-	return w.write(ctx, c, mc, st)
+	return w.Write(ctx, c, mc, st)
 }
 
 // AfterStatusWrite is what the operand, stats and autopilot reconcilers return after a status
 // write that returned err.
-func AfterStatusWrite(err error) (ctrl.Result, error) { return afterStatusWriteError(err) }
+func AfterStatusWrite(err error) (ctrl.Result, error) { return memcachedstatus.AfterWriteError(err) }
 
 // WriteTLSStatus writes mc's CertificatesReady condition (ready) or takes it and status.tls out
 // (!ready), as the TLS controller does.

@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/memcache"
 	"github.com/example/memcached-operator/internal/rollout"
@@ -101,9 +102,9 @@ func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.R
 			return ctrl.Result{}, nil
 		}
 		st.Autopilot = nil
-		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionFalse, "AutoscalingOff",
+		memcachedstatus.SetCondition(st, cachev1.ConditionScalingActive, metav1.ConditionFalse, "AutoscalingOff",
 			fmt.Sprintf("spec.autoscaling is off: the cache has replicaCount %s of %d MiB (memcached.maxMemoryMB)", texts.Count(ptr.Deref(mc.Spec.ReplicaCount, 1), "server", "servers"), specMaxMemoryMB(&mc.Spec)))
-		removeMemcachedCondition(st, cachev1.ConditionScalingLimited)
+		memcachedstatus.RemoveCondition(st, cachev1.ConditionScalingLimited)
 	} else {
 		var err error
 		if step, recheck, err = r.decide(ctx, mc, st); errors.Is(err, errTenantBusy) {
@@ -117,8 +118,8 @@ func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.R
 		if step != nil {
 			on = mc.ResourceVersion // a step is decided on what was read: never twice from a lagging cache
 		}
-		if _, err := autopilotWriter.writeOn(ctx, r.Client, mc, st, on); err != nil {
-			return afterStatusWriteError(err)
+		if _, err := memcachedstatus.AutopilotWriter.WriteOn(ctx, r.Client, mc, st, on); err != nil {
+			return memcachedstatus.AfterWriteError(err)
 		}
 		mc.Status = *st
 		r.announce(mc, was, *st, step)
@@ -148,8 +149,8 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 			kept = fmt.Sprintf("the cache keeps its size (%s of %d MiB) and steps no more", texts.Count(st.Autopilot.Replicas, "server", "servers"), st.Autopilot.MaxMemoryMB)
 			st.Autopilot.EvictingSince, st.Autopilot.LowUseSince = nil, nil
 		}
-		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionFalse, "InvalidBounds", b.invalid+": "+kept)
-		setMemcachedCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionTrue, "InvalidBounds", b.invalid)
+		memcachedstatus.SetCondition(st, cachev1.ConditionScalingActive, metav1.ConditionFalse, "InvalidBounds", b.invalid+": "+kept)
+		memcachedstatus.SetCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionTrue, "InvalidBounds", b.invalid)
 		return nil, 0, nil
 	}
 	replicas, mb, _ := autopilotSize(&mc.Spec, st.Autopilot)
@@ -163,7 +164,7 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	stats := st.Stats
 	if stats == nil {
 		ap.EvictingSince, ap.LowUseSince = nil, nil
-		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionFalse, "NoStats",
+		memcachedstatus.SetCondition(st, cachev1.ConditionScalingActive, metav1.ConditionFalse, "NoStats",
 			"no server's stats could be read: the autopilot waits for them")
 		return nil, 0, nil
 	}
@@ -198,7 +199,7 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 		// once the work is done.
 		ap.EvictingSince, ap.LowUseSince = nil, nil
 		if evicting || lowUse {
-			setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "Waiting",
+			memcachedstatus.SetCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "Waiting",
 				fmt.Sprintf("%s; no step while %s", figures, busy))
 			return nil, 0, nil // the work's end changes the conditions, which brings us back
 		}
@@ -219,13 +220,13 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	}
 	switch {
 	case due == "":
-		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "WithinBounds",
+		memcachedstatus.SetCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "WithinBounds",
 			fmt.Sprintf("%s: the cache fits what its clients store", figures))
-		setMemcachedCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "no step is due")
+		memcachedstatus.SetCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "no step is due")
 		return nil, 0, nil
 	case at.After(now):
 		// A time, not a countdown: the message stays the same until something changes.
-		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "Waiting",
+		memcachedstatus.SetCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "Waiting",
 			fmt.Sprintf("%s; a step %s is due at %s if this lasts", figures, due, at.UTC().Format(time.RFC3339)))
 		return nil, at.Sub(now), nil
 	}
@@ -235,14 +236,14 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 		return nil, 0, err
 	}
 	if step == nil && limited == nil {
-		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "AtMinimum",
+		memcachedstatus.SetCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "AtMinimum",
 			fmt.Sprintf("%s: the cache is at its least size (minReplicas %d, memcached.maxMemoryMB %d)", figures, b.minReplicas, b.floorMB))
-		setMemcachedCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "no step is due")
+		memcachedstatus.SetCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "no step is due")
 		return nil, 0, nil
 	}
 	if limited != nil {
-		setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "Limited", figures)
-		setMemcachedCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionTrue, limited.reason, limited.message)
+		memcachedstatus.SetCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "Limited", figures)
+		memcachedstatus.SetCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionTrue, limited.reason, limited.message)
 		// Not retried in a loop: the next read of the figures, a change of the spec or of the
 		// quota looks again.
 		return nil, 0, nil
@@ -250,8 +251,8 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	ap.Replicas, ap.MaxMemoryMB = next.Replicas, next.MaxMemoryMB
 	ap.LastStep, ap.LastStepTime = step.why, &t
 	ap.EvictingSince, ap.LowUseSince = nil, nil // the next step waits for figures of the new size
-	setMemcachedCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "Stepped", step.why)
-	setMemcachedCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "the step was within the bounds and the quota")
+	memcachedstatus.SetCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "Stepped", step.why)
+	memcachedstatus.SetCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "the step was within the bounds and the quota")
 	return step, b.coolDown, nil
 }
 
@@ -268,13 +269,13 @@ func (r *MemcachedAutopilotReconciler) busyWith(ctx context.Context, mc *cachev1
 	if m, ok := rollout.MemoryOf(&servers.Spec.Template.Spec); replicasOf(servers) != ap.Replicas || !ok || m.MB != ap.MaxMemoryMB {
 		return "the size chosen last is not deployed yet", nil
 	}
-	if c := memcachedCondition(*st, cachev1.ConditionResizing); c.Status == metav1.ConditionTrue {
+	if c := memcachedstatus.Condition(*st, cachev1.ConditionResizing); c.Status == metav1.ConditionTrue {
 		return "the servers are resized", nil
 	}
-	if c := memcachedCondition(*st, cachev1.ConditionProgressing); c.Status == metav1.ConditionTrue {
+	if c := memcachedstatus.Condition(*st, cachev1.ConditionProgressing); c.Status == metav1.ConditionTrue {
 		return "the servers roll out", nil
 	}
-	if c := memcachedCondition(*st, cachev1.ConditionAvailable); c.Status != metav1.ConditionTrue {
+	if c := memcachedstatus.Condition(*st, cachev1.ConditionAvailable); c.Status != metav1.ConditionTrue {
 		return "not every server is available", nil
 	}
 	if st.Stats == nil || st.Stats.Pods != ap.Replicas {
@@ -378,7 +379,7 @@ func (r *MemcachedAutopilotReconciler) announce(mc *cachev1.Memcached, before, a
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, reason, "Autoscale", "%s", step.why)
 		autopilotMetrics.steps.With(withLabel(labelsOf(key), "step", step.kind)).Inc()
 	}
-	was, now := memcachedCondition(before, cachev1.ConditionScalingLimited), memcachedCondition(after, cachev1.ConditionScalingLimited)
+	was, now := memcachedstatus.Condition(before, cachev1.ConditionScalingLimited), memcachedstatus.Condition(after, cachev1.ConditionScalingLimited)
 	if now.Status == metav1.ConditionTrue && (was.Status != metav1.ConditionTrue || was.Reason != now.Reason) {
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, "ScalingLimited", "Autoscale", "%s", now.Message)
 		why := map[string]string{"QuotaExceeded": "quota", "MemoryHeld": "memory_held"}[now.Reason]
@@ -387,7 +388,7 @@ func (r *MemcachedAutopilotReconciler) announce(mc *cachev1.Memcached, before, a
 		}
 		autopilotMetrics.refused.With(withLabel(labelsOf(key), "reason", why)).Inc()
 	}
-	if a := memcachedCondition(after, cachev1.ConditionScalingActive); a.Reason == "AutoscalingOff" && memcachedCondition(before, cachev1.ConditionScalingActive).Reason != "AutoscalingOff" {
+	if a := memcachedstatus.Condition(after, cachev1.ConditionScalingActive); a.Reason == "AutoscalingOff" && memcachedstatus.Condition(before, cachev1.ConditionScalingActive).Reason != "AutoscalingOff" {
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "AutoscalingOff", "Autoscale", "%s", a.Message)
 	}
 }
@@ -397,17 +398,6 @@ func withLabel(l prometheus.Labels, name, value string) prometheus.Labels {
 	out := maps.Clone(l)
 	out[name] = value
 	return out
-}
-
-// removeMemcachedCondition removes a condition.
-func removeMemcachedCondition(st *cachev1.MemcachedStatus, typ string) {
-	out := st.Conditions[:0]
-	for _, c := range st.Conditions {
-		if c.Type != typ {
-			out = append(out, c)
-		}
-	}
-	st.Conditions = out
 }
 
 // SetupWithManager decides on every change of a Memcached's spec or status (its figures, its

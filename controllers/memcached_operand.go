@@ -41,16 +41,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/progress"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/helm/library"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/rollout"
 )
-
-// conflictRetry is how soon a reconcile whose write lost a race with another writer of the CR
-// looks again, on the object as the other writer left it.
-const conflictRetry = 100 * time.Millisecond
 
 // MemcachedOperandReconciler is the Go side of the Helm-driven Memcached API:
 //   - it moves spec fields that a chart release renamed to their new names (0.2.0:
@@ -121,19 +118,19 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, nil
 	}
 	if rv, ok := r.replaced.Load(req.NamespacedName); ok && rv == mc.ResourceVersion {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil // the cache does not show our last write yet
+		return ctrl.Result{RequeueAfter: memcachedstatus.ConflictRetry}, nil // the cache does not show our last write yet
 	}
 
 	if migrated, err := r.migrateSpec(ctx, mc); err != nil || migrated {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil // the CR changed meanwhile: look again
+			return ctrl.Result{RequeueAfter: memcachedstatus.ConflictRetry}, nil // the CR changed meanwhile: look again
 		}
 		return ctrl.Result{}, err // a migration changes the generation, which reconciles again
 	}
 
 	if err := r.moveFinalizer(ctx, mc); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			return ctrl.Result{RequeueAfter: memcachedstatus.ConflictRetry}, nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -151,7 +148,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if memcachedCondition(mc.Status, cachev1.ConditionAvailable).Type == "" {
+	if memcachedstatus.Condition(mc.Status, cachev1.ConditionAvailable).Type == "" {
 		// The first install is in flight, however long it waited for a Helm worker. Its report
 		// goes with the Helm side's status write that says it is deployed (FirstReport), or,
 		// when that one could not carry it, right after it (helmOutcomeChanged brings us back,
@@ -189,7 +186,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	rs, again, announce, err := r.advance(ctx, mc, servers, revision, pods)
 	if err != nil {
-		return afterStatusWriteError(err)
+		return memcachedstatus.AfterWriteError(err)
 	}
 	if rs != nil && rs.Change == nil && len(rs.Servers) == 0 {
 		rs = nil // nothing to say: no write for it
@@ -198,7 +195,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		requeue = again
 	}
 	st := operandStatus(mc, servers, revision, retiring, pods, rs)
-	if c := memcachedCondition(*st, cachev1.ConditionProgressing); c.Reason == cachev1.ReasonPodsFailing && memcachedCondition(mc.Status, cachev1.ConditionProgressing).Reason != cachev1.ReasonPodsFailing {
+	if c := memcachedstatus.Condition(*st, cachev1.ConditionProgressing); c.Reason == cachev1.ReasonPodsFailing && memcachedstatus.Condition(mc.Status, cachev1.ConditionProgressing).Reason != cachev1.ReasonPodsFailing {
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, cachev1.ReasonPodsFailing, "ObserveOperand", "%s", c.Message)
 	}
 	if equality.Semantic.DeepEqual(*st, mc.Status) {
@@ -215,9 +212,9 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	// On the version read: BeforeUpgrade records a change there too, and neither may overwrite
 	// what the other wrote meanwhile.
 	before := mc.ResourceVersion
-	written, err := operandWriter.writeOn(ctx, r.Client, mc, st, before)
+	written, err := memcachedstatus.OperandWriter.WriteOn(ctx, r.Client, mc, st, before)
 	if err != nil {
-		return afterStatusWriteError(err)
+		return memcachedstatus.AfterWriteError(err)
 	}
 	mc.Status = *st
 	if written != before { // (a write that changed nothing made no new version to wait for)
@@ -287,7 +284,7 @@ func progressOnly(live, st cachev1.MemcachedStatus) bool {
 		if c.Type != cachev1.ConditionAvailable && c.Type != cachev1.ConditionProgressing {
 			continue
 		}
-		if was := memcachedCondition(live, c.Type); was.Status == c.Status && was.Reason == c.Reason && c.Reason != cachev1.ReasonPodsFailing {
+		if was := memcachedstatus.Condition(live, c.Type); was.Status == c.Status && was.Reason == c.Reason && c.Reason != cachev1.ReasonPodsFailing {
 			c.Message = was.Message
 		}
 	}

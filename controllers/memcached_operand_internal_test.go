@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 )
 
@@ -101,7 +102,7 @@ func TestProgressOnly(t *testing.T) {
 	oneReady := observe(made, 1, 2, 2, 1, 1)
 	failing := func(live cachev1.MemcachedStatus, trouble string) cachev1.MemcachedStatus {
 		st := *live.DeepCopy()
-		setMemcachedCondition(&st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonPodsFailing, trouble)
+		memcachedstatus.SetCondition(&st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonPodsFailing, trouble)
 		return st
 	}
 	// A new StatefulSet's first step, the generation seen before any pod is made, is no change
@@ -111,8 +112,8 @@ func TestProgressOnly(t *testing.T) {
 	}
 	// With pods up, a change not seen yet is not reported as their progress.
 	upgrading := observe(oneReady, 0, 2, 2, 2, 2)
-	if !strings.Contains(memcachedCondition(upgrading, cachev1.ConditionProgressing).Message, "not seen yet") {
-		t.Errorf("a change not seen yet with pods up is reported as %q", memcachedCondition(upgrading, cachev1.ConditionProgressing).Message)
+	if !strings.Contains(memcachedstatus.Condition(upgrading, cachev1.ConditionProgressing).Message, "not seen yet") {
+		t.Errorf("a change not seen yet with pods up is reported as %q", memcachedstatus.Condition(upgrading, cachev1.ConditionProgressing).Message)
 	}
 	pulling := failing(made, "pod p: ErrImagePull")
 	for _, tc := range []struct {
@@ -219,11 +220,11 @@ func TestStatusTexts(t *testing.T) {
 			Containers: []corev1.Container{{Name: "memcached", Image: "docker.io/library/memcached:1.6.39"}}}}},
 		Status: appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}}
 	observeOperand(st, one, 1, "")
-	if got := memcachedCondition(*st, cachev1.ConditionProgressing).Message; got != "memcached 1.6.39 runs on 1 server; 1 pod of the earlier release leaves the Service and stops" {
+	if got := memcachedstatus.Condition(*st, cachev1.ConditionProgressing).Message; got != "memcached 1.6.39 runs on 1 server; 1 pod of the earlier release leaves the Service and stops" {
 		t.Errorf("Progressing says %q", got)
 	}
 	observeOperand(st, one, 0, "")
-	if got := memcachedCondition(*st, cachev1.ConditionProgressing).Message; got != "1 server runs memcached 1.6.39" {
+	if got := memcachedstatus.Condition(*st, cachev1.ConditionProgressing).Message; got != "1 server runs memcached 1.6.39" {
 		t.Errorf("Progressing says %q", got)
 	}
 }

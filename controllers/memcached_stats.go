@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/memcache"
@@ -111,13 +112,13 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	var reads []podRead
 	if len(pods) == 0 {
 		r.forget(req.NamespacedName)
-		if st.Stats == nil && memcachedCondition(*st, cachev1.ConditionMemoryPressure).Type == "" {
+		if st.Stats == nil && memcachedstatus.Condition(*st, cachev1.ConditionMemoryPressure).Type == "" {
 			return ctrl.Result{}, nil // never read: nothing to take back (a new CR writes nothing here)
 		}
 		st.Stats = nil
 		msg := "no memcached pod is ready to be read"
-		setMemcachedCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionUnknown, "NoReadyPods", msg)
-		setMemcachedCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionUnknown, "NoReadyPods", msg)
+		memcachedstatus.SetCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionUnknown, "NoReadyPods", msg)
+		memcachedstatus.SetCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionUnknown, "NoReadyPods", msg)
 	} else {
 		// Asked beside the workers; the answer brings this cache back (or the next look, when
 		// another of the namespace's caches is asked now).
@@ -137,8 +138,8 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 	}
 	if was := mc.Status; !equality.Semantic.DeepEqual(*st, was) {
-		if err := statsWriter.write(ctx, r.Client, mc, st); err != nil {
-			return afterStatusWriteError(err)
+		if err := memcachedstatus.StatsWriter.Write(ctx, r.Client, mc, st); err != nil {
+			return memcachedstatus.AfterWriteError(err)
 		}
 		mc.Status = *st
 		r.announce(mc, was, *st)
@@ -156,7 +157,7 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 func (r *MemcachedStatsReconciler) next(key types.NamespacedName, st *cachev1.MemcachedStatus) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if memcachedCondition(*st, cachev1.ConditionServersResponsive).Status != metav1.ConditionFalse {
+	if memcachedstatus.Condition(*st, cachev1.ConditionServersResponsive).Status != metav1.ConditionFalse {
 		delete(r.unresponsive, key)
 		return r.Interval
 	}
@@ -185,13 +186,13 @@ func observeResponsive(st *cachev1.MemcachedStatus, reads []podRead) {
 		}
 	}
 	if len(silent) == 0 {
-		if memcachedCondition(*st, cachev1.ConditionServersResponsive).Type != "" {
-			setMemcachedCondition(st, cachev1.ConditionServersResponsive, metav1.ConditionTrue, "ServersAnswer",
+		if memcachedstatus.Condition(*st, cachev1.ConditionServersResponsive).Type != "" {
+			memcachedstatus.SetCondition(st, cachev1.ConditionServersResponsive, metav1.ConditionTrue, "ServersAnswer",
 				fmt.Sprintf("every ready server answered within %s", cacheTimeout))
 		}
 		return
 	}
-	setMemcachedCondition(st, cachev1.ConditionServersResponsive, metav1.ConditionFalse, cachev1.ReasonServersUnresponsive,
+	memcachedstatus.SetCondition(st, cachev1.ConditionServersResponsive, metav1.ConditionFalse, cachev1.ReasonServersUnresponsive,
 		fmt.Sprintf("%s did not answer as memcached within %s (%s; %v): the operator reads this cache less often while they do not",
 			texts.CountOf(len(silent), len(reads), "ready server", "ready servers"), cacheTimeout, strings.Join(silent, ", "), first))
 }
@@ -266,11 +267,11 @@ func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1
 	if sum.stats == nil {
 		st.Stats = nil // figures nobody could read are not current
 		msg := fmt.Sprintf("no pod answered: %v", sum.firstErr)
-		setMemcachedCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionUnknown, "StatsUnreadable", msg)
+		memcachedstatus.SetCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionUnknown, "StatsUnreadable", msg)
 		if sum.saturatedPods == 0 {
-			setMemcachedCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionUnknown, "StatsUnreadable", msg)
+			memcachedstatus.SetCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionUnknown, "StatsUnreadable", msg)
 		} else {
-			setMemcachedCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionTrue, "NearMaxConnections",
+			memcachedstatus.SetCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionTrue, "NearMaxConnections",
 				fmt.Sprintf("%s refused connections at their maxConnections: raise memcached.maxConnections or replicaCount", texts.CountOf(sum.saturatedPods, len(reads), "pod", "pods")))
 		}
 		return
@@ -282,24 +283,24 @@ func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1
 		if autopilot {
 			todo = "the autopilot grows it within spec.autoscaling (see ScalingActive)"
 		}
-		setMemcachedCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionTrue, "Evicting",
+		memcachedstatus.SetCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionTrue, "Evicting",
 			fmt.Sprintf("%s items/s evicted on %s: the cache is smaller than what its clients store; %s",
 				texts.PerSecond(sum.stats.EvictionsPerSecond.AsApproximateFloat64()), texts.CountOf(sum.evictingPods, int(sum.stats.Pods), "pod", "pods"), todo))
 	case sum.measured:
-		setMemcachedCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionFalse, "NoEvictions",
+		memcachedstatus.SetCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionFalse, "NoEvictions",
 			fmt.Sprintf("no evictions; the fullest pod uses %d%% of its item memory", sum.stats.MemoryUsedPercent))
-	case memcachedCondition(*st, cachev1.ConditionMemoryPressure).Status != metav1.ConditionTrue &&
-		memcachedCondition(*st, cachev1.ConditionMemoryPressure).Status != metav1.ConditionFalse:
+	case memcachedstatus.Condition(*st, cachev1.ConditionMemoryPressure).Status != metav1.ConditionTrue &&
+		memcachedstatus.Condition(*st, cachev1.ConditionMemoryPressure).Status != metav1.ConditionFalse:
 		// Evictions are a difference of two reads: the first read cannot tell.
-		setMemcachedCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionUnknown, "Measuring",
+		memcachedstatus.SetCondition(st, cachev1.ConditionMemoryPressure, metav1.ConditionUnknown, "Measuring",
 			"evictions are measured between two reads of the pods' stats")
 	}
 	if sum.saturatedPods > 0 {
-		setMemcachedCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionTrue, "NearMaxConnections",
+		memcachedstatus.SetCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionTrue, "NearMaxConnections",
 			fmt.Sprintf("%s %s %d%% or more of their maxConnections open or refused connections at it: raise memcached.maxConnections or replicaCount",
 				texts.CountOf(sum.saturatedPods, len(reads), "pod", "pods"), texts.PluralVerb(sum.saturatedPods, "has", "have"), saturatedPercent))
 	} else {
-		setMemcachedCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionFalse, "BelowMaxConnections",
+		memcachedstatus.SetCondition(st, cachev1.ConditionConnectionsSaturated, metav1.ConditionFalse, "BelowMaxConnections",
 			fmt.Sprintf("%s open", texts.CountOf(sum.stats.Connections, sum.stats.MaxConnections, "connection", "connections")))
 	}
 }
@@ -307,7 +308,7 @@ func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1
 // announce records an Event for each stats condition that changes status.
 func (r *MemcachedStatsReconciler) announce(mc *cachev1.Memcached, before, after cachev1.MemcachedStatus) {
 	for _, typ := range []string{cachev1.ConditionMemoryPressure, cachev1.ConditionConnectionsSaturated} {
-		was, now := memcachedCondition(before, typ), memcachedCondition(after, typ)
+		was, now := memcachedstatus.Condition(before, typ), memcachedstatus.Condition(after, typ)
 		switch {
 		case now.Status == was.Status:
 		case now.Status == metav1.ConditionTrue:
@@ -316,7 +317,7 @@ func (r *MemcachedStatsReconciler) announce(mc *cachev1.Memcached, before, after
 			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, typ+"Relieved", "ObserveStats", "%s", now.Message)
 		}
 	}
-	if was, now := memcachedCondition(before, cachev1.ConditionServersResponsive), memcachedCondition(after, cachev1.ConditionServersResponsive); now.Status != was.Status {
+	if was, now := memcachedstatus.Condition(before, cachev1.ConditionServersResponsive), memcachedstatus.Condition(after, cachev1.ConditionServersResponsive); now.Status != was.Status {
 		switch now.Status {
 		case metav1.ConditionFalse:
 			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, cachev1.ReasonServersUnresponsive, "ObserveStats", "%s", now.Message)

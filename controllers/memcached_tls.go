@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/certs"
 	"github.com/example/memcached-operator/internal/memcache"
@@ -76,8 +77,6 @@ const (
 	conflictLookAgain = time.Minute
 	// silentRetry is how soon servers that did not complete a handshake are asked again.
 	silentRetry = 30 * time.Second
-
-	tlsFieldOwner = "memcached-tls-controller"
 )
 
 // MemcachedTLSReconciler makes, renews and removes the certificates of the caches that serve TLS,
@@ -126,7 +125,7 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		refusal, lookAgain = unusable.reason, r.certificateSecretCheck()
 	}
 	if refusal != "" {
-		if c := memcachedCondition(mc.Status, cachev1.ConditionCertificatesReady); c.Reason != refusal {
+		if c := memcachedstatus.Condition(mc.Status, cachev1.ConditionCertificatesReady); c.Reason != refusal {
 			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, refusal, "IssueCertificates", "%v", err)
 		}
 		return ctrl.Result{RequeueAfter: lookAgain}, r.setStatus(ctx, mc, &cachev1.HelmCondition{
@@ -189,7 +188,7 @@ func (r *MemcachedTLSReconciler) turnOff(ctx context.Context, mc *cachev1.Memcac
 		}
 	}
 	if len(still) > 0 {
-		if memcachedCondition(mc.Status, cachev1.ConditionCertificatesReady).Type == "" {
+		if memcachedstatus.Condition(mc.Status, cachev1.ConditionCertificatesReady).Type == "" {
 			return ctrl.Result{}, nil // never on, or its removal was written: nothing to say
 		}
 		cond := &cachev1.HelmCondition{Type: cachev1.ConditionCertificatesReady, Status: metav1.ConditionFalse, Reason: "TurningOff",
@@ -309,7 +308,7 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 
 // setStatus writes the CertificatesReady condition and status.tls, as their only writer.
 func (r *MemcachedTLSReconciler) setStatus(ctx context.Context, mc *cachev1.Memcached, cond *cachev1.HelmCondition, tlsStatus *cachev1.TLSStatus) error {
-	was := memcachedCondition(mc.Status, cachev1.ConditionCertificatesReady)
+	was := memcachedstatus.Condition(mc.Status, cachev1.ConditionCertificatesReady)
 	if was.Type != "" && was.Status == cond.Status && was.Reason == cond.Reason && was.Message == cond.Message &&
 		equality.Semantic.DeepEqual(mc.Status.TLS, tlsStatus) {
 		return nil
@@ -319,7 +318,7 @@ func (r *MemcachedTLSReconciler) setStatus(ctx context.Context, mc *cachev1.Memc
 		cond.LastTransitionTime = was.LastTransitionTime
 	}
 	// A CR deleted meanwhile has no status left to write.
-	if err := tlsWriter.write(ctx, r.Client, mc, &cachev1.MemcachedStatus{Conditions: []cachev1.HelmCondition{*cond}, TLS: tlsStatus}); client.IgnoreNotFound(err) != nil {
+	if err := memcachedstatus.TLSWriter.Write(ctx, r.Client, mc, &cachev1.MemcachedStatus{Conditions: []cachev1.HelmCondition{*cond}, TLS: tlsStatus}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("write the %s condition: %w", cachev1.ConditionCertificatesReady, err)
 	}
 	return nil
@@ -327,10 +326,10 @@ func (r *MemcachedTLSReconciler) setStatus(ctx context.Context, mc *cachev1.Memc
 
 // removeStatus takes the CertificatesReady condition and status.tls out of status.
 func (r *MemcachedTLSReconciler) removeStatus(ctx context.Context, mc *cachev1.Memcached) error {
-	if memcachedCondition(mc.Status, cachev1.ConditionCertificatesReady).Type == "" && mc.Status.TLS == nil {
+	if memcachedstatus.Condition(mc.Status, cachev1.ConditionCertificatesReady).Type == "" && mc.Status.TLS == nil {
 		return nil
 	}
-	if err := tlsWriter.write(ctx, r.Client, mc, &cachev1.MemcachedStatus{}); client.IgnoreNotFound(err) != nil {
+	if err := memcachedstatus.TLSWriter.Write(ctx, r.Client, mc, &cachev1.MemcachedStatus{}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("remove what status says of TLS: %w", err)
 	}
 	return nil

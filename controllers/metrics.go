@@ -28,6 +28,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/internal/helm/library"
 )
 
@@ -161,11 +162,11 @@ func (c releaseStates) Collect(ch chan<- prometheus.Metric) {
 // releaseState is the state memcached_operator_releases counts a Memcached in.
 func releaseState(st cachev1.MemcachedStatus) string {
 	switch {
-	case memcachedCondition(st, library.ConditionReleaseFailed).Status == metav1.ConditionTrue:
+	case memcachedstatus.Condition(st, library.ConditionReleaseFailed).Status == metav1.ConditionTrue:
 		return ReleaseFailed
-	case memcachedCondition(st, library.ConditionIrreconcilable).Status == metav1.ConditionTrue:
+	case memcachedstatus.Condition(st, library.ConditionIrreconcilable).Status == metav1.ConditionTrue:
 		return ReleaseIrreconcilable
-	case memcachedCondition(st, library.ConditionDeployed).Status == metav1.ConditionTrue:
+	case memcachedstatus.Condition(st, library.ConditionDeployed).Status == metav1.ConditionTrue:
 		return ReleaseDeployed
 	}
 	return ReleasePending

@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/progress"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/helm/library"
@@ -55,9 +56,9 @@ func operandStatus(mc *cachev1.Memcached, servers *appsv1.StatefulSet, revision 
 func observeOperand(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, retiring int, trouble string) {
 	if servers == nil {
 		st.Replicas, st.UpdatedReplicas, st.ReadyReplicas = 0, 0, 0
-		setMemcachedCondition(st, cachev1.ConditionAvailable, metav1.ConditionFalse, "ServersMissing",
+		memcachedstatus.SetCondition(st, cachev1.ConditionAvailable, metav1.ConditionFalse, "ServersMissing",
 			"the release's StatefulSet does not exist (not installed yet)")
-		setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, "ServersMissing",
+		memcachedstatus.SetCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, "ServersMissing",
 			"waiting for the release's StatefulSet")
 		return
 	}
@@ -70,22 +71,22 @@ func observeOperand(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, re
 
 	availableMsg := texts.AvailableText(ro.Available, ro.Want, "server", "servers")
 	if ro.AllAvailable() {
-		setMemcachedCondition(st, cachev1.ConditionAvailable, metav1.ConditionTrue, "PodsAvailable", availableMsg)
+		memcachedstatus.SetCondition(st, cachev1.ConditionAvailable, metav1.ConditionTrue, "PodsAvailable", availableMsg)
 	} else {
-		setMemcachedCondition(st, cachev1.ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable", availableMsg)
+		memcachedstatus.SetCondition(st, cachev1.ConditionAvailable, metav1.ConditionFalse, "PodsUnavailable", availableMsg)
 	}
 	switch {
 	case trouble != "" && !ro.Complete():
-		setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonPodsFailing, trouble)
+		memcachedstatus.SetCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonPodsFailing, trouble)
 	case ro.Complete() && retiring > 0:
-		setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, cachev1.ReasonRetiringPods,
+		memcachedstatus.SetCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, cachev1.ReasonRetiringPods,
 			fmt.Sprintf("memcached %s runs on %s; %s of the earlier release %s the Service and %s", target, texts.Count(ro.Want, "server", "servers"),
 				texts.Count(retiring, "pod", "pods"), texts.PluralVerb(retiring, "leaves", "leave"), texts.PluralVerb(retiring, "stops", "stop")))
 	case ro.Complete():
-		setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, "Complete",
+		memcachedstatus.SetCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, "Complete",
 			fmt.Sprintf("%s %s memcached %s", texts.Count(ro.Want, "server", "servers"), texts.PluralVerb(ro.Want, "runs", "run"), target))
 	default:
-		setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, "RollingOut",
+		memcachedstatus.SetCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, "RollingOut",
 			fmt.Sprintf("memcached %s %s", target, ro))
 	}
 }
@@ -125,45 +126,17 @@ func templateVersion(template corev1.PodTemplateSpec) string {
 	return rollout.TemplateVersion(template)
 }
 
-// memcachedCondition is the condition of type typ, or an empty one.
-func memcachedCondition(st cachev1.MemcachedStatus, typ string) cachev1.HelmCondition {
-	for _, c := range st.Conditions {
-		if c.Type == typ {
-			return c
-		}
-	}
-	return cachev1.HelmCondition{}
-}
-
-// setMemcachedCondition sets a condition, moving its lastTransitionTime only when its status changes.
-func setMemcachedCondition(st *cachev1.MemcachedStatus, typ string, status metav1.ConditionStatus, reason, msg string) {
-	for i := range st.Conditions {
-		c := &st.Conditions[i]
-		if c.Type != typ {
-			continue
-		}
-		if c.Status != status {
-			c.LastTransitionTime = metav1.Now()
-		}
-		c.Status, c.Reason, c.Message = status, reason, msg
-		return
-	}
-	st.Conditions = append(st.Conditions, cachev1.HelmCondition{
-		Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Now(),
-	})
-}
-
 // helmOutcome is what the Helm side last said of the release: library.ConditionDeployed when
 // it is deployed, ConditionReleaseFailed or ConditionIrreconcilable when it could not be, or ""
 // before the Helm side's first status write.
 func helmOutcome(st cachev1.MemcachedStatus) string {
 	for _, typ := range []string{library.ConditionIrreconcilable, library.ConditionReleaseFailed, library.ConditionDeployed} {
-		if memcachedCondition(st, typ).Status == metav1.ConditionTrue {
+		if memcachedstatus.Condition(st, typ).Status == metav1.ConditionTrue {
 			return typ
 		}
 	}
 	for _, typ := range []string{library.ConditionDeployed, library.ConditionReleaseFailed, library.ConditionIrreconcilable} {
-		if memcachedCondition(st, typ).Type != "" {
+		if memcachedstatus.Condition(st, typ).Type != "" {
 			return library.ConditionReleaseFailed // said, but not deployed
 		}
 	}

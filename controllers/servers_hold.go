@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/progress"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/helm"
@@ -240,7 +241,7 @@ func (r *MemcachedOperandReconciler) writeRollout(ctx context.Context, mc *cache
 	st := mc.Status.DeepCopy()
 	st.Rollout = rs
 	before := mc.ResourceVersion
-	rv, err := operandWriter.writeOn(ctx, r.Client, mc, st, before)
+	rv, err := memcachedstatus.OperandWriter.WriteOn(ctx, r.Client, mc, st, before)
 	if err != nil {
 		return err
 	}

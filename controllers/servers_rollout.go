@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/rollout"
@@ -86,7 +87,7 @@ func (r *MemcachedOperandReconciler) advance(ctx context.Context, mc *cachev1.Me
 		return mc.Status.Rollout, 0, announce, nil
 	}
 	if adopted, err := r.adoptRecord(ctx, mc, servers); err != nil || adopted {
-		return mc.Status.Rollout, conflictRetry, announce, err
+		return mc.Status.Rollout, memcachedstatus.ConflictRetry, announce, err
 	}
 	rs := mc.Status.Rollout.DeepCopy()
 	if rs == nil {

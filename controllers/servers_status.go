@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/progress"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/labels"
@@ -53,9 +54,9 @@ func observeRollout(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, no
 	if c != nil {
 		observeChange(st, servers, c, now)
 	}
-	if (c == nil || c.Memory == nil) && memcachedCondition(*st, cachev1.ConditionResizing).Status == metav1.ConditionTrue {
+	if (c == nil || c.Memory == nil) && memcachedstatus.Condition(*st, cachev1.ConditionResizing).Status == metav1.ConditionTrue {
 		// A memory change that was dropped (its upgrade failed) or taken back by a second change.
-		setMemcachedCondition(st, cachev1.ConditionResizing, metav1.ConditionFalse, cachev1.ReasonNotResizing, "no change of the servers' memory is in flight")
+		memcachedstatus.SetCondition(st, cachev1.ConditionResizing, metav1.ConditionFalse, cachev1.ReasonNotResizing, "no change of the servers' memory is in flight")
 	}
 	// A server that started empty after the last change (or mid-way through one) says so last.
 	var since *metav1.Time
@@ -72,10 +73,10 @@ func observeRollout(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, no
 	e, r := latestEmpty(st.Rollout.Servers, since), latestRestored(st.Rollout.Servers, since)
 	switch {
 	case r != nil && (e == nil || e.StartedEmpty.Time.Before(&r.Restored.Time)):
-		setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionTrue, cachev1.CacheRestored,
+		memcachedstatus.SetCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionTrue, cachev1.CacheRestored,
 			fmt.Sprintf("%s (at %s)", restoredMessage(r.Name, r.Restored), timeOf(&r.Restored.Time)))
 	case e != nil:
-		setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
+		memcachedstatus.SetCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
 			fmt.Sprintf("server %s started empty at %s: %s", e.Name, timeOf(&e.StartedEmpty.Time), e.StartedEmpty.Message))
 	}
 }
@@ -140,9 +141,9 @@ func observeChange(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, c *
 			resizing := fmt.Sprintf("%s in place, without a restart: %s resized", rollout.MemoryWhat(c.Memory), texts.CountOf(done, held, "server", "servers"))
 			if c.Phase == cachev1.RolloutBlocked {
 				resizing = fmt.Sprintf("%s waits, the servers kept as they are (a rollout would be refused its new pods alike): %s", rollout.MemoryWhat(c.Memory), c.Message)
-				setMemcachedCondition(st, cachev1.ConditionResizing, metav1.ConditionTrue, cachev1.ReasonResizeBlocked, resizing)
+				memcachedstatus.SetCondition(st, cachev1.ConditionResizing, metav1.ConditionTrue, cachev1.ReasonResizeBlocked, resizing)
 			} else {
-				setMemcachedCondition(st, cachev1.ConditionResizing, metav1.ConditionTrue, cachev1.ReasonResizingInPlace, resizing)
+				memcachedstatus.SetCondition(st, cachev1.ConditionResizing, metav1.ConditionTrue, cachev1.ReasonResizingInPlace, resizing)
 			}
 			if c.Way != cachev1.WayWarmRestart {
 				how = resizing
@@ -154,53 +155,53 @@ func observeChange(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, c *
 		}
 		switch {
 		case c.Phase == cachev1.RolloutBlocked && c.Memory != nil:
-			setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonResizeBlocked, memcachedCondition(*st, cachev1.ConditionResizing).Message)
+			memcachedstatus.SetCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonResizeBlocked, memcachedstatus.Condition(*st, cachev1.ConditionResizing).Message)
 		case c.Phase == cachev1.RolloutBlocked:
-			setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonResizeBlocked, fmt.Sprintf("%s waits, the servers kept as they are: %s", c.What, c.Message))
+			memcachedstatus.SetCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonResizeBlocked, fmt.Sprintf("%s waits, the servers kept as they are: %s", c.What, c.Message))
 		case now.Sub(last) > stallAfter && c.Message != "":
-			setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonServersStalled,
+			memcachedstatus.SetCondition(st, cachev1.ConditionProgressing, metav1.ConditionFalse, cachev1.ReasonServersStalled,
 				fmt.Sprintf("%s; no server done since %s: %s", how, timeOf(&metav1.Time{Time: last}), c.Message))
 		case c.Memory != nil && c.Way != cachev1.WayWarmRestart:
-			setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, cachev1.ReasonResizingInPlace, how)
+			memcachedstatus.SetCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, cachev1.ReasonResizingInPlace, how)
 		default:
-			setMemcachedCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, c.Way, how)
+			memcachedstatus.SetCondition(st, cachev1.ConditionProgressing, metav1.ConditionTrue, c.Way, how)
 		}
 		if empties != "" {
-			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty, how+"; "+empties)
+			memcachedstatus.SetCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty, how+"; "+empties)
 		} else {
-			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionTrue, c.Way, how)
+			memcachedstatus.SetCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionTrue, c.Way, how)
 		}
 	case cachev1.RolloutComplete:
 		if c.Memory != nil {
-			setMemcachedCondition(st, cachev1.ConditionResizing, metav1.ConditionFalse, cachev1.ReasonResizedInPlace,
+			memcachedstatus.SetCondition(st, cachev1.ConditionResizing, metav1.ConditionFalse, cachev1.ReasonResizedInPlace,
 				fmt.Sprintf("%s: made in place at %s, no server restarted", rollout.MemoryWhat(c.Memory), timeOf(c.CompletionTime)))
 		}
 		switch {
 		case empties != "":
-			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
+			memcachedstatus.SetCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
 				fmt.Sprintf("%s: the servers changed in their pods by %s, %d with their items; %s", c.What, timeOf(c.CompletionTime), held-emptyCount(st.Rollout.Servers, c), empties))
 		case c.Way == cachev1.WayWarmRestart:
-			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionTrue, cachev1.WayWarmRestart,
+			memcachedstatus.SetCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionTrue, cachev1.WayWarmRestart,
 				fmt.Sprintf("%s: every server restarted in its pod with its items, one at a time, by %s", c.What, timeOf(c.CompletionTime)))
 		default:
-			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionTrue, cachev1.WayInPlace,
+			memcachedstatus.SetCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionTrue, cachev1.WayInPlace,
 				fmt.Sprintf("%s: made in place at %s, no server restarted", c.What, timeOf(c.CompletionTime)))
 		}
 	case cachev1.RolloutRolledOut:
 		rolledOut := progress.OfStatefulSet(servers).Complete()
 		if rolledOut {
-			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
+			memcachedstatus.SetCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
 				fmt.Sprintf("%s: rolled out one server at a time, each started empty, because %s", c.What, c.Message))
 		} else {
-			setMemcachedCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
+			memcachedstatus.SetCondition(st, cachev1.ConditionCacheWarm, metav1.ConditionFalse, cachev1.WayStartedEmpty,
 				fmt.Sprintf("%s: rolling out one server at a time, each starts empty, because %s", c.What, c.Message))
 		}
 		if c.Memory != nil {
 			if rolledOut {
-				setMemcachedCondition(st, cachev1.ConditionResizing, metav1.ConditionFalse, cachev1.ReasonRolledOut,
+				memcachedstatus.SetCondition(st, cachev1.ConditionResizing, metav1.ConditionFalse, cachev1.ReasonRolledOut,
 					fmt.Sprintf("%s: rolled out one server at a time, each started empty, because %s", rollout.MemoryWhat(c.Memory), c.Message))
 			} else {
-				setMemcachedCondition(st, cachev1.ConditionResizing, metav1.ConditionTrue, cachev1.ReasonRollingOut,
+				memcachedstatus.SetCondition(st, cachev1.ConditionResizing, metav1.ConditionTrue, cachev1.ReasonRollingOut,
 					fmt.Sprintf("%s: rolling out one server at a time, each starts empty, because %s", rollout.MemoryWhat(c.Memory), c.Message))
 			}
 		}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/internal/rollout"
 )
 
@@ -150,7 +151,7 @@ func TestObserveRollout(t *testing.T) {
 				typ  string
 				want *want
 			}{{cachev1.ConditionProgressing, tc.progressing}, {cachev1.ConditionCacheWarm, tc.cacheWarm}, {cachev1.ConditionResizing, tc.resizing}} {
-				got := memcachedCondition(*st, c.typ)
+				got := memcachedstatus.Condition(*st, c.typ)
 				if c.want == nil {
 					if got.Type != "" {
 						t.Errorf("%s = %s/%s %q, want none", c.typ, got.Status, got.Reason, got.Message)

@@ -14,7 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+// Package memcachedstatus is how the Go side writes a Memcached's status: a writer per
+// controller that owns its part (conditions and fields) and writes only that, by server-side
+// apply, and the helpers that read and set one condition.
+package memcachedstatus
 
 import (
 	"bytes"
@@ -23,6 +26,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,56 +37,61 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 )
 
-// statusOwner is one of the Go side's writers of a Memcached's status: the conditions and fields
+// Writer is one of the Go side's writers of a Memcached's status: the conditions and fields
 // it alone writes (docs/development.md, "Who writes a Memcached's status"). It writes them by
 // server-side apply as a field manager of its own: a write carries only its part, so it can
 // overwrite no other writer's, whatever that writer did between its read and this write.
-type statusOwner struct {
+type Writer struct {
 	manager    string
 	conditions []string
 	// fields are the JSON names of its fields of status, a nested one by its dotted path.
 	fields []string
 }
 
+// The writers, one per controller; each writes as a field manager of its own.
 var (
-	operandWriter = statusOwner{manager: "memcached-operand",
+	OperandWriter = Writer{manager: "memcached-operand",
 		conditions: []string{cachev1.ConditionAvailable, cachev1.ConditionProgressing, cachev1.ConditionResizing, cachev1.ConditionCacheWarm},
 		fields:     []string{"replicas", "readyReplicas", "updatedReplicas", "servers", "readyServers", "serversConfigMap", "version", "deployedRelease.revision", "rollout"}}
-	statsWriter = statusOwner{manager: "memcached-stats",
+	StatsWriter = Writer{manager: "memcached-stats",
 		conditions: []string{cachev1.ConditionMemoryPressure, cachev1.ConditionConnectionsSaturated, cachev1.ConditionServersResponsive},
 		fields:     []string{"stats"}}
-	autopilotWriter = statusOwner{manager: "memcached-autopilot",
+	AutopilotWriter = Writer{manager: "memcached-autopilot",
 		conditions: []string{cachev1.ConditionScalingActive, cachev1.ConditionScalingLimited},
 		fields:     []string{"autopilot"}}
-	tlsWriter = statusOwner{manager: tlsFieldOwner,
+	TLSWriter = Writer{manager: "memcached-tls-controller",
 		conditions: []string{cachev1.ConditionCertificatesReady},
 		fields:     []string{"tls"}}
 )
 
-// afterStatusWriteError is what a reconcile returns when its write of status failed with err. A
+// ConflictRetry is how soon a reconcile whose write lost a race with another writer of the CR
+// looks again, on the object as the other writer left it.
+const ConflictRetry = 100 * time.Millisecond
+
+// AfterWriteError is what a reconcile returns when its write of status failed with err. A
 // conflict means another writer of the CR came first: look again soon, on the CR as it left it.
 // A CR deleted meanwhile has nothing left to reconcile. Anything else is retried with backoff.
-func afterStatusWriteError(err error) (ctrl.Result, error) {
+func AfterWriteError(err error) (ctrl.Result, error) {
 	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		return ctrl.Result{RequeueAfter: ConflictRetry}, nil
 	}
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
-// write makes the owner's part of mc's live status what st says it is, and leaves the rest as it
+// Write makes the owner's part of mc's live status what st says it is, and leaves the rest as it
 // is live. An apply of the part, then a patch for what the part no longer has but the live
 // object still shows: a field that another manager co-owns (the full updates of releases before
 // 1.3.0 made the operator's one manager own every field) outlives an apply that leaves it out.
 // That patch is made on the applied object's resourceVersion: a conflict means someone wrote
 // meanwhile, and the caller looks again.
-func (o statusOwner) write(ctx context.Context, c client.Client, mc *cachev1.Memcached, st *cachev1.MemcachedStatus) error {
-	_, err := o.writeOn(ctx, c, mc, st, "")
+func (o Writer) Write(ctx context.Context, c client.Client, mc *cachev1.Memcached, st *cachev1.MemcachedStatus) error {
+	_, err := o.WriteOn(ctx, c, mc, st, "")
 	return err
 }
 
-// writeOn is write on the resourceVersion rv of mc ("": any): a conflict means mc changed since
+// WriteOn is Write on the resourceVersion rv of mc ("": any): a conflict means mc changed since
 // it was read at rv. It returns the resourceVersion written.
-func (o statusOwner) writeOn(ctx context.Context, c client.Client, mc *cachev1.Memcached, st *cachev1.MemcachedStatus, rv string) (string, error) {
+func (o Writer) WriteOn(ctx context.Context, c client.Client, mc *cachev1.Memcached, st *cachev1.MemcachedStatus, rv string) (string, error) {
 	want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
 	if err != nil {
 		return "", err
