@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/managercache"
 )
 
 // The autopilot's bounds and the size it chose, and how that size reaches the chart's values in
@@ -180,7 +181,7 @@ func autopilotInputs(obj *unstructured.Unstructured) (*cachev1.MemcachedSpec, *c
 			return nil, nil, fmt.Errorf("read the spec of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
-	st, err := memcachedStatusOf(obj)
+	st, err := managercache.StatusOf(obj)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}

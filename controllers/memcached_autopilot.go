@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/memcache"
@@ -427,7 +428,7 @@ func (r *MemcachedAutopilotReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-autopilot").
-		For(MemcachedObject(), builder.WithPredicates(inputs)).
+		For(managercache.MemcachedObject(), builder.WithPredicates(inputs)).
 		Watches(&corev1.ResourceQuota{}, quotaToMemcacheds).
 		// The servers' answers, which come beside the workers.
 		WatchesRawSource(source.Channel(r.talk.done, &handler.EnqueueRequestForObject{})).

@@ -25,6 +25,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/helm/library"
 )
@@ -59,7 +60,7 @@ func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w helm.Watch, cfg
 		Namespaces:        cfg.WatchNamespaces,
 		Live:              live,
 		MayRecoverPending: cfg.MayRecoverPending,
-		PartlyCached:      PartlyCachedKinds(),
+		PartlyCached:      managercache.PartlyCachedKinds(),
 		FirstReport:       firstReport,
 		Records:           cfg.Records,
 		SealNamespace:     sealNamespace(cfg.Namespace),

@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/progress"
 	"github.com/example/memcached-operator/internal/helm"
@@ -299,7 +300,7 @@ func progressOnly(live, st cachev1.MemcachedStatus) bool {
 func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstructured.Unstructured) (map[string]any, error) {
 	mc := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: cr.GetNamespace(), Name: cr.GetName(), UID: cr.GetUID()}}
 	var err error
-	if mc.Status, err = memcachedStatusOf(cr); err != nil {
+	if mc.Status, err = managercache.StatusOf(cr); err != nil {
 		return nil, fmt.Errorf("read the status of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
 	var servers *appsv1.StatefulSet
@@ -412,7 +413,7 @@ var helmOutcomeChanged = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		outcome := func(o client.Object) string {
-			if st, err := memcachedStatusOf(o); err == nil {
+			if st, err := managercache.StatusOf(o); err == nil {
 				return helmOutcome(st)
 			}
 			return ""
@@ -449,7 +450,7 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A conversation with a cache's servers ended: its answer waits for this cache's reconcile.
 		WatchesRawSource(source.Channel(r.talk.done, &handler.EnqueueRequestForObject{})).
 		// The spec, and the Helm side's outcome, which the first report waits for.
-		For(MemcachedObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, helmOutcomeChanged))).
+		For(managercache.MemcachedObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, helmOutcomeChanged))).
 		Watches(&appsv1.StatefulSet{}, toMemcached(), builder.WithPredicates(chartObjects)).
 		// A pod that cannot start changes no StatefulSet status; a server that turns ready or
 		// not changes the ready servers; a change of the servers takes its next step when the

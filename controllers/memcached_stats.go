@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/labels"
@@ -473,7 +474,7 @@ func (r *MemcachedStatsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-stats").
-		For(MemcachedObject(), builder.WithPredicates(created)).
+		For(managercache.MemcachedObject(), builder.WithPredicates(created)).
 		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, readinessChanged)).
 		// The servers' answers, which come beside the workers.
 		WatchesRawSource(source.Channel(r.talk.done, &handler.EnqueueRequestForObject{})).

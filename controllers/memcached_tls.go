@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/certs"
@@ -340,7 +341,7 @@ func (r *MemcachedTLSReconciler) removeStatus(ctx context.Context, mc *cachev1.M
 func (r *MemcachedTLSReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-tls").
-		For(MemcachedObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(managercache.MemcachedObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A server that becomes ready is asked what it serves.
 		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, readinessChanged)).
 		WatchesRawSource(source.Kind(r.Secrets, &corev1.Secret{},

@@ -49,11 +49,6 @@ import (
 	"github.com/example/memcached-operator/internal/operand"
 )
 
-const (
-	// BackupAppName is the app.kubernetes.io/name of every object a MemcachedBackup owns.
-	BackupAppName = labels.BackupName
-)
-
 // MemcachedBackupReconciler keeps a Deployment of spec.size memcached pods per MemcachedBackup and
 // reports the pods in status.
 type MemcachedBackupReconciler struct {
@@ -232,7 +227,7 @@ func setCondition(st *cachev1.MemcachedBackupStatus, backup *cachev1.MemcachedBa
 }
 
 func selectorLabels(backup *cachev1.MemcachedBackup) map[string]string {
-	return map[string]string{labels.Name: BackupAppName, labels.Instance: backup.Name}
+	return map[string]string{labels.Name: labels.BackupName, labels.Instance: backup.Name}
 }
 
 // mutateDeployment sets the fields of the Deployment this controller owns, and only those: fields
@@ -306,7 +301,7 @@ func mutateMemcachedContainer(c *corev1.Container, img operand.Image, platform o
 func (r *MemcachedBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	podToBackup := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 		name := o.GetLabels()[labels.Instance]
-		if o.GetLabels()[labels.Name] != BackupAppName || name == "" {
+		if o.GetLabels()[labels.Name] != labels.BackupName || name == "" {
 			return nil
 		}
 		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}

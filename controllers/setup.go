@@ -34,9 +34,12 @@ import (
 	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/operator-framework/operator-lib/conditions"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/operand"
 	"github.com/example/memcached-operator/internal/tlsprofile"
@@ -104,7 +107,7 @@ func WatchNamespaces(list string) []string {
 // changes and status, memcached's own stats, the autopilot, TLS),
 // and the MemcachedBackup controller, whose pods use the Memcached chart's image policy.
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
-	if _, ok := mgr.GetCache().(memcachedsOnce); !ok {
+	if !managercache.HoldsMemcachedsOnce(mgr.GetCache()) {
 		return errors.New("the manager's cache must be made by controllers.NewCache (ctrl.Options.NewCache): it holds each Memcached once")
 	}
 	memcachedWatch, err := loadMemcachedWatch(cfg.WatchesFile)
@@ -268,6 +271,19 @@ func setupUpgradeable(mgr ctrl.Manager, direct client.Client) error {
 		return fmt.Errorf("set up the Upgradeable controller: %w", err)
 	}
 	return nil
+}
+
+// CacheOptions are the manager's cache options (ctrl.Options.Cache): the watched namespaces
+// (empty: all), release records as records keeps them (nil: with their data), and what the cache
+// holds of each kind (managercache.Options). Config.Records must be the same records.
+func CacheOptions(watchNamespaces []string, records *helm.Records) cache.Options {
+	return managercache.Options(watchNamespaces, records)
+}
+
+// NewCache is the manager's cache (ctrl.Options.NewCache), which holds each Memcached once:
+// Setup refuses a manager with another.
+func NewCache(config *rest.Config, opts cache.Options) (cache.Cache, error) {
+	return managercache.New(config, opts)
 }
 
 // ClientOptions make the manager's client read unstructured objects (the Helm-driven CRs) from

@@ -34,9 +34,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/progress"
 	"github.com/example/memcached-operator/internal/labels"
-	"github.com/example/memcached-operator/internal/rollout"
 )
 
 // A cache whose spec.tls.certificateSecret names a Secret serves the certificate in it, as
@@ -244,7 +244,7 @@ func (r *MemcachedTLSReconciler) removeUnmountedServerSecret(ctx context.Context
 		return err
 	}
 	for _, p := range pods {
-		if mountsSecret(&p.Spec, name) {
+		if managercache.MountsSecret(&p.Spec, name) {
 			return nil // until the rollout has replaced it: a restart mounts its volumes again
 		}
 	}
@@ -254,7 +254,7 @@ func (r *MemcachedTLSReconciler) removeUnmountedServerSecret(ctx context.Context
 	if err != nil || servers == nil {
 		return err
 	}
-	if mountsSecret(&servers.Spec.Template.Spec, name) || !progress.OfStatefulSet(servers).Complete() || servers.Status.CurrentRevision != servers.Status.UpdateRevision {
+	if managercache.MountsSecret(&servers.Spec.Template.Spec, name) || !progress.OfStatefulSet(servers).Complete() || servers.Status.CurrentRevision != servers.Status.UpdateRevision {
 		return nil
 	}
 	if err := r.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
@@ -262,47 +262,4 @@ func (r *MemcachedTLSReconciler) removeUnmountedServerSecret(ctx context.Context
 	}
 	log.FromContext(ctx).Info("TLS Secret deleted: the servers serve the certificate of spec.tls.certificateSecret", "secret", name)
 	return nil
-}
-
-// mountsSecret reports whether a pod spec has a volume of Secret name (of the cached pods, whose
-// volumes keep no more than the Secrets' names: secretVolumesOnly).
-func mountsSecret(spec *corev1.PodSpec, name string) bool {
-	for _, v := range spec.Volumes {
-		if v.Secret != nil && v.Secret.SecretName == name {
-			return true
-		}
-		if v.Projected != nil {
-			for _, s := range v.Projected.Sources {
-				if s.Secret != nil && s.Secret.Name == name {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// secretVolumesOnly are the volumes of a pod that name Secrets, with no more than those names,
-// and the volume of the copy of memcached's memory file (rollout.KeepsMemoryCopy).
-func secretVolumesOnly(volumes []corev1.Volume) []corev1.Volume {
-	var out []corev1.Volume
-	for _, v := range volumes {
-		switch {
-		case v.Name == rollout.MemoryCopyVolume && v.PersistentVolumeClaim != nil:
-			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName}}})
-		case v.Secret != nil:
-			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: v.Secret.SecretName}}})
-		case v.Projected != nil:
-			var sources []corev1.VolumeProjection
-			for _, src := range v.Projected.Sources {
-				if src.Secret != nil {
-					sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: src.Secret.LocalObjectReference}})
-				}
-			}
-			if sources != nil {
-				out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}})
-			}
-		}
-	}
-	return out
 }

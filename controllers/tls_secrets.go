@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/internal/certs"
 	"github.com/example/memcached-operator/internal/labels"
 )
@@ -82,7 +83,7 @@ func TLSSecretsCacheOptions(scheme *runtime.Scheme, watchNamespaces []string) ca
 	return cache.Options{
 		Scheme:            scheme,
 		ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: TLSSecretSelector(), Transform: TLSSecretAsKept}},
-		DefaultNamespaces: namespaceConfigs(watchNamespaces),
+		DefaultNamespaces: managercache.NamespaceConfigs(watchNamespaces),
 	}
 }
 

@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/progress"
 	"github.com/example/memcached-operator/internal/labels"
 )
@@ -196,7 +197,7 @@ func (r *UpgradeableReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("upgradeable").
 		WatchesRawSource(source.Channel(start, all)).
-		Watches(MemcachedObject(), all).
+		Watches(managercache.MemcachedObject(), all).
 		Watches(&appsv1.Deployment{}, all, builder.WithPredicates(ours)).
 		Watches(&appsv1.StatefulSet{}, all, builder.WithPredicates(ours)).
 		Complete(r)

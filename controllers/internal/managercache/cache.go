@@ -14,7 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+// Package managercache is the manager's cache: what it holds of each kind (the operator's own
+// objects whole, others' as a skeleton, pods without most of their spec) and each Memcached held
+// once, unstructured, for the Helm side and the Go side alike.
+package managercache
 
 import (
 	"context"
@@ -44,13 +47,13 @@ import (
 	"github.com/example/memcached-operator/internal/rollout"
 )
 
-// CacheOptions limits the manager's cache to the watched namespaces (empty: all),
+// Options limits the manager's cache to the watched namespaces (empty: all),
 // its Pod cache to memcached pods (of the chart and of MemcachedBackups) and its Secret cache to
 // Helm release records: the controllers read only those, and caching every Pod and Secret of the
 // cluster would cost memory. The records are kept as metadata, their decoded form in records
 // (nil: with their data); Config.Records must be the same. Objects of other kinds that are not
 // the operator's are kept as a skeleton (skeletonOfOthers).
-func CacheOptions(watchNamespaces []string, records *helm.Records) cache.Options {
+func Options(watchNamespaces []string, records *helm.Records) cache.Options {
 	opts := cache.Options{
 		DefaultTransform: skeletonOfOthers,
 		ByObject:         partlyCached(),
@@ -66,12 +69,12 @@ func CacheOptions(watchNamespaces []string, records *helm.Records) cache.Options
 		}
 		opts.ByObject[obj] = by
 	}
-	opts.DefaultNamespaces = namespaceConfigs(watchNamespaces)
+	opts.DefaultNamespaces = NamespaceConfigs(watchNamespaces)
 	return opts
 }
 
-// namespaceConfigs limits a cache to the watched namespaces; nil (no namespace named): all.
-func namespaceConfigs(watchNamespaces []string) map[string]cache.Config {
+// NamespaceConfigs limits a cache to the watched namespaces; nil (no namespace named): all.
+func NamespaceConfigs(watchNamespaces []string) map[string]cache.Config {
 	var out map[string]cache.Config
 	for _, ns := range watchNamespaces {
 		if out == nil {
@@ -82,13 +85,13 @@ func namespaceConfigs(watchNamespaces []string) map[string]cache.Config {
 	return out
 }
 
-// PartlyCachedKinds are the kinds CacheOptions caches only some objects of.
+// PartlyCachedKinds are the kinds Options caches only some objects of.
 func PartlyCachedKinds() []client.Object {
 	return slices.Collect(maps.Keys(partlyCached()))
 }
 
 func partlyCached() map[client.Object]cache.ByObject {
-	memcachedPods, err := k8slabels.NewRequirement(labels.Name, selection.In, []string{BackupAppName, labels.ChartName})
+	memcachedPods, err := k8slabels.NewRequirement(labels.Name, selection.In, []string{labels.BackupName, labels.ChartName})
 	if err != nil {
 		panic(err) // constant arguments
 	}
@@ -181,16 +184,16 @@ func operators(o client.Object) bool {
 		return true // a MemcachedBackup's Deployment, whatever someone did to its labels
 	}
 	l := o.GetLabels()
-	return l[labels.Name] == labels.ChartName || l[labels.Name] == BackupAppName || l[labels.PartOf] == labels.Operator
+	return l[labels.Name] == labels.ChartName || l[labels.Name] == labels.BackupName || l[labels.PartOf] == labels.Operator
 }
 
-// NewCache is the manager's cache (the manager's NewCache option), holding each Memcached once.
+// New is the manager's cache (the manager's NewCache option), holding each Memcached once.
 // The Helm side reads Memcacheds unstructured: its values are the spec as the user wrote it (a
 // typed round trip would rewrite quantities such as 0.5Gi and drop false fields). The Go side's
 // typed reads are answered from that copy, converted, instead of from a typed informer of their
 // own that would hold every CR a second time. A typed watch of Memcacheds is refused: watch
 // MemcachedObject().
-func NewCache(config *rest.Config, opts cache.Options) (cache.Cache, error) {
+func New(config *rest.Config, opts cache.Options) (cache.Cache, error) {
 	c, err := cache.New(config, opts)
 	if err != nil {
 		return nil, err
@@ -205,9 +208,9 @@ func MemcachedObject() *unstructured.Unstructured {
 	return u
 }
 
-// memcachedStatusOf is the status of a Memcached of a watch event (unstructured, as the cache
+// StatusOf is the status of a Memcached of a watch event (unstructured, as the cache
 // holds them), converted alone: predicates see every status write.
-func memcachedStatusOf(o client.Object) (cachev1.MemcachedStatus, error) {
+func StatusOf(o client.Object) (cachev1.MemcachedStatus, error) {
 	var st cachev1.MemcachedStatus
 	switch o := o.(type) {
 	case *cachev1.Memcached:
@@ -226,7 +229,13 @@ func memcachedStatusOf(o client.Object) (cachev1.MemcachedStatus, error) {
 // would share, so a caller changing what it read cannot change the cache.
 type memcachedsOnce struct{ cache.Cache }
 
-var errTypedMemcachedWatch = errors.New("the cache holds Memcacheds unstructured, once: watch controllers.MemcachedObject()")
+// HoldsMemcachedsOnce reports whether c was made by New.
+func HoldsMemcachedsOnce(c cache.Cache) bool {
+	_, ok := c.(memcachedsOnce)
+	return ok
+}
+
+var errTypedMemcachedWatch = errors.New("the cache holds Memcacheds unstructured, once: watch managercache.MemcachedObject()")
 
 func (c memcachedsOnce) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	mc, ok := obj.(*cachev1.Memcached)
@@ -280,4 +289,47 @@ func (c memcachedsOnce) IndexField(ctx context.Context, obj client.Object, field
 		return errTypedMemcachedWatch
 	}
 	return c.Cache.IndexField(ctx, obj, field, extract)
+}
+
+// MountsSecret reports whether a pod spec has a volume of Secret name (of the cached pods, whose
+// volumes keep no more than the Secrets' names: secretVolumesOnly).
+func MountsSecret(spec *corev1.PodSpec, name string) bool {
+	for _, v := range spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == name {
+			return true
+		}
+		if v.Projected != nil {
+			for _, s := range v.Projected.Sources {
+				if s.Secret != nil && s.Secret.Name == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// secretVolumesOnly are the volumes of a pod that name Secrets, with no more than those names,
+// and the volume of the copy of memcached's memory file (rollout.KeepsMemoryCopy).
+func secretVolumesOnly(volumes []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range volumes {
+		switch {
+		case v.Name == rollout.MemoryCopyVolume && v.PersistentVolumeClaim != nil:
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName}}})
+		case v.Secret != nil:
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: v.Secret.SecretName}}})
+		case v.Projected != nil:
+			var sources []corev1.VolumeProjection
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: src.Secret.LocalObjectReference}})
+				}
+			}
+			if sources != nil {
+				out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}})
+			}
+		}
+	}
+	return out
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package managercache
 
 import (
 	"reflect"
@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/internal/labels"
 )
 
 // The cache keeps the operator's objects whole (without managedFields) and others' as their
@@ -57,7 +58,7 @@ func TestSkeletonOfOthers(t *testing.T) {
 		whole bool
 	}{
 		{"the chart's Deployment", deployment("m-memcached", map[string]string{"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "m"}), true},
-		{"a MemcachedBackup's Deployment", deployment("b", map[string]string{"app.kubernetes.io/name": BackupAppName}), true},
+		{"a MemcachedBackup's Deployment", deployment("b", map[string]string{"app.kubernetes.io/name": labels.BackupName}), true},
 		{"a Deployment of another part of the operator", deployment("p", map[string]string{"app.kubernetes.io/part-of": "memcached-operator"}), true},
 		{"a Memcached", &cachev1.Memcached{ObjectMeta: meta("m", nil), Spec: cachev1.MemcachedSpec{ReplicaCount: ptr.To[int32](1)}}, true},
 		{"a MemcachedBackup's Deployment whose labels someone removed", func() client.Object {
@@ -125,13 +126,13 @@ func TestSkeletonOfOthers(t *testing.T) {
 // arguments and resources; the rest of its spec is its StatefulSet's template.
 func TestPodsCachedWithoutSpec(t *testing.T) {
 	var transform func(any) (any, error)
-	for obj, by := range CacheOptions(nil, nil).ByObject {
+	for obj, by := range Options(nil, nil).ByObject {
 		if _, ok := obj.(*corev1.Pod); ok {
 			transform = by.Transform
 		}
 	}
 	if transform == nil {
-		t.Fatal("CacheOptions has no transform of pods")
+		t.Fatal("Options has no transform of pods")
 	}
 	status := corev1.PodStatus{PodIP: "10.0.0.7", Phase: corev1.PodRunning,
 		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
