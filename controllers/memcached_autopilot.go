@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/autopilotsize"
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/texts"
@@ -98,13 +99,13 @@ func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.R
 	st := mc.Status.DeepCopy()
 	var step *autopilotStep
 	var recheck time.Duration
-	if !autopilotOn(&mc.Spec) {
+	if !autopilotsize.On(&mc.Spec) {
 		if st.Autopilot == nil {
 			return ctrl.Result{}, nil
 		}
 		st.Autopilot = nil
 		memcachedstatus.SetCondition(st, cachev1.ConditionScalingActive, metav1.ConditionFalse, "AutoscalingOff",
-			fmt.Sprintf("spec.autoscaling is off: the cache has replicaCount %s of %d MiB (memcached.maxMemoryMB)", texts.Count(ptr.Deref(mc.Spec.ReplicaCount, 1), "server", "servers"), specMaxMemoryMB(&mc.Spec)))
+			fmt.Sprintf("spec.autoscaling is off: the cache has replicaCount %s of %d MiB (memcached.maxMemoryMB)", texts.Count(ptr.Deref(mc.Spec.ReplicaCount, 1), "server", "servers"), autopilotsize.SpecMaxMemoryMB(&mc.Spec)))
 		memcachedstatus.RemoveCondition(st, cachev1.ConditionScalingLimited)
 	} else {
 		var err error
@@ -141,8 +142,8 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	if r.Now != nil {
 		now = r.Now()
 	}
-	b := boundsOf(&mc.Spec)
-	if b.invalid != "" {
+	b := autopilotsize.BoundsOf(&mc.Spec)
+	if b.Invalid != "" {
 		// The cache keeps the size the autopilot chose last (none: the spec's), rather than
 		// dropping to the spec's at once; it steps no more until the bounds allow a size.
 		kept := "the spec's size applies"
@@ -150,11 +151,11 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 			kept = fmt.Sprintf("the cache keeps its size (%s of %d MiB) and steps no more", texts.Count(st.Autopilot.Replicas, "server", "servers"), st.Autopilot.MaxMemoryMB)
 			st.Autopilot.EvictingSince, st.Autopilot.LowUseSince = nil, nil
 		}
-		memcachedstatus.SetCondition(st, cachev1.ConditionScalingActive, metav1.ConditionFalse, "InvalidBounds", b.invalid+": "+kept)
-		memcachedstatus.SetCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionTrue, "InvalidBounds", b.invalid)
+		memcachedstatus.SetCondition(st, cachev1.ConditionScalingActive, metav1.ConditionFalse, "InvalidBounds", b.Invalid+": "+kept)
+		memcachedstatus.SetCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionTrue, "InvalidBounds", b.Invalid)
 		return nil, 0, nil
 	}
-	replicas, mb, _ := autopilotSize(&mc.Spec, st.Autopilot)
+	replicas, mb, _ := autopilotsize.Of(&mc.Spec, st.Autopilot)
 	ap := &cachev1.AutopilotStatus{Replicas: replicas, MaxMemoryMB: mb}
 	if st.Autopilot != nil {
 		ap = st.Autopilot.DeepCopy()
@@ -174,8 +175,8 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 		evictions = stats.EvictionsPerSecond.AsApproximateFloat64()
 	}
 	t := metav1.NewTime(now)
-	evicting := stats.EvictionsPerSecond != nil && evictions >= b.evictions
-	lowUse := stats.EvictionsPerSecond != nil && evictions == 0 && stats.MemoryUsedPercent < b.belowPercent
+	evicting := stats.EvictionsPerSecond != nil && evictions >= b.Evictions
+	lowUse := stats.EvictionsPerSecond != nil && evictions == 0 && stats.MemoryUsedPercent < b.BelowPercent
 	switch {
 	case !evicting:
 		ap.EvictingSince = nil
@@ -212,12 +213,12 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	var at time.Time
 	switch {
 	case evicting:
-		due, at = "up", ap.EvictingSince.Add(max(b.scaleUpAfter, 2*r.StatsInterval))
+		due, at = "up", ap.EvictingSince.Add(max(b.ScaleUpAfter, 2*r.StatsInterval))
 	case lowUse:
-		due, at = "in", ap.LowUseSince.Add(max(b.scaleInAfter, 2*r.StatsInterval))
+		due, at = "in", ap.LowUseSince.Add(max(b.ScaleInAfter, 2*r.StatsInterval))
 	}
-	if ap.LastStepTime != nil && ap.LastStepTime.Add(b.coolDown).After(at) {
-		at = ap.LastStepTime.Add(b.coolDown)
+	if ap.LastStepTime != nil && ap.LastStepTime.Add(b.CoolDown).After(at) {
+		at = ap.LastStepTime.Add(b.CoolDown)
 	}
 	switch {
 	case due == "":
@@ -238,7 +239,7 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	}
 	if step == nil && limited == nil {
 		memcachedstatus.SetCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "AtMinimum",
-			fmt.Sprintf("%s: the cache is at its least size (minReplicas %d, memcached.maxMemoryMB %d)", figures, b.minReplicas, b.floorMB))
+			fmt.Sprintf("%s: the cache is at its least size (minReplicas %d, memcached.maxMemoryMB %d)", figures, b.MinReplicas, b.FloorMB))
 		memcachedstatus.SetCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "no step is due")
 		return nil, 0, nil
 	}
@@ -254,7 +255,7 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 	ap.EvictingSince, ap.LowUseSince = nil, nil // the next step waits for figures of the new size
 	memcachedstatus.SetCondition(st, cachev1.ConditionScalingActive, metav1.ConditionTrue, "Stepped", step.why)
 	memcachedstatus.SetCondition(st, cachev1.ConditionScalingLimited, metav1.ConditionFalse, "WithinBounds", "the step was within the bounds and the quota")
-	return step, b.coolDown, nil
+	return step, b.CoolDown, nil
 }
 
 // busyWith says what work in flight a step must wait for: the size chosen last not deployed yet
@@ -291,34 +292,34 @@ type limit struct {
 }
 
 // nextStep is the step due in direction ("up" or "in") within the bounds and the quota.
-func (r *MemcachedAutopilotReconciler) nextStep(ctx context.Context, mc *cachev1.Memcached, b autopilotBounds, ap *cachev1.AutopilotStatus, direction, figures string) (*autopilotStep, cachev1.AutopilotStatus, *limit, error) {
+func (r *MemcachedAutopilotReconciler) nextStep(ctx context.Context, mc *cachev1.Memcached, b autopilotsize.Bounds, ap *cachev1.AutopilotStatus, direction, figures string) (*autopilotStep, cachev1.AutopilotStatus, *limit, error) {
 	next := cachev1.AutopilotStatus{Replicas: ap.Replicas, MaxMemoryMB: ap.MaxMemoryMB}
 	var step autopilotStep
 	if direction == "up" {
 		switch {
-		case ap.MaxMemoryMB < b.maxMB:
-			next.MaxMemoryMB = min(b.maxMB, ap.MaxMemoryMB*2)
-			step = autopilotStep{stepGrowMemory, fmt.Sprintf("item memory per server %d → %d MiB, in place: %s for %s", ap.MaxMemoryMB, next.MaxMemoryMB, figures, b.scaleUpAfter)}
-		case ap.Replicas < b.maxReplicas:
+		case ap.MaxMemoryMB < b.MaxMB:
+			next.MaxMemoryMB = min(b.MaxMB, ap.MaxMemoryMB*2)
+			step = autopilotStep{stepGrowMemory, fmt.Sprintf("item memory per server %d → %d MiB, in place: %s for %s", ap.MaxMemoryMB, next.MaxMemoryMB, figures, b.ScaleUpAfter)}
+		case ap.Replicas < b.MaxReplicas:
 			next.Replicas++
-			step = autopilotStep{stepAddServer, fmt.Sprintf("servers %d → %d (memory is at maxMemoryMB %d): %s for %s", ap.Replicas, next.Replicas, b.maxMB, figures, b.scaleUpAfter)}
+			step = autopilotStep{stepAddServer, fmt.Sprintf("servers %d → %d (memory is at maxMemoryMB %d): %s for %s", ap.Replicas, next.Replicas, b.MaxMB, figures, b.ScaleUpAfter)}
 		default:
-			return nil, next, &limit{"AtMaximum", fmt.Sprintf("%s: the cache is at its bounds (maxReplicas %d, maxMemoryMB %d); raise them", figures, b.maxReplicas, b.maxMB), "bounds"}, nil
+			return nil, next, &limit{"AtMaximum", fmt.Sprintf("%s: the cache is at its bounds (maxReplicas %d, maxMemoryMB %d); raise them", figures, b.MaxReplicas, b.MaxMB), "bounds"}, nil
 		}
 	} else {
 		stats := mc.Status.Stats
 		switch {
-		case ap.Replicas > b.minReplicas:
+		case ap.Replicas > b.MinReplicas:
 			// The servers left must hold what all hold now, below the low-use share.
-			if used, room := stats.MemoryUsed.Value(), int64(ap.Replicas-1)*int64(ap.MaxMemoryMB)<<20*int64(b.belowPercent)/100; used >= room {
-				return nil, next, &limit{"TooFullToRemove", fmt.Sprintf("%s: %s would hold the %s in use above %d%%", figures, texts.Count(ap.Replicas-1, "server", "servers"), stats.MemoryUsed.String(), b.belowPercent), "bounds"}, nil
+			if used, room := stats.MemoryUsed.Value(), int64(ap.Replicas-1)*int64(ap.MaxMemoryMB)<<20*int64(b.BelowPercent)/100; used >= room {
+				return nil, next, &limit{"TooFullToRemove", fmt.Sprintf("%s: %s would hold the %s in use above %d%%", figures, texts.Count(ap.Replicas-1, "server", "servers"), stats.MemoryUsed.String(), b.BelowPercent), "bounds"}, nil
 			}
 			next.Replicas--
-			step = autopilotStep{stepRemoveServer, fmt.Sprintf("servers %d → %d, the highest removed: %s for %s", ap.Replicas, next.Replicas, figures, b.scaleInAfter)}
-		case ap.MaxMemoryMB > b.floorMB:
-			next.MaxMemoryMB = max(b.floorMB, ap.MaxMemoryMB/2)
-			if int64(stats.MemoryUsedPercent)*int64(ap.MaxMemoryMB) >= int64(b.belowPercent)*int64(next.MaxMemoryMB) {
-				return nil, next, &limit{"TooFullToShrink", fmt.Sprintf("%s: at %d MiB the fullest server would use %d%% or more", figures, next.MaxMemoryMB, b.belowPercent), "bounds"}, nil
+			step = autopilotStep{stepRemoveServer, fmt.Sprintf("servers %d → %d, the highest removed: %s for %s", ap.Replicas, next.Replicas, figures, b.ScaleInAfter)}
+		case ap.MaxMemoryMB > b.FloorMB:
+			next.MaxMemoryMB = max(b.FloorMB, ap.MaxMemoryMB/2)
+			if int64(stats.MemoryUsedPercent)*int64(ap.MaxMemoryMB) >= int64(b.BelowPercent)*int64(next.MaxMemoryMB) {
+				return nil, next, &limit{"TooFullToShrink", fmt.Sprintf("%s: at %d MiB the fullest server would use %d%% or more", figures, next.MaxMemoryMB, b.BelowPercent), "bounds"}, nil
 			}
 			held, err := r.heldMemory(ctx, mc)
 			if errors.Is(err, errTenantBusy) {
@@ -330,7 +331,7 @@ func (r *MemcachedAutopilotReconciler) nextStep(ctx context.Context, mc *cachev1
 			if held > uint64(next.MaxMemoryMB)<<20 {
 				return nil, next, &limit{"MemoryHeld", fmt.Sprintf("%s: a server holds %d MiB, above %d MiB, and memcached gives memory back only as its items expire or are deleted; a shrink in place waits for that", figures, held>>20, next.MaxMemoryMB), "memory_held"}, nil
 			}
-			step = autopilotStep{stepShrinkMemory, fmt.Sprintf("item memory per server %d → %d MiB, in place: %s for %s", ap.MaxMemoryMB, next.MaxMemoryMB, figures, b.scaleInAfter)}
+			step = autopilotStep{stepShrinkMemory, fmt.Sprintf("item memory per server %d → %d MiB, in place: %s for %s", ap.MaxMemoryMB, next.MaxMemoryMB, figures, b.ScaleInAfter)}
 		default:
 			return nil, next, nil, nil // at its least size: nothing to do, and nothing limits it
 		}

@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/autopilotsize"
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/texts"
@@ -130,7 +131,7 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			return ctrl.Result{RequeueAfter: tenantRetry}, nil
 		}
 		reads = answer.([]podRead)
-		r.observe(req.NamespacedName, st, reads, autopilotOn(&mc.Spec))
+		r.observe(req.NamespacedName, st, reads, autopilotsize.On(&mc.Spec))
 		observeResponsive(st, reads)
 	}
 	for _, rd := range reads {

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/autopilotsize"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/operand"
 	"github.com/example/memcached-operator/internal/tlsprofile"
@@ -42,7 +43,7 @@ import (
 //     the CR's Irreconcilable condition says why and a Warning Event UnsupportedVersion is
 //     recorded;
 //   - while spec.autoscaling is on, the size the autopilot chose (status.autopilot) takes the
-//     place of replicaCount and memcached.maxMemoryMB (withAutopilotSize);
+//     place of replicaCount and memcached.maxMemoryMB (autopilotsize.IntoValues);
 //   - a CR whose name cannot be a release's (made before admission checked names) is refused the
 //     same way; deleting it is never held up (see actionclient's Uninstall).
 //
@@ -106,7 +107,7 @@ func TranslateValues(obj *unstructured.Unstructured, defaults OperatorValues) (m
 		// Only then: a profile change rolls out the caches that serve TLS, no other.
 		vals["tlsProfile"] = memcachedTLSProfile(defaults.TLSProfile)
 	}
-	if err := withAutopilotSize(obj, vals); err != nil {
+	if err := autopilotsize.IntoValues(obj, vals); err != nil {
 		return nil, err
 	}
 	return vals, nil
@@ -167,11 +168,11 @@ func checkKeepCacheAcross(obj *unstructured.Unstructured) error {
 		}
 		return nil
 	}
-	spec, _, err := autopilotInputs(obj)
+	spec, _, err := autopilotsize.Inputs(obj)
 	if err != nil {
 		return err
 	}
-	mb := specMaxMemoryMB(spec)
+	mb := autopilotsize.SpecMaxMemoryMB(spec)
 	if mb < minWarmMemoryMB {
 		return fmt.Errorf("keepCacheAcross Restarts needs memcached.maxMemoryMB of at least %d, not %d: memcached's memory file holds a page of every slab class from the start", minWarmMemoryMB, mb)
 	}

@@ -14,7 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+// Package autopilotsize is the autopilot's bounds (spec.autoscaling with its defaults) and the
+// size it chose, and how that size reaches the chart's values in place of the spec's: the values
+// translation, the autopilot and the stats controller read it (docs/autopilot.md).
+package autopilotsize
 
 import (
 	"fmt"
@@ -29,31 +32,31 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 )
 
-// The autopilot's bounds and the size it chose, and how that size reaches the chart's values in
-// place of the spec's (see memcached_autopilot.go).
+// DefaultMaxMemoryMB is the chart's -m when the spec sets none (values.yaml).
+const DefaultMaxMemoryMB = 64
 
-// defaultMaxMemoryMB is the chart's -m when the spec sets none (values.yaml).
-const defaultMaxMemoryMB = 64
-
-// autopilotBounds are what spec.autoscaling allows, with its defaults filled in.
-type autopilotBounds struct {
-	minReplicas, maxReplicas int32
-	floorMB, maxMB           int32
-	evictions                float64
-	scaleUpAfter             time.Duration
-	belowPercent             int32
-	scaleInAfter, coolDown   time.Duration
-	// invalid says why the bounds allow no size (nothing else is then done); "" when they do.
-	invalid string
+// Bounds are what spec.autoscaling allows, with its defaults filled in.
+type Bounds struct {
+	MinReplicas, MaxReplicas int32
+	// FloorMB is the spec's item memory, where the autopilot starts; MaxMB the most it grows to.
+	FloorMB, MaxMB int32
+	// Evictions per second, sustained for ScaleUpAfter, grow the cache.
+	Evictions    float64
+	ScaleUpAfter time.Duration
+	// Use below BelowPercent, sustained for ScaleInAfter, shrinks it; one step per CoolDown.
+	BelowPercent           int32
+	ScaleInAfter, CoolDown time.Duration
+	// Invalid says why the bounds allow no size (nothing else is then done); "" when they do.
+	Invalid string
 }
 
-// autopilotOn reports whether a Memcached's spec turns the autopilot on.
-func autopilotOn(spec *cachev1.MemcachedSpec) bool {
+// On reports whether a Memcached's spec turns the autopilot on.
+func On(spec *cachev1.MemcachedSpec) bool {
 	return spec.Autoscaling != nil && spec.Autoscaling.Enabled != nil && *spec.Autoscaling.Enabled
 }
 
-// specMaxMemoryMB is the item memory the spec asks for (memoryLimitMB, its old name, wins).
-func specMaxMemoryMB(spec *cachev1.MemcachedSpec) int32 {
+// SpecMaxMemoryMB is the item memory the spec asks for (memoryLimitMB, its old name, wins).
+func SpecMaxMemoryMB(spec *cachev1.MemcachedSpec) int32 {
 	if m := spec.Memcached; m != nil {
 		if m.MemoryLimitMB > 0 {
 			return m.MemoryLimitMB
@@ -62,33 +65,33 @@ func specMaxMemoryMB(spec *cachev1.MemcachedSpec) int32 {
 			return m.MaxMemoryMB
 		}
 	}
-	return defaultMaxMemoryMB
+	return DefaultMaxMemoryMB
 }
 
-// boundsOf reads spec.autoscaling; unset bounds are the spec's size.
-func boundsOf(spec *cachev1.MemcachedSpec) autopilotBounds {
+// BoundsOf reads spec.autoscaling; unset bounds are the spec's size.
+func BoundsOf(spec *cachev1.MemcachedSpec) Bounds {
 	as := spec.Autoscaling
 	replicas := ptr.Deref(spec.ReplicaCount, 1)
-	b := autopilotBounds{
-		minReplicas: ptr.Deref(as.MinReplicas, replicas), maxReplicas: ptr.Deref(as.MaxReplicas, replicas),
-		floorMB: specMaxMemoryMB(spec), evictions: float64(max(as.ScaleUpEvictionsPerSecond, 1)),
-		belowPercent: as.ScaleInBelowPercent,
+	b := Bounds{
+		MinReplicas: ptr.Deref(as.MinReplicas, replicas), MaxReplicas: ptr.Deref(as.MaxReplicas, replicas),
+		FloorMB: SpecMaxMemoryMB(spec), Evictions: float64(max(as.ScaleUpEvictionsPerSecond, 1)),
+		BelowPercent: as.ScaleInBelowPercent,
 	}
-	b.maxMB = ptr.Deref(as.MaxMemoryMB, b.floorMB)
+	b.MaxMB = ptr.Deref(as.MaxMemoryMB, b.FloorMB)
 	if spec.KeepCacheAcross == cachev1.KeepAcrossRestarts {
 		// A server that restarts with its items keeps its item memory (memcached restores its
 		// file only into the same -m): the autopilot adds servers instead. The values
 		// translation refuses a larger maxMemoryMB (Irreconcilable); this holds meanwhile.
-		b.maxMB = min(b.maxMB, b.floorMB)
+		b.MaxMB = min(b.MaxMB, b.FloorMB)
 	}
-	if b.belowPercent == 0 {
-		b.belowPercent = 40
+	if b.BelowPercent == 0 {
+		b.BelowPercent = 40
 	}
 	durations := []struct {
 		value string
 		def   time.Duration
 		into  *time.Duration
-	}{{as.ScaleUpAfter, 2 * time.Minute, &b.scaleUpAfter}, {as.ScaleInAfter, 30 * time.Minute, &b.scaleInAfter}, {as.CoolDown, 5 * time.Minute, &b.coolDown}}
+	}{{as.ScaleUpAfter, 2 * time.Minute, &b.ScaleUpAfter}, {as.ScaleInAfter, 30 * time.Minute, &b.ScaleInAfter}, {as.CoolDown, 5 * time.Minute, &b.CoolDown}}
 	for _, d := range durations {
 		*d.into = d.def
 		if v, err := time.ParseDuration(d.value); err == nil && v > 0 {
@@ -96,55 +99,55 @@ func boundsOf(spec *cachev1.MemcachedSpec) autopilotBounds {
 		}
 	}
 	switch {
-	case b.minReplicas > b.maxReplicas:
-		b.invalid = fmt.Sprintf("autoscaling allows no number of servers: minReplicas %d (unset: replicaCount) is above maxReplicas %d (unset: replicaCount)", b.minReplicas, b.maxReplicas)
-	case b.maxMB < b.floorMB:
-		b.invalid = fmt.Sprintf("autoscaling.maxMemoryMB %d is below memcached.maxMemoryMB %d, where the autopilot starts", b.maxMB, b.floorMB)
+	case b.MinReplicas > b.MaxReplicas:
+		b.Invalid = fmt.Sprintf("autoscaling allows no number of servers: minReplicas %d (unset: replicaCount) is above maxReplicas %d (unset: replicaCount)", b.MinReplicas, b.MaxReplicas)
+	case b.MaxMB < b.FloorMB:
+		b.Invalid = fmt.Sprintf("autoscaling.maxMemoryMB %d is below memcached.maxMemoryMB %d, where the autopilot starts", b.MaxMB, b.FloorMB)
 	}
 	return b
 }
 
-// autopilotSize is the size the chart renders while the autopilot is on: its choice in status
+// Of is the size the chart renders while the autopilot is on: its choice in status
 // within the spec's bounds, or the spec's own size clamped to them before it has chosen; while
 // the bounds allow no size, its choice as it is. ok is false when the autopilot is off, or its
 // bounds allow no size and it has chosen none: the spec's size applies.
-func autopilotSize(spec *cachev1.MemcachedSpec, st *cachev1.AutopilotStatus) (replicas, mb int32, ok bool) {
-	if !autopilotOn(spec) {
+func Of(spec *cachev1.MemcachedSpec, st *cachev1.AutopilotStatus) (replicas, mb int32, ok bool) {
+	if !On(spec) {
 		return 0, 0, false
 	}
-	b := boundsOf(spec)
-	if b.invalid != "" {
+	b := BoundsOf(spec)
+	if b.Invalid != "" {
 		if st != nil {
 			return st.Replicas, st.MaxMemoryMB, true // kept until the bounds allow a size (decide)
 		}
 		return 0, 0, false
 	}
-	replicas, mb = ptr.Deref(spec.ReplicaCount, 1), b.floorMB
+	replicas, mb = ptr.Deref(spec.ReplicaCount, 1), b.FloorMB
 	if st != nil {
 		replicas, mb = st.Replicas, st.MaxMemoryMB
 	}
-	return min(max(replicas, b.minReplicas), b.maxReplicas), min(max(mb, b.floorMB), b.maxMB), true
+	return min(max(replicas, b.MinReplicas), b.MaxReplicas), min(max(mb, b.FloorMB), b.MaxMB), true
 }
 
-// withAutopilotSize puts the autopilot's size into a CR's chart values: replicaCount, memcached's
+// IntoValues puts the autopilot's size into a CR's chart values: replicaCount, memcached's
 // item memory, and the container's memory in the spec's resources moved by as much as the item
 // memory (the chart's default resources follow the item memory by themselves). The values'
 // autoscaling, which the chart does not read, is dropped.
-func withAutopilotSize(obj *unstructured.Unstructured, vals map[string]any) error {
+func IntoValues(obj *unstructured.Unstructured, vals map[string]any) error {
 	delete(vals, "autoscaling")
 	if on, _, _ := unstructured.NestedBool(obj.Object, "spec", "autoscaling", "enabled"); !on {
 		return nil // most CRs: nothing to convert
 	}
-	spec, st, err := autopilotInputs(obj)
+	spec, st, err := Inputs(obj)
 	if err != nil {
 		return err
 	}
-	replicas, mb, ok := autopilotSize(spec, st)
+	replicas, mb, ok := Of(spec, st)
 	if !ok {
 		return nil
 	}
 	vals["replicaCount"] = int64(replicas)
-	delta := int64(mb-specMaxMemoryMB(spec)) << 20
+	delta := int64(mb-SpecMaxMemoryMB(spec)) << 20
 	if delta == 0 {
 		return nil
 	}
@@ -173,8 +176,8 @@ func withAutopilotSize(obj *unstructured.Unstructured, vals map[string]any) erro
 	return nil
 }
 
-// autopilotInputs reads the spec and status.autopilot of a Memcached in its unstructured form.
-func autopilotInputs(obj *unstructured.Unstructured) (*cachev1.MemcachedSpec, *cachev1.AutopilotStatus, error) {
+// Inputs reads the spec and status.autopilot of a Memcached in its unstructured form.
+func Inputs(obj *unstructured.Unstructured) (*cachev1.MemcachedSpec, *cachev1.AutopilotStatus, error) {
 	spec := &cachev1.MemcachedSpec{}
 	if raw, ok := obj.Object["spec"].(map[string]any); ok {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, spec); err != nil {
