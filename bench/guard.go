@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // The guard: make bench fails when this operator's share of the time to converge grows unseen.
@@ -62,4 +63,25 @@ func committedRatio(report string, n int) (float64, bool) {
 	}
 	v, err := strconv.ParseFloat(m[1], 64)
 	return v, err == nil && v > 0
+}
+
+// The report's hand-written part: what the figures mean (what cost the time, what fixed it) is
+// written between these markers at the end of results.md, and each run carries it over from the
+// committed report, so that regenerating the tables keeps the reading of them.
+const (
+	notesBegin = "<!-- notes: written by hand, kept by make bench -->"
+	notesEnd   = "<!-- end of notes -->"
+)
+
+// keptNotes is the committed report's hand-written part with its markers, or "" if it has none.
+func keptNotes(committed string) string {
+	i := strings.Index(committed, notesBegin)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(committed[i:], notesEnd)
+	if j < 0 {
+		return ""
+	}
+	return committed[i:i+j+len(notesEnd)] + "\n"
 }

@@ -67,3 +67,22 @@ func TestGuard(t *testing.T) {
 		t.Errorf("without a committed figure: %q, %v", says, failed)
 	}
 }
+
+func TestKeptNotes(t *testing.T) {
+	notes := notesBegin + "\nWhat cost the time.\n" + notesEnd
+	if got := keptNotes("# tables\n\n| 1 |\n\n" + notes + "\n"); got != notes+"\n" {
+		t.Errorf("kept %q, want the notes with their markers", got)
+	}
+	for _, committed := range []string{"# tables only\n", notesBegin + "\nnever ended\n"} {
+		if got := keptNotes(committed); got != "" {
+			t.Errorf("from %q kept %q, want nothing", committed, got)
+		}
+	}
+	raw, err := os.ReadFile("results/results.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keptNotes(string(raw)) == "" {
+		t.Error("the committed results.md has no notes: say what the figures mean between the markers")
+	}
+}

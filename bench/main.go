@@ -135,6 +135,9 @@ func main() {
 		fail(runErr)
 	}
 	md := report(o, machine(), results)
+	if notes := keptNotes(committed); notes != "" {
+		md += "\n" + notes
+	}
 	if runErr != nil {
 		// What was measured before is kept: a run of hours that fails late loses nothing.
 		md = strings.Replace(md, "\n\n", fmt.Sprintf("\n\n**This run stopped early** (%v): the tables hold the %d measurements made before.\n\n", runErr, len(results)), 1)
