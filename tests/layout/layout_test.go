@@ -19,6 +19,8 @@ package layout
 
 import (
 	"bytes"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -90,5 +92,48 @@ func TestHelmStaysInsideInternalHelm(t *testing.T) {
 	}
 	if bytes.Contains(b, []byte(`"helm.sh/helm/`)) || bytes.Contains(b, []byte(`"github.com/operator-framework/helm-operator-plugins/`)) {
 		t.Error("main.go imports Helm or the library: take it through internal/helm")
+	}
+}
+
+// controllers/ is split by concern (docs/development.md, "Layout"): a reconciler's package
+// (controllers/<name>) imports only what the controllers share (controllers/internal/...), never
+// a sibling reconciler's package, and a shared package imports no reconciler's. So a change of one
+// reconciler compiles alone, and what two share has a home of its own, not a catch-all.
+func TestControllersImportNoSiblingReconciler(t *testing.T) {
+	const module = "github.com/example/memcached-operator/controllers/"
+	root := filepath.Join("..", "..", "controllers")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			if name := d.Name(); name == "common" || name == "util" || name == "utils" || name == "helpers" {
+				t.Errorf("controllers/%s: a catch-all package; give what it holds a package named for its concern", filepath.ToSlash(rel))
+			}
+			return nil
+		}
+		dir := filepath.ToSlash(filepath.Dir(rel))
+		if dir == "." || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil // controllers/ itself wires them all
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		own := strings.SplitN(dir, "/", 2)[0] // a reconciler's package, or "internal"
+		for _, imp := range f.Imports {
+			p := strings.Trim(imp.Path.Value, `"`)
+			if !strings.HasPrefix(p, module) {
+				continue
+			}
+			if other := strings.SplitN(strings.TrimPrefix(p, module), "/", 2)[0]; other != "internal" && other != own {
+				t.Errorf("controllers/%s imports %s: a reconciler's package is no one else's to import; move what both need to controllers/internal", filepath.ToSlash(rel), p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
