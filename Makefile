@@ -181,7 +181,7 @@ verify-bundle: $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM) ## Fail if 
 
 .PHONY: test
 test: test-packages verify-generated vet lint lint-chart envtest $(GINKGO) ## Unit and envtest tests, staticcheck, chart lint, stale generated code.
-	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test $(TEST_PACKAGES) -coverprofile cover.out -timeout $(ENVTEST_TIMEOUT)
+	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test $(TEST_PACKAGES) -skip '^$(SUITE_TEST)$$' -coverprofile cover.out -timeout $(ENVTEST_TIMEOUT)
 	$(call run_suite,$(KUBE_BIN),controllers,--timeout=$(ENVTEST_TIMEOUT) --coverprofile=cover.controllers.out)
 	cd hack/cluster && go test ./... -timeout 5m
 	cd bench && go test ./... -timeout 5m
@@ -191,10 +191,12 @@ test: test-packages verify-generated vet lint lint-chart envtest $(GINKGO) ## Un
 ENVTEST_TIMEOUT ?= 20m
 
 # make test's packages: all but those make test-artifacts runs (tests/monitoring with promtool,
-# tests/sbom and tests/arm64 with the images it builds) and the controllers' envtest suite, which
-# the Ginkgo CLI runs in parallel processes (SUITE_PACKAGES).
-TEST_PACKAGES = $(shell go list ./... | grep -Ev '/tests/(monitoring|sbom|image|arm64)$$|/controllers$$')
+# tests/sbom and tests/arm64 with the images it builds). The controllers' envtest suite
+# (SUITE_TEST of SUITE_PACKAGES) runs apart, in the Ginkgo CLI's parallel processes, and only it:
+# the package's plain Go tests run once, with go test, which shows a failing one's output.
+TEST_PACKAGES = $(shell go list ./... | grep -Ev '/tests/(monitoring|sbom|image|arm64)$$')
 SUITE_PACKAGES = ./controllers
+SUITE_TEST = TestControllers
 # The controllers' suite waits on API servers, memcacheds and clocks more than it computes: run as
 # one process it leaves the 2 cores about 60% idle. Ginkgo's parallel processes each start their own
 # kube-apiserver, etcd and operator, and take their own loopback addresses for memcached; the specs
@@ -207,7 +209,7 @@ GINKGO_SUITE = $(GINKGO) run -p --procs=$(ENVTEST_PROCS) --require-suite --outpu
 # run_suite runs SUITE_PACKAGES on the Kubernetes binaries of $(1) with Ginkgo flags $(3), its
 # report in bin/$(2).report.json, and prints hack/failures' digest of it when a spec fails.
 run_suite = rm -f bin/$(2).report.json; \
-	KUBEBUILDER_ASSETS="$(1)" $(GINKGO_SUITE) $(3) --output-dir=$(CURDIR) --json-report=bin/$(2).report.json $(SUITE_PACKAGES) || \
+	KUBEBUILDER_ASSETS="$(1)" $(GINKGO_SUITE) $(3) --output-dir=$(CURDIR) --json-report=bin/$(2).report.json $(SUITE_PACKAGES) -- '-test.run=^$(SUITE_TEST)$$' || \
 	  { go run ./hack/failures bin/$(2).report.json; exit 1; }
 
 .PHONY: test-artifacts
@@ -230,7 +232,7 @@ test-packages:
 
 .PHONY: test-floor
 test-floor: test-packages envtest-floor $(GINKGO) ## make test's packages again under the race detector, the envtest suites on the oldest supported Kubernetes (its kube-apiserver is built first); CI runs it after make test.
-	KUBEBUILDER_ASSETS="$(FLOOR_KUBE_BIN)" go test -race $(TEST_PACKAGES) -timeout $(RACE_TIMEOUT)
+	KUBEBUILDER_ASSETS="$(FLOOR_KUBE_BIN)" go test -race $(TEST_PACKAGES) -skip '^$(SUITE_TEST)$$' -timeout $(RACE_TIMEOUT)
 	$(call run_suite,$(FLOOR_KUBE_BIN),floor,--race --timeout=$(RACE_TIMEOUT))
 
 # The race detector makes the controllers' envtest suite slower: about 4.5 minutes on 2 cores as
