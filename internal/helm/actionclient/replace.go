@@ -43,7 +43,8 @@ import (
 )
 
 // ReplaceTimeout bounds the wait for an object deleted with orphaned dependents to be gone (the
-// garbage collector removes it).
+// garbage collector removes it). The wait also ends with the reconcile: a manager that stops
+// (an upgrade of the operator, a lost lease) does not wait for it past its grace period.
 const ReplaceTimeout = 2 * time.Minute
 
 // replaceDeployments prepares an upgrade that changes the selector of a Deployment, which the API
@@ -60,7 +61,7 @@ const ReplaceTimeout = 2 * time.Minute
 // make for this release is left alone (the upgrade then fails on it, and says so), and only
 // ReplicaSets of the chart's pods are orphaned.
 func (c *actionClient) replaceDeployments(infos kube.ResourceList, namespace, to string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), ReplaceTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, ReplaceTimeout) // the reconcile's: a stopping manager ends the wait
 	defer cancel()
 	deployments := map[string]bool{} // the Deployments the target renders
 	for _, info := range infos {
@@ -100,7 +101,7 @@ func (c *actionClient) replaceDeployments(infos kube.ResourceList, namespace, to
 // decision, which reads the StatefulSet. A StatefulSet the operator did not make for the release
 // is left alone (the upgrade then fails on it, and says so).
 func (c *actionClient) replaceStatefulSets(infos kube.ResourceList, namespace, to string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), ReplaceTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, ReplaceTimeout) // the reconcile's: a stopping manager ends the wait
 	defer cancel()
 	for _, info := range infos {
 		if info.Mapping.GroupVersionKind != appsv1.SchemeGroupVersion.WithKind("StatefulSet") {
