@@ -188,11 +188,17 @@ func runScenario(ctx context.Context, o chaosOptions, sc scenario) (res chaosRes
 		return res
 	}
 	// Its StatefulSets' pods are made at once (as in the bench's idle phase): the scenarios
-	// are about the operator, not about kube-controller-manager's rate limit.
-	if err := cp.startKCM(o.options, 500); err != nil {
+	// are about the operator, not about kube-controller-manager's rate limit. The garbage
+	// collector says what it deletes (split's lock goes that way).
+	if err := cp.startKCM(o.options, 500, "--vmodule=garbagecollector=2"); err != nil {
 		res.err = err
 		return res
 	}
+	defer func() {
+		if n := cp.kcm.exits(); n > 0 {
+			res.notes = append(res.notes, fmt.Sprintf("kube-controller-manager exited %d times and was started again (as the kubelet restarts a static pod)", n))
+		}
+	}()
 
 	for i := 0; i < o.n; i++ {
 		r.want[crName(i)] = 1

@@ -41,8 +41,10 @@ type controlPlane struct {
 	admin    *rest.Config // the bench's own client
 	operator string       // kubeconfig file of the operator's user
 	audit    string
-	kcm      *exec.Cmd
-	kcmLog   *os.File
+	// kcm runs kube-controller-manager, started again when it exits, as the kubelet restarts
+	// a static pod's: a control plane at nice 19 beside other work can be slow enough for it to
+	// give up (it waits 10 s for the API server's health at start).
+	kcm *supervised
 	// kcmSpent is the CPU of the kube-controller-managers stopped so far: cpu counts it, so a
 	// restart does not lose what the one before used.
 	kcmSpent  time.Duration
@@ -104,33 +106,28 @@ func startControlPlane(o options) (*controlPlane, error) {
 }
 
 // startKCM (re)starts kube-controller-manager, with its default client rate limit (20 requests/s)
-// or with qps.
-func (cp *controlPlane) startKCM(o options, qps int) error {
+// or with qps, and any further flags.
+func (cp *controlPlane) startKCM(o options, qps int, flags ...string) error {
 	cp.stopKCM()
-	logFile, err := os.OpenFile(filepath.Join(cp.dir, "kube-controller-manager.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
 	args := []string{"--kubeconfig=" + cp.kcmConfig, "--leader-elect=false", "--secure-port=0", "--controllers=*"}
 	if qps > 0 {
 		args = append(args, fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", 2*qps))
 	}
-	cp.kcm, cp.kcmLog = exec.Command(filepath.Join(o.kubeBin, "kube-controller-manager"), args...), logFile
-	cp.kcm.Stdout, cp.kcm.Stderr = logFile, logFile
-	if err := cp.kcm.Start(); err != nil {
+	args = append(args, flags...)
+	kcm, err := supervise(func() *exec.Cmd {
+		return exec.Command(filepath.Join(o.kubeBin, "kube-controller-manager"), args...)
+	}, filepath.Join(cp.dir, "kube-controller-manager.log"))
+	if err != nil {
 		return fmt.Errorf("start kube-controller-manager: %w", err)
 	}
+	cp.kcm = kcm
 	return nil
 }
 
 func (cp *controlPlane) stopKCM() {
-	if cp.kcm != nil && cp.kcm.Process != nil {
-		_ = cp.kcm.Process.Signal(syscall.SIGTERM)
-		_ = cp.kcm.Wait()
-		_ = cp.kcmLog.Close()
-		if ps := cp.kcm.ProcessState; ps != nil {
-			cp.kcmSpent += ps.UserTime() + ps.SystemTime()
-		}
+	if cp.kcm != nil {
+		cp.kcm.stop()
+		cp.kcmSpent += cp.kcm.cpu()
 	}
 	cp.kcm = nil
 }
@@ -228,6 +225,9 @@ func (cp *controlPlane) cpu(o options) (total, kcm time.Duration, err error) {
 		return 0, 0, err
 	}
 	total, kcm = cp.kcmSpent, cp.kcmSpent
+	if cp.kcm != nil {
+		total, kcm = total+cp.kcm.cpu(), kcm+cp.kcm.cpu()
+	}
 	for pid, binary := range procs {
 		if c, err := processCPU(pid); err == nil {
 			total += c

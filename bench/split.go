@@ -97,12 +97,55 @@ func (r *chaosRun) waitLeader(ctx context.Context, not string, limit time.Durati
 			return "", err
 		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("no pod other than %q holds the leader lock after %s", not, limit)
+			return "", fmt.Errorf("no pod other than %q holds the leader lock after %s (%s)", not, limit, r.leaderTrouble(ctx))
 		}
 		if err := sleep(ctx, 200*time.Millisecond); err != nil {
 			return "", err
 		}
 	}
+}
+
+// leaderTrouble says why no process took the lock: the lock and its owner as the API server has
+// them, and the last words on leadership and garbage collection in the logs of the operators
+// and of kube-controller-manager (whose garbage collector deletes a lock whose pod is gone).
+func (r *chaosRun) leaderTrouble(ctx context.Context) string {
+	var says []string
+	cm, err := r.kc.CoreV1().ConfigMaps(benchNamespace).Get(ctx, lockName, metav1.GetOptions{})
+	if err != nil {
+		says = append(says, fmt.Sprintf("lock: %v", err))
+	} else {
+		for _, ref := range cm.OwnerReferences {
+			pod, err := r.kc.CoreV1().Pods(benchNamespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			switch {
+			case err != nil:
+				says = append(says, fmt.Sprintf("lock made %s, owned by %s %s (uid %s): %v", cm.CreationTimestamp.Format(time.TimeOnly), ref.Kind, ref.Name, ref.UID, err))
+			default:
+				says = append(says, fmt.Sprintf("lock made %s, owned by %s %s (uid %s), which exists (uid %s)", cm.CreationTimestamp.Format(time.TimeOnly), ref.Kind, ref.Name, ref.UID, pod.UID))
+			}
+		}
+	}
+	// Which lines of each log say something on the lock: the garbage collector's start and
+	// what it did with the lock; the operators' leader election.
+	about := map[string][]string{"kube-controller-manager": {"collect garbage", "resource monitors", lockName}}
+	for _, name := range operatorPods {
+		about[name] = []string{"leader", lockName}
+	}
+	for _, name := range append([]string{"kube-controller-manager"}, operatorPods...) {
+		raw, err := os.ReadFile(filepath.Join(r.cp.dir, name+".log"))
+		if err != nil {
+			says = append(says, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		var lines []string
+		for _, line := range strings.Split(string(raw), "\n") {
+			if slices.ContainsFunc(about[name], func(word string) bool { return strings.Contains(line, word) }) {
+				lines = append(lines, line[:min(len(line), 300)])
+			}
+		}
+		says = append(says, fmt.Sprintf("%s's last lines on it: %s", name, strings.Join(lines[max(0, len(lines)-4):], " | ")))
+	}
+	says = append(says, fmt.Sprintf("kube-controller-manager exited %d times so far", r.cp.kcm.exits()))
+	return strings.Join(says, "; ")
 }
 
 // splitFaults makes two processes lead at once, 5 s into convergence: the leader's process is

@@ -30,8 +30,8 @@ import (
 // chaos scenarios restart at once every time, to cut off as many operations as they can.
 const restartDelay = 500 * time.Millisecond
 
-// supervised is an operator process that is started again whenever it exits, as the kubelet
-// restarts the container of a Deployment's pod, until stop.
+// supervised is a process (an operator, kube-controller-manager) that is started again whenever
+// it exits, as the kubelet restarts the container of a pod, until stop.
 type supervised struct {
 	command func() *exec.Cmd // a new command line of the same process (same ports and flags)
 	log     *os.File
@@ -39,6 +39,7 @@ type supervised struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	restarts int
+	spent    time.Duration // CPU of the processes that have ended
 	stopping bool
 	done     chan struct{}
 }
@@ -78,6 +79,7 @@ func (s *supervised) loop() {
 		s.mu.Unlock()
 		_ = cmd.Wait()
 		s.mu.Lock()
+		s.spent += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		if s.stopping {
 			s.mu.Unlock()
 			return
@@ -127,6 +129,13 @@ func (s *supervised) exits() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.restarts
+}
+
+// cpu is the CPU time of the processes that have ended so far.
+func (s *supervised) cpu() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spent
 }
 
 // stop ends the process for good: SIGTERM, then SIGKILL after 20 s.
