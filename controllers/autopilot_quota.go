@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/internal/rollout"
 )
 
@@ -44,7 +45,7 @@ func (r *MemcachedAutopilotReconciler) quotaRefusal(ctx context.Context, mc *cac
 	if len(quotas.Items) == 0 {
 		return "", nil
 	}
-	servers, err := serversOf(ctx, r.Client, mc)
+	servers, err := serverset.Of(ctx, r.Client, mc)
 	if err != nil || servers == nil {
 		return "", err
 	}

@@ -27,16 +27,17 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/internal/helm"
 )
 
 // ChartNamesOf are the names the operator gives, outside the chart, to what the chart names for a
 // release: the StatefulSet, its headless Service and the TLS Secrets (for the chart's tests).
 func ChartNamesOf(release string) (servers, headless, serverTLS, clientTLS string) {
-	return serversNameOf(release), headlessNameOf(release), serverTLSSecretName(release), clientTLSSecretOf(release)
+	return serverset.NameOf(release), serverset.HeadlessNameOf(release), serverset.ServerTLSSecretName(release), serverset.ClientTLSSecretOf(release)
 }
 
-func CASecretOf(release string) string { return caSecretName(release) }
+func CASecretOf(release string) string { return serverset.CASecretName(release) }
 
 // WriteStatusAs writes what st says of the part of a Memcached's status that owner ("operand",
 // "stats", "autopilot" or "tls") writes, as that writer does.

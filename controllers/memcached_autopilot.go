@@ -45,6 +45,7 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/autopilotsize"
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/memcache"
 	"github.com/example/memcached-operator/internal/rollout"
@@ -261,14 +262,14 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 // busyWith says what work in flight a step must wait for: the size chosen last not deployed yet
 // (the StatefulSet has not its servers or their memory), a rollout, a resize, servers not ready.
 func (r *MemcachedAutopilotReconciler) busyWith(ctx context.Context, mc *cachev1.Memcached, st *cachev1.MemcachedStatus, ap *cachev1.AutopilotStatus) (string, error) {
-	servers, err := serversOf(ctx, r.Client, mc)
+	servers, err := serverset.Of(ctx, r.Client, mc)
 	if err != nil {
 		return "", err
 	}
 	if servers == nil {
 		return "the servers are not made yet", nil
 	}
-	if m, ok := rollout.MemoryOf(&servers.Spec.Template.Spec); replicasOf(servers) != ap.Replicas || !ok || m.MB != ap.MaxMemoryMB {
+	if m, ok := rollout.MemoryOf(&servers.Spec.Template.Spec); serverset.ReplicasOf(servers) != ap.Replicas || !ok || m.MB != ap.MaxMemoryMB {
 		return "the size chosen last is not deployed yet", nil
 	}
 	if c := memcachedstatus.Condition(*st, cachev1.ConditionResizing); c.Status == metav1.ConditionTrue {
@@ -347,7 +348,7 @@ func (r *MemcachedAutopilotReconciler) nextStep(ctx context.Context, mc *cachev1
 
 // heldMemory is the most item memory any ready server of the Memcached has allocated.
 func (r *MemcachedAutopilotReconciler) heldMemory(ctx context.Context, mc *cachev1.Memcached) (uint64, error) {
-	pods, err := readyServers(ctx, r.Client, mc)
+	pods, err := serverset.Ready(ctx, r.Client, mc)
 	if err != nil {
 		return 0, err
 	}

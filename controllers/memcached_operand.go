@@ -44,6 +44,7 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/progress"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/helm/library"
 	"github.com/example/memcached-operator/internal/labels"
@@ -136,7 +137,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, err
 	}
 
-	servers, err := serversOf(ctx, r.Client, mc)
+	servers, err := serverset.Of(ctx, r.Client, mc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -231,7 +232,7 @@ func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Req
 func changing(mc *cachev1.Memcached, servers *appsv1.StatefulSet) bool {
 	_, held := servers.Annotations[labels.ResizeHold]
 	_, empty := servers.Annotations[labels.StartedEmpty]
-	return (mc.Status.Rollout != nil && rollout.InFlight(mc.Status.Rollout.Change)) || partitionOf(servers) > 0 || held || empty
+	return (mc.Status.Rollout != nil && rollout.InFlight(mc.Status.Rollout.Change)) || serverset.PartitionOf(servers) > 0 || held || empty
 }
 
 // readLive reads mc and its StatefulSet from the API server; nil when either is gone or another.
@@ -309,7 +310,7 @@ func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstru
 	defer cancel()
 	err = firstReportPoll.DelayFunc().Until(waitCtx, true, false, func(ctx context.Context) (bool, error) {
 		var err error
-		if servers, err = serversOf(ctx, r.Client, mc); err != nil || servers == nil {
+		if servers, err = serverset.Of(ctx, r.Client, mc); err != nil || servers == nil {
 			return false, err
 		}
 		revision, err = helm.DeployedRevision(ctx, r.Client, r.Records, mc)
@@ -337,73 +338,11 @@ var firstReportPoll = wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 1
 // podsOf lists the pods that carry the release's labels.
 func (r *MemcachedOperandReconciler) podsOf(ctx context.Context, mc *cachev1.Memcached) ([]corev1.Pod, error) {
 	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(mc.Namespace), client.MatchingFields{instanceIndex: mc.Name},
+	if err := r.List(ctx, pods, client.InNamespace(mc.Namespace), client.MatchingFields{serverset.InstanceIndex: mc.Name},
 		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name}); err != nil {
 		return nil, fmt.Errorf("list pods of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
 	}
 	return pods.Items, nil
-}
-
-// instanceIndex indexes the cached pods and StatefulSets of the chart by their release (its
-// instance label). The controllers read a Memcached's StatefulSet and pods on every reconcile,
-// and a label selector alone scans every one of the namespace: with 10000 Memcacheds in one
-// namespace the scan of pods was a quarter of the operator's CPU, and with 5000 the scan of
-// StatefulSets a seventh.
-const instanceIndex = "memcached.instance"
-
-func indexByInstance(ctx context.Context, indexer client.FieldIndexer) error {
-	release := func(o client.Object) []string {
-		if name := releaseOf(o.GetLabels()); name != "" {
-			return []string{name}
-		}
-		return nil
-	}
-	for _, kind := range []client.Object{&corev1.Pod{}, &appsv1.StatefulSet{}} {
-		if err := indexer.IndexField(ctx, kind, instanceIndex, release); err != nil {
-			return fmt.Errorf("index %T by release: %w", kind, err)
-		}
-	}
-	return nil
-}
-
-// releaseOf is the release that labels (an object's, or a selector's) name as the chart's
-// instance, or "" if they are not the chart's.
-func releaseOf(l map[string]string) string {
-	if l[labels.Name] != labels.ChartName {
-		return ""
-	}
-	return l[labels.Instance]
-}
-
-// serversOf finds the memcached StatefulSet of a release by its labels (its name depends on the
-// release name), among the StatefulSets Helm made for the release: one that only looks alike is
-// not the Memcached's.
-func serversOf(ctx context.Context, c client.Reader, mc *cachev1.Memcached) (*appsv1.StatefulSet, error) {
-	list := &appsv1.StatefulSetList{}
-	if err := c.List(ctx, list, client.InNamespace(mc.Namespace), client.MatchingFields{instanceIndex: mc.Name},
-		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name}); err != nil {
-		return nil, fmt.Errorf("list StatefulSets of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
-	}
-	for i := range list.Items {
-		if s := &list.Items[i]; s.DeletionTimestamp == nil && madeForRelease(s, mc) {
-			return s, nil
-		}
-	}
-	return nil, nil
-}
-
-// madeForRelease is the one rule by which the operator takes an object as its release's: Helm's
-// ownership annotations name the CR's release, and the CR (by UID) is its controller, as the Helm
-// reconciler makes every object it renders. One a tenant made with the release's labels and
-// annotations alone, or owned by an earlier CR of the same name, is not.
-func madeForRelease(obj, cr client.Object) bool {
-	return helm.OwnedByRelease(obj, cr) && controlledBy(obj, cr)
-}
-
-// controlledBy says whether obj's controller is owner, by UID.
-func controlledBy(obj, owner client.Object) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.UID == owner.GetUID()
 }
 
 // helmOutcomeChanged passes updates of a Memcached whose Helm outcome changed (helmOutcome).
@@ -422,20 +361,6 @@ var helmOutcomeChanged = predicate.Funcs{
 	},
 }
 
-// toMemcached maps an object of a Memcached's release (the chart labels each with its instance)
-// to the Memcached.
-func toMemcached() handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
-		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[labels.Instance]}}}
-	})
-}
-
-// chartObjects passes the objects the memcached chart made for a Memcached, by their labels.
-var chartObjects = predicate.NewPredicateFuncs(func(o client.Object) bool {
-	l := o.GetLabels()
-	return l[labels.Name] == labels.ChartName && l[labels.Instance] != "" && l[labels.PartOf] == labels.Operator
-})
-
 // SetupWithManager reconciles on spec changes of a Memcached and on any change of its
 // StatefulSet, its release records, or its pods' readiness and trouble.
 func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -451,11 +376,11 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(r.talk.done, &handler.EnqueueRequestForObject{})).
 		// The spec, and the Helm side's outcome, which the first report waits for.
 		For(managercache.MemcachedObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, helmOutcomeChanged))).
-		Watches(&appsv1.StatefulSet{}, toMemcached(), builder.WithPredicates(chartObjects)).
+		Watches(&appsv1.StatefulSet{}, serverset.ToMemcached(), builder.WithPredicates(serverset.ChartObjects)).
 		// A pod that cannot start changes no StatefulSet status; a server that turns ready or
 		// not changes the ready servers; a change of the servers takes its next step when the
 		// kubelet reports a resize or a restart of memcached, and a pod deleted is replaced.
-		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, predicate.Funcs{
+		Watches(&corev1.Pod{}, serverset.ToMemcached(), builder.WithPredicates(serverset.ChartObjects, predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				return serverChanged(e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod))
@@ -474,8 +399,8 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // a resize, its spec (a resize, an image changed in place), its stop asked (persistence), its
 // controller (a StatefulSet made again adopts it).
 func serverChanged(before, after *corev1.Pod) bool {
-	return progress.PodTrouble([]corev1.Pod{*before}) != progress.PodTrouble([]corev1.Pod{*after}) || podReady(before) != podReady(after) ||
-		(before.DeletionTimestamp == nil) != (after.DeletionTimestamp == nil) || controllerUID(before) != controllerUID(after) ||
+	return progress.PodTrouble([]corev1.Pod{*before}) != progress.PodTrouble([]corev1.Pod{*after}) || serverset.PodReady(before) != serverset.PodReady(after) ||
+		(before.DeletionTimestamp == nil) != (after.DeletionTimestamp == nil) || serverset.ControllerUID(before) != serverset.ControllerUID(after) ||
 		before.Labels[appsv1.StatefulSetRevisionLabel] != after.Labels[appsv1.StatefulSetRevisionLabel] ||
 		rollout.RestartsOf(before, labels.ChartName) != rollout.RestartsOf(after, labels.ChartName) ||
 		before.Generation != after.Generation || before.Status.ObservedGeneration != after.Status.ObservedGeneration ||

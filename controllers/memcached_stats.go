@@ -46,8 +46,8 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/autopilotsize"
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/texts"
-	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/memcache"
 )
 
@@ -56,8 +56,6 @@ const (
 	DefaultStatsInterval = 30 * time.Second
 	// saturatedPercent of maxConnections open on a pod counts as saturated.
 	saturatedPercent = 90
-	// memcachedPort is the chart's container port.
-	memcachedPort = 11211
 )
 
 // MemcachedStatsReconciler reads memcached's own `stats` from the ready pods of each Memcached,
@@ -106,7 +104,7 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	pods, err := readyServers(ctx, r.Client, mc)
+	pods, err := serverset.Ready(ctx, r.Client, mc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -197,51 +195,6 @@ func observeResponsive(st *cachev1.MemcachedStatus, reads []podRead) {
 	memcachedstatus.SetCondition(st, cachev1.ConditionServersResponsive, metav1.ConditionFalse, cachev1.ReasonServersUnresponsive,
 		fmt.Sprintf("%s did not answer as memcached within %s (%s; %v): the operator reads this cache less often while they do not",
 			texts.CountOf(len(silent), len(reads), "ready server", "ready servers"), cacheTimeout, strings.Join(silent, ", "), first))
-}
-
-// readyServers are the Memcached's ready servers: with the release's labels, made by the release's
-// StatefulSet (its controller, by UID: a pod labelled alike, or one that names some StatefulSet as
-// its owner, is not read) and not on the host network (its IP would be the node's).
-func readyServers(ctx context.Context, c client.Reader, mc *cachev1.Memcached) ([]*corev1.Pod, error) {
-	return podsOfRelease(ctx, c, mc, true)
-}
-
-// podsOfRelease are the pods of the release's StatefulSet (by UID), not on the host network; with
-// onlyReady, those that are ready and have an address.
-func podsOfRelease(ctx context.Context, c client.Reader, mc *cachev1.Memcached, onlyReady bool) ([]*corev1.Pod, error) {
-	servers, err := serversOf(ctx, c, mc)
-	if err != nil || servers == nil {
-		return nil, err
-	}
-	list := &corev1.PodList{}
-	if err := c.List(ctx, list, client.InNamespace(mc.Namespace), client.MatchingFields{instanceIndex: mc.Name},
-		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name, labels.PartOf: labels.Operator}); err != nil {
-		return nil, fmt.Errorf("list pods of Memcached %s/%s: %w", mc.Namespace, mc.Name, err)
-	}
-	var ready []*corev1.Pod
-	for i := range list.Items {
-		p := &list.Items[i]
-		if owner := metav1.GetControllerOf(p); owner == nil || owner.UID != servers.UID || p.DeletionTimestamp != nil {
-			continue
-		}
-		if p.Spec.HostNetwork {
-			continue // its IP is its node's: the chart never makes one, and a read would go to the node
-		}
-		if !onlyReady || (p.Status.PodIP != "" && podReady(p)) {
-			ready = append(ready, p)
-		}
-	}
-	return ready, nil
-}
-
-// podReady reports whether a pod's Ready condition is True.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // readStats reads every pod's stats, all at once within one deadline for the cache.
@@ -450,16 +403,6 @@ func sameProcess(p, cur memcache.Stats) bool {
 		cur.RejectedConnections >= p.RejectedConnections && cur.ListenDisabled >= p.ListenDisabled
 }
 
-// readinessChanged passes a pod's events when it comes, goes, or becomes ready or not.
-var readinessChanged = predicate.Funcs{
-	CreateFunc: func(e event.CreateEvent) bool { return podReady(e.Object.(*corev1.Pod)) },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return podReady(e.ObjectOld.(*corev1.Pod)) != podReady(e.ObjectNew.(*corev1.Pod))
-	},
-	DeleteFunc:  func(event.DeleteEvent) bool { return true },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
-
 // SetupWithManager reads each Memcached when it is created (and, for each one there, when the
 // operator starts) and when one of its pods becomes ready or stops being ready; after that, every
 // Interval while it has a ready pod.
@@ -476,7 +419,7 @@ func (r *MemcachedStatsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-stats").
 		For(managercache.MemcachedObject(), builder.WithPredicates(created)).
-		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, readinessChanged)).
+		Watches(&corev1.Pod{}, serverset.ToMemcached(), builder.WithPredicates(serverset.ChartObjects, serverset.ReadinessChanged)).
 		// The servers' answers, which come beside the workers.
 		WatchesRawSource(source.Channel(r.talk.done, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 2)}).

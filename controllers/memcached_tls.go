@@ -42,6 +42,7 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/certs"
 	"github.com/example/memcached-operator/internal/memcache"
@@ -62,9 +63,6 @@ import (
 // handshake under way keeps the certificate it began with: no request fails.
 
 const (
-	caCertKey = "ca.crt"
-	caKeyKey  = "ca.key"
-
 	// DefaultCAValidity and DefaultCertificateValidity are how long a cache's CA and the
 	// certificates it signs are valid (kubeadm's CA; cert-manager's certificates).
 	DefaultCAValidity          = 10 * 365 * 24 * time.Hour
@@ -109,7 +107,7 @@ type MemcachedTLSReconciler struct {
 func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil || mc.DeletionTimestamp != nil {
-		r.Reach.forget(req.Namespace, serversNameOf(req.Name)) // its Secrets go with it (owner references)
+		r.Reach.forget(req.Namespace, serverset.NameOf(req.Name)) // its Secrets go with it (owner references)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !tlsOn(&mc.Spec) {
@@ -149,7 +147,7 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	tlsStatus := &cachev1.TLSStatus{ClientSecret: clientTLSSecretOf(mc.Name), ServerName: serverDomain(headlessNameOf(mc.Name), mc.Namespace),
+	tlsStatus := &cachev1.TLSStatus{ClientSecret: serverset.ClientTLSSecretOf(mc.Name), ServerName: serverset.Domain(serverset.HeadlessNameOf(mc.Name), mc.Namespace),
 		NotAfter: &metav1.Time{Time: notAfter.UTC()}}
 	if err := r.setStatus(ctx, mc, &cond, tlsStatus); err != nil {
 		return ctrl.Result{}, err
@@ -178,7 +176,7 @@ func (r *MemcachedTLSReconciler) certificateSecretCheck() time.Duration {
 // only when no server serves TLS any more: until the rollout has replaced them all, a TLS server
 // that restarts mounts its Secret, and the operator reaches the others with the client one.
 func (r *MemcachedTLSReconciler) turnOff(ctx context.Context, mc *cachev1.Memcached) (ctrl.Result, error) {
-	pods, err := podsOfRelease(ctx, r.Client, mc, false)
+	pods, err := serverset.PodsOfRelease(ctx, r.Client, mc, false)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -197,7 +195,7 @@ func (r *MemcachedTLSReconciler) turnOff(ctx context.Context, mc *cachev1.Memcac
 				strings.Join(still, ", "), texts.PluralVerb(len(still), "serves", "serve"), texts.PluralVerb(len(still), "its", "their"), texts.PluralVerb(len(still), "it", "them"))}
 		return ctrl.Result{}, r.setStatus(ctx, mc, cond, mc.Status.TLS) // the pods' events bring us back
 	}
-	r.Reach.forget(mc.Namespace, serversNameOf(mc.Name))
+	r.Reach.forget(mc.Namespace, serverset.NameOf(mc.Name))
 	if err := r.removeSecrets(ctx, mc); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -215,7 +213,7 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	if err != nil {
 		return cond, time.Time{}, 0, err
 	}
-	pods, err := readyServers(ctx, r.Client, mc)
+	pods, err := serverset.Ready(ctx, r.Client, mc)
 	if err != nil {
 		return cond, time.Time{}, 0, err
 	}
@@ -272,19 +270,19 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	case len(foreign) > 0 && current.theirCA != nil:
 		cond.Status, cond.Reason = metav1.ConditionFalse, "CertificateAuthorityReplaced"
 		cond.Message = fmt.Sprintf("%s %s a certificate that no CA clients are given (ca.crt of Secret %s) signs: delete %s one at a time to restart %s with the certificate of Secret %s",
-			strings.Join(foreign, ", "), texts.PluralVerb(len(foreign), "serves", "serve"), clientTLSSecretOf(mc.Name), texts.PluralVerb(len(foreign), "its pod", "their pods"), texts.PluralVerb(len(foreign), "it", "them"), certificateSecretOf(&mc.Spec))
+			strings.Join(foreign, ", "), texts.PluralVerb(len(foreign), "serves", "serve"), serverset.ClientTLSSecretOf(mc.Name), texts.PluralVerb(len(foreign), "its pod", "their pods"), texts.PluralVerb(len(foreign), "it", "them"), certificateSecretOf(&mc.Spec))
 		return cond, oldest, conflictLookAgain, nil
 	case len(foreign) > 0:
 		// A CA made anew (its Secret deleted or spoiled): the running servers neither present a
 		// certificate it signed nor take the client certificate it signs.
 		cond.Status, cond.Reason = metav1.ConditionFalse, "CertificateAuthorityReplaced"
 		cond.Message = fmt.Sprintf("%s %s a certificate of a CA this cache no longer has (Secret %s was made anew): delete %s one at a time to restart %s with the new certificates",
-			strings.Join(foreign, ", "), texts.PluralVerb(len(foreign), "serves", "serve"), caSecretName(mc.Name), texts.PluralVerb(len(foreign), "its pod", "their pods"), texts.PluralVerb(len(foreign), "it", "them"))
+			strings.Join(foreign, ", "), texts.PluralVerb(len(foreign), "serves", "serve"), serverset.CASecretName(mc.Name), texts.PluralVerb(len(foreign), "its pod", "their pods"), texts.PluralVerb(len(foreign), "it", "them"))
 		return cond, oldest, conflictLookAgain, nil
 	case len(stale) > 0 && spreading:
 		cond.Status, cond.Reason = metav1.ConditionFalse, "Renewing"
 		cond.Message = fmt.Sprintf("%s still %s the certificate of the CA of before: the servers serve the new CA's from %s, once the kubelet has brought both CAs (ca.crt of Secret %s) to the clients",
-			strings.Join(stale, ", "), texts.PluralVerb(len(stale), "serves", "serve"), current.refreshAfter.UTC().Format(time.RFC3339), clientTLSSecretOf(mc.Name))
+			strings.Join(stale, ", "), texts.PluralVerb(len(stale), "serves", "serve"), current.refreshAfter.UTC().Format(time.RFC3339), serverset.ClientTLSSecretOf(mc.Name))
 	case len(stale) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, "Renewing"
 		cond.Message = fmt.Sprintf("%s still %s a replaced certificate: the kubelet brings the renewed one into the pod, and memcached reads it on refresh_certs",
@@ -343,7 +341,7 @@ func (r *MemcachedTLSReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("memcached-tls").
 		For(managercache.MemcachedObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A server that becomes ready is asked what it serves.
-		Watches(&corev1.Pod{}, toMemcached(), builder.WithPredicates(chartObjects, readinessChanged)).
+		Watches(&corev1.Pod{}, serverset.ToMemcached(), builder.WithPredicates(serverset.ChartObjects, serverset.ReadinessChanged)).
 		WatchesRawSource(source.Kind(r.Secrets, &corev1.Secret{},
 			handler.TypedEnqueueRequestForOwner[*corev1.Secret](mgr.GetScheme(), mgr.GetRESTMapper(), &cachev1.Memcached{}, handler.OnlyControllerOwner()))).
 		// At least two workers, of which a namespace takes one at most (slots).

@@ -27,6 +27,7 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/progress"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/helm/library"
 	"github.com/example/memcached-operator/internal/rollout"
@@ -91,9 +92,6 @@ func observeOperand(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, re
 	}
 }
 
-// serverPort is memcached's port on every server (the chart's).
-const serverPort = 11211
-
 // observeServers reports the servers clients shard keys over: their addresses in the order of
 // their ordinals (each server's own DNS name through the headless Service, which the StatefulSet
 // names), the ready ones, and the ConfigMap that holds the list (the chart names it after the
@@ -105,14 +103,14 @@ func observeServers(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, po
 	}
 	ready := map[string]bool{}
 	for _, p := range pods {
-		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == servers.UID && p.DeletionTimestamp == nil && podReady(&p) {
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == servers.UID && p.DeletionTimestamp == nil && serverset.PodReady(&p) {
 			ready[p.Name] = true
 		}
 	}
 	want := progress.OfStatefulSet(servers).Want
 	for i := range want {
 		name := fmt.Sprintf("%s-%d", servers.Name, i)
-		addr := fmt.Sprintf("%s.%s.%s.svc:%d", name, servers.Spec.ServiceName, servers.Namespace, serverPort)
+		addr := fmt.Sprintf("%s.%s.%s.svc:%d", name, servers.Spec.ServiceName, servers.Namespace, serverset.Port)
 		st.Servers = append(st.Servers, addr)
 		if ready[name] {
 			st.ReadyServers = append(st.ReadyServers, addr)

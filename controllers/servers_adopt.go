@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/internal/labels"
 )
 
@@ -71,7 +72,7 @@ func (r *MemcachedOperandReconciler) adoptRecord(ctx context.Context, mc *cachev
 	}
 	rec := &record13{}
 	ran := (*corev1.PodTemplateSpec)(nil)
-	if held && json.Unmarshal([]byte(v), rec) == nil && rec.Outcome == "" && partitionOf(servers) > 0 && rs.Change == nil {
+	if held && json.Unmarshal([]byte(v), rec) == nil && rec.Outcome == "" && serverset.PartitionOf(servers) > 0 && rs.Change == nil {
 		var err error
 		if ran, err = r.templateOf(ctx, mc, rec.Release); err != nil {
 			return false, err
@@ -85,7 +86,7 @@ func (r *MemcachedOperandReconciler) adoptRecord(ctx context.Context, mc *cachev
 			way = cachev1.WayInPlace // 1.2.0's memory change
 		}
 		c := &cachev1.ServersChange{What: rec.Change, Way: way, Phase: cachev1.RolloutChanging, FromRelease: rec.Release, Revision: rec.Revision,
-			Held: partitionOf(servers), Since: rec.Since, UpgradeFrom: rec.Release, UpgradeTime: ptr.To(rec.Since)}
+			Held: serverset.PartitionOf(servers), Since: rec.Since, UpgradeFrom: rec.Release, UpgradeTime: ptr.To(rec.Since)}
 		if c.What == "" {
 			c.What = "the servers' memory"
 		}

@@ -31,12 +31,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/progress"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/labels"
@@ -66,7 +66,7 @@ func (r *MemcachedOperandReconciler) BeforeUpgrade(ctx context.Context, cr clien
 	if last == nil || !last.Deployed {
 		return nil // a failed or pending release: what the servers run is not the last manifest's
 	}
-	from, to := statefulSetOf(last.Manifest), statefulSetOf(target.Manifest)
+	from, to := serverset.StatefulSetOf(last.Manifest), serverset.StatefulSetOf(target.Manifest)
 	if from == nil || to == nil || from.Name != to.Name {
 		return nil
 	}
@@ -77,7 +77,7 @@ func (r *MemcachedOperandReconciler) BeforeUpgrade(ctx context.Context, cr clien
 		if err := r.Live.Get(ctx, client.ObjectKey{Namespace: cr.GetNamespace(), Name: to.Name}, live); err != nil {
 			return client.IgnoreNotFound(err) // none yet: Helm creates it
 		}
-		if !madeForRelease(live, cr) {
+		if !serverset.MadeForRelease(live, cr) {
 			return nil // not the release's: Helm's own check or the fence refuses it
 		}
 		mc := &cachev1.Memcached{}
@@ -99,7 +99,7 @@ func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Mem
 		rs = &cachev1.RolloutStatus{}
 	}
 	now := metav1.Now().Rfc3339Copy()
-	if c := rs.Change; rollout.InFlight(c) && partitionOf(live) > 0 {
+	if c := rs.Change; rollout.InFlight(c) && serverset.PartitionOf(live) > 0 {
 		// A change in flight: the servers run the template of their releases (status.rollout).
 		_, _, why, err := r.foldPlan(ctx, mc, live, rs, to)
 		if err != nil {
@@ -126,7 +126,7 @@ func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Mem
 	}
 	// Servers the upgrade adds (ordinals from the smaller of the two counts on) start with the
 	// new template; the others are held.
-	held := min(replicasOf(live), replicasOf(target))
+	held := min(serverset.ReplicasOf(live), serverset.ReplicasOf(target))
 	c := &cachev1.ServersChange{What: plan.What(), Way: plan.Way, Phase: cachev1.RolloutChanging, FromRelease: last.Version,
 		Revision: live.Status.CurrentRevision, Held: held, Memory: plan.MemoryChange(), Since: now, UpgradeFrom: last.Version, UpgradeTime: &now}
 	rs.Change = c
@@ -173,7 +173,7 @@ func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Mem
 func (r *MemcachedOperandReconciler) foldPlan(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, to *corev1.PodTemplateSpec) (way string, memory *cachev1.MemoryChange, why string, err error) {
 	releases := []int32{rs.Change.FromRelease}
 	for _, e := range rs.Servers {
-		if n, ok := ordinalOf(servers.Name, e.Name); ok && n < rs.Change.Held && e.Release > 0 && !slices.Contains(releases, e.Release) {
+		if n, ok := serverset.OrdinalOf(servers.Name, e.Name); ok && n < rs.Change.Held && e.Release > 0 && !slices.Contains(releases, e.Release) {
 			releases = append(releases, e.Release)
 		}
 	}
@@ -206,7 +206,7 @@ func (r *MemcachedOperandReconciler) templateOf(ctx context.Context, mc *cachev1
 	if err != nil {
 		return nil, err
 	}
-	if s := statefulSetOf(manifestOf(rendered)); s != nil {
+	if s := serverset.StatefulSetOf(serverset.ManifestOf(rendered)); s != nil {
 		return &s.Spec.Template, nil
 	}
 	return nil, nil
@@ -340,9 +340,9 @@ func (r *MemcachedOperandReconciler) serversRunRevision(ctx context.Context, s *
 	if err := r.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels(s.Spec.Selector.MatchLabels)); err != nil {
 		return false
 	}
-	pods := serverPodsOf(s, list.Items)
-	for n := range replicasOf(s) {
-		if p := pods[n]; p == nil || !podReady(p) || p.Labels[appsv1.StatefulSetRevisionLabel] != s.Status.UpdateRevision {
+	pods := serverset.PodsOf(s, list.Items)
+	for n := range serverset.ReplicasOf(s) {
+		if p := pods[n]; p == nil || !serverset.PodReady(p) || p.Labels[appsv1.StatefulSetRevisionLabel] != s.Status.UpdateRevision {
 			return false
 		}
 	}
@@ -355,7 +355,7 @@ func (r *MemcachedOperandReconciler) serversRunRevision(ctx context.Context, s *
 // answered.
 func (r *MemcachedOperandReconciler) shrinkRefusal(mc *cachev1.Memcached, pods []*corev1.Pod, afterMB int32) (why string, ok bool) {
 	for _, p := range pods {
-		if !podReady(p) || p.Status.PodIP == "" {
+		if !serverset.PodReady(p) || p.Status.PodIP == "" {
 			return fmt.Sprintf("server %s is not ready, so what it holds is unknown", p.Name), true
 		}
 	}
@@ -383,13 +383,3 @@ func (r *MemcachedOperandReconciler) shrinkRefusal(mc *cachev1.Memcached, pods [
 	}
 	return v.(string), true
 }
-
-// partitionOf is the StatefulSet's partition: the servers below it are not replaced.
-func partitionOf(s *appsv1.StatefulSet) int32 {
-	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
-		return *ru.Partition
-	}
-	return 0
-}
-
-func replicasOf(s *appsv1.StatefulSet) int32 { return ptr.Deref(s.Spec.Replicas, 1) }

@@ -21,30 +21,8 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/discovery"
-
-	"github.com/example/memcached-operator/internal/helm"
 )
-
-// The servers' StatefulSet as a release renders it, and whether the cluster resizes pods in
-// place.
-
-// manifestOf is a release's manifest, or "" for none.
-func manifestOf(rel *helm.Rendered) string {
-	if rel == nil {
-		return ""
-	}
-	return rel.Manifest
-}
-
-// statefulSetOf is the StatefulSet of a release manifest (the chart renders one), or nil.
-func statefulSetOf(manifest string) *appsv1.StatefulSet {
-	if s := helm.ObjectsOf[appsv1.StatefulSet](manifest, "apps/v1", "StatefulSet"); len(s) > 0 {
-		return s[0]
-	}
-	return nil
-}
 
 // resizeSupport says whether the cluster resizes pods in place: whether its API server serves the
 // pods/resize subresource (Kubernetes 1.33 and later with InPlacePodVerticalScaling, which is GA

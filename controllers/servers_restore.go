@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/rollout"
 )
@@ -40,7 +41,7 @@ func (r *MemcachedOperandReconciler) judgeReplaced(mc *cachev1.Memcached, e *cac
 	if e == nil {
 		return true, nil
 	}
-	if !podReady(s.Pod) || s.Pod.Status.PodIP == "" {
+	if !serverset.PodReady(s.Pod) || s.Pod.Status.PodIP == "" {
 		return false, nil // its readiness brings the cache back
 	}
 	st, err, ok := r.readStats(mc, s.Pod, "after its replacement")

@@ -19,8 +19,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -31,6 +29,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/rollout"
@@ -94,9 +93,9 @@ func (r *MemcachedOperandReconciler) advance(ctx context.Context, mc *cachev1.Me
 		rs = &cachev1.RolloutStatus{}
 	}
 	now := metav1.Now().Rfc3339Copy()
-	pods := serverPodsOf(servers, list)
+	pods := serverset.PodsOf(servers, list)
 	var seen []rollout.Seen
-	rs.Servers, seen = rollout.Track(rs.Servers, pods, servers.Name, replicasOf(servers), rs.Change, now)
+	rs.Servers, seen = rollout.Track(rs.Servers, pods, servers.Name, serverset.ReplicasOf(servers), rs.Change, now)
 	rollout.MarkStopping(rs.Servers, list)
 	var judge []rollout.Seen
 	for _, s := range seen {
@@ -112,7 +111,7 @@ func (r *MemcachedOperandReconciler) advance(ctx context.Context, mc *cachev1.Me
 		}
 	}
 	inFlight := rollout.InFlight(rs.Change)
-	if !inFlight && partitionOf(servers) > 0 {
+	if !inFlight && serverset.PartitionOf(servers) > 0 {
 		// A hold no change in flight needs: one whose change was recorded done, dropped or
 		// rolled out by an operator stopped before it let go, or 1.3.0's. (A change being
 		// recorded holds the servers only once it is in status: read first.)
@@ -153,7 +152,7 @@ func (r *MemcachedOperandReconciler) judgeRestart(mc *cachev1.Memcached, rs *cac
 	if s.Next != nil {
 		return r.judgeReplaced(mc, e, s)
 	}
-	if e == nil || !podReady(s.Pod) || s.Pod.Status.PodIP == "" {
+	if e == nil || !serverset.PodReady(s.Pod) || s.Pod.Status.PodIP == "" {
 		return true, nil
 	}
 	restarts := rollout.RestartsOf(s.Pod, labels.ChartName)
@@ -205,7 +204,7 @@ func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memc
 			c.UpgradeFrom, c.UpgradeTime = 0, nil
 		}
 	}
-	if partitionOf(servers) == 0 {
+	if serverset.PartitionOf(servers) == 0 {
 		return 0, r.letGo(ctx, mc, servers, rs, "the rollout was no longer held (someone set its partition to 0)", later)
 	}
 	templates := map[int32]*corev1.PodTemplateSpec{}
@@ -252,14 +251,14 @@ func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memc
 			}
 		}
 	}
-	held := min(c.Held, replicasOf(servers))
+	held := min(c.Held, serverset.ReplicasOf(servers))
 	after, _ := rollout.MemoryOf(&to.Spec)
 	if c.Memory != nil && c.Memory.ToMB < c.Memory.FromMB && !rollout.WarmTemplate(to) && !c.Memory.Fits {
 		// A shrink in place needs every server to hold no more than the new limit: asked here,
 		// beside the servers reconciler's workers, not on Helm's before the upgrade.
 		var ask []*corev1.Pod
 		for n := range held {
-			if e := entryOf(rs, serverName(servers, n)); pods[n] != nil && (e == nil || e.Release != c.ToRelease) {
+			if e := entryOf(rs, serverset.Name(servers, n)); pods[n] != nil && (e == nil || e.Release != c.ToRelease) {
 				ask = append(ask, pods[n].DeepCopy())
 			}
 		}
@@ -286,7 +285,7 @@ func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memc
 	oneAtATime := c.Way == cachev1.WayWarmRestart
 	waiting, blocked := "", ""
 	for n := held - 1; n >= 0; n-- {
-		name := serverName(servers, n)
+		name := serverset.Name(servers, n)
 		p, e := pods[n], entryOf(rs, name)
 		if p == nil || e == nil || e.PodUID != p.UID {
 			waiting = cmpOr(waiting, fmt.Sprintf("server %s's pod is being created", name))
@@ -397,26 +396,6 @@ func (r *MemcachedOperandReconciler) letGo(ctx context.Context, mc *cachev1.Memc
 	*later = nil
 	return r.setPartition(ctx, servers, 0)
 }
-
-// serverPodsOf are the StatefulSet's pods, by ordinal: made by it (its UID), not being deleted,
-// not on the host network (whose address is its node's, never the chart's).
-func serverPodsOf(s *appsv1.StatefulSet, list []corev1.Pod) map[int32]*corev1.Pod {
-	pods := map[int32]*corev1.Pod{}
-	for i := range list {
-		p := &list[i]
-		if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != s.UID || p.DeletionTimestamp != nil || p.Spec.HostNetwork {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.TrimPrefix(p.Name, s.Name+"-"), 10, 32)
-		if err != nil || !strings.HasPrefix(p.Name, s.Name+"-") {
-			continue
-		}
-		pods[int32(n)] = p
-	}
-	return pods
-}
-
-func serverName(s *appsv1.StatefulSet, n int32) string { return fmt.Sprintf("%s-%d", s.Name, n) }
 
 // entryOf is status.rollout's entry of a server, or nil.
 func entryOf(rs *cachev1.RolloutStatus, server string) *cachev1.ServerRollout {

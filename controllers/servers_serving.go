@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/labels"
 )
@@ -90,7 +91,7 @@ func (r *MemcachedOperandReconciler) servingBeforeUpgrade(ctx context.Context, c
 	if target == nil || !selectsServing(target.Manifest) {
 		return nil
 	}
-	to := statefulSetOf(target.Manifest)
+	to := serverset.StatefulSetOf(target.Manifest)
 	if to == nil {
 		return nil
 	}
@@ -98,7 +99,7 @@ func (r *MemcachedOperandReconciler) servingBeforeUpgrade(ctx context.Context, c
 	if err := r.Live.Get(ctx, client.ObjectKey{Namespace: cr.GetNamespace(), Name: to.Name}, live); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !madeForRelease(live, cr) {
+	if !serverset.MadeForRelease(live, cr) {
 		return nil
 	}
 	mc := &cachev1.Memcached{}
@@ -106,7 +107,7 @@ func (r *MemcachedOperandReconciler) servingBeforeUpgrade(ctx context.Context, c
 		return err
 	}
 	list := &corev1.PodList{}
-	if err := r.List(ctx, list, client.InNamespace(live.Namespace), client.MatchingFields{instanceIndex: cr.GetName()}, client.MatchingLabels(live.Spec.Selector.MatchLabels)); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(live.Namespace), client.MatchingFields{serverset.InstanceIndex: cr.GetName()}, client.MatchingLabels(live.Spec.Selector.MatchLabels)); err != nil {
 		return fmt.Errorf("list the servers of StatefulSet %s: %w", live.Name, err)
 	}
 	restarting := map[string]bool{}
@@ -116,7 +117,7 @@ func (r *MemcachedOperandReconciler) servingBeforeUpgrade(ctx context.Context, c
 		}
 	}
 	var failed error
-	for _, p := range serverPodsOf(live, list.Items) {
+	for _, p := range serverset.PodsOf(live, list.Items) {
 		if _, ok := p.Labels[labels.Serving]; !ok && !restarting[p.Name] {
 			failed = errors.Join(failed, r.labelServing(ctx, p.DeepCopy(), "true"))
 		}

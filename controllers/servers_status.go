@@ -30,6 +30,7 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/progress"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/rollout"
@@ -123,10 +124,10 @@ func observeChange(st *cachev1.MemcachedStatus, servers *appsv1.StatefulSet, c *
 		// StatefulSet controller has not seen it yet), and no server started empty.
 		return
 	}
-	held := min(c.Held, replicasOf(servers))
+	held := min(c.Held, serverset.ReplicasOf(servers))
 	done := int32(0)
 	for _, e := range st.Rollout.Servers {
-		if n, ok := ordinalOf(servers.Name, e.Name); ok && n < held && c.ToRelease > 0 && e.Release == c.ToRelease {
+		if n, ok := serverset.OrdinalOf(servers.Name, e.Name); ok && n < held && c.ToRelease > 0 && e.Release == c.ToRelease {
 			done++
 		}
 	}
@@ -232,18 +233,6 @@ func emptyCount(entries []cachev1.ServerRollout, c *cachev1.ServersChange) int32
 		}
 	}
 	return n
-}
-
-// ordinalOf is the ordinal of a server (a pod of StatefulSet name), false when it is not one.
-func ordinalOf(name, server string) (int32, bool) {
-	var n int32
-	if !strings.HasPrefix(server, name+"-") {
-		return 0, false
-	}
-	if _, err := fmt.Sscanf(strings.TrimPrefix(server, name+"-"), "%d", &n); err != nil || fmt.Sprint(n) != strings.TrimPrefix(server, name+"-") {
-		return 0, false
-	}
-	return n, true
 }
 
 func timeOf(t *metav1.Time) string {

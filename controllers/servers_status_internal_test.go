@@ -27,42 +27,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
-	"github.com/example/memcached-operator/internal/rollout"
 )
-
-// The StatefulSet of a release manifest, among its other objects.
-func TestStatefulSetOf(t *testing.T) {
-	manifest := `---
-# Source: memcached/templates/service.yaml
-apiVersion: v1
-kind: Service
-metadata:
-  name: m-memcached
----
-# Source: memcached/templates/statefulset.yaml
-apiVersion: apps/v1
-kind: StatefulSet
-metadata:
-  name: m-memcached
-spec:
-  replicas: 2
-  template:
-    spec:
-      containers:
-        - name: memcached
-          args: ["-m", "64"]
-`
-	s := statefulSetOf(manifest)
-	if s == nil || s.Name != "m-memcached" || *s.Spec.Replicas != 2 {
-		t.Fatalf("statefulSetOf = %+v", s)
-	}
-	if m, ok := rollout.MemoryOf(&s.Spec.Template.Spec); !ok || m.MB != 64 {
-		t.Errorf("MemoryOf = %+v, %v", m, ok)
-	}
-	if statefulSetOf("apiVersion: v1\nkind: Service\nmetadata:\n  name: x\n") != nil {
-		t.Error("a manifest without a StatefulSet has one")
-	}
-}
 
 // What status says of the servers' changes is rendered from status.rollout alone: in flight,
 // stalled, blocked, done in place, handed to the rollout, and a server that started empty since.

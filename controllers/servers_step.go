@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/memcache"
@@ -90,14 +91,14 @@ func (r *MemcachedOperandReconciler) updateServer(ctx context.Context, mc *cache
 			}
 			return serverStep{waiting: fmt.Sprintf("server %s's new image is being set", p.Name)}, r.patchImages(ctx, p, images)
 		}
-		if restarts <= e.Restarts || !podReady(p) || p.Status.PodIP == "" {
+		if restarts <= e.Restarts || !serverset.PodReady(p) || p.Status.PodIP == "" {
 			return serverStep{waiting: fmt.Sprintf("server %s's memcached is restarting in its pod", p.Name)}, nil
 		}
 		if ok, err := r.restarted(ctx, mc, e, p, t.change.Since); !ok || err != nil {
 			return serverStep{waiting: fmt.Sprintf("asking server %s whether it restored its items%s", p.Name, errSuffix(err))}, nil
 		}
 	}
-	if !podReady(p) || p.Status.PodIP == "" {
+	if !serverset.PodReady(p) || p.Status.PodIP == "" {
 		return serverStep{waiting: fmt.Sprintf("server %s is not ready", p.Name)}, nil
 	}
 	if podLabels, podAnnotations, changed := rollout.Metadata(p, from, t.to); changed {
@@ -356,7 +357,7 @@ func limitsToKeep(servers *appsv1.StatefulSet, pods map[int32]*corev1.Pod) ([]*c
 	}
 	var out []*corev1.Pod
 	for _, p := range pods {
-		if p.Labels[appsv1.StatefulSetRevisionLabel] != servers.Status.UpdateRevision || !podReady(p) || p.Status.PodIP == "" {
+		if p.Labels[appsv1.StatefulSetRevisionLabel] != servers.Status.UpdateRevision || !serverset.PodReady(p) || p.Status.PodIP == "" {
 			continue
 		}
 		has, ok := rollout.MemoryOf(&p.Spec)

@@ -26,9 +26,9 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/internal/rollout"
 )
 
@@ -54,9 +54,9 @@ func (r *MemcachedOperandReconciler) replaceForVolumes(ctx context.Context, mc *
 	if servers == nil || (mc.Status.Rollout != nil && rollout.InFlight(mc.Status.Rollout.Change)) {
 		return 0, nil
 	}
-	pods := serverPodsOf(servers, list)
+	pods := serverset.PodsOf(servers, list)
 	var stale *corev1.Pod
-	for n := range replicasOf(servers) {
+	for n := range serverset.ReplicasOf(servers) {
 		if p := pods[n]; p != nil && !hasClaimVolumes(servers, p) {
 			stale = p
 			break
@@ -65,8 +65,8 @@ func (r *MemcachedOperandReconciler) replaceForVolumes(ctx context.Context, mc *
 	if stale == nil {
 		return 0, nil
 	}
-	for n := range replicasOf(servers) {
-		if p := pods[n]; p == nil || !podReady(p) {
+	for n := range serverset.ReplicasOf(servers) {
+		if p := pods[n]; p == nil || !serverset.PodReady(p) {
 			return 0, nil // a server that does not serve: its readiness brings us back
 		}
 	}
@@ -101,13 +101,4 @@ func hasClaimVolumes(s *appsv1.StatefulSet, p *corev1.Pod) bool {
 	slices.Sort(want)
 	slices.Sort(have)
 	return slices.Equal(want, have)
-}
-
-// controllerUID is the UID of an object's controller, or "": a pod's changes when a StatefulSet
-// made again adopts it.
-func controllerUID(o metav1.Object) types.UID {
-	if ref := metav1.GetControllerOf(o); ref != nil {
-		return ref.UID
-	}
-	return ""
 }

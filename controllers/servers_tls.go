@@ -18,7 +18,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -26,7 +25,6 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,50 +33,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/example/memcached-operator/internal/labels"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/internal/memcache"
 	"github.com/example/memcached-operator/internal/rollout"
 )
-
-// The chart's names for a release, written again here because the certificates must exist before
-// the chart's pods mount them (a test renders the chart and compares).
-
-// chartFullname is the chart's memcached.fullname.
-func chartFullname(release string) string {
-	name := release
-	if !strings.Contains(release, labels.ChartName) {
-		name = release + "-" + labels.ChartName
-	}
-	return strings.TrimSuffix(truncate(name, 63), "-")
-}
-
-// serversNameOf is the chart's memcached.serversName: the StatefulSet's name.
-func serversNameOf(release string) string {
-	full := chartFullname(release)
-	if len(full) <= 52 {
-		return full
-	}
-	sum := sha256.Sum256([]byte(full))
-	return strings.TrimSuffix(truncate(full, 45), "-") + "-" + fmt.Sprintf("%x", sum)[:6]
-}
-
-// headlessNameOf is the chart's memcached.headlessName.
-func headlessNameOf(release string) string { return serversNameOf(release) + "-headless" }
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
-
-// The Secrets of a cache that serves TLS (memcached_tls.go makes them; the chart mounts the
-// server's and, for the exporter, the client's).
-func caSecretName(release string) string             { return serversNameOf(release) + "-ca" }
-func serverTLSSecretName(release string) string      { return serversNameOf(release) + "-tls" }
-func clientTLSSecretName(servers string) string      { return servers + "-client-tls" }
-func clientTLSSecretOf(release string) string        { return clientTLSSecretName(serversNameOf(release)) }
-func serverDomain(headless, namespace string) string { return headless + "." + namespace + ".svc" }
 
 // servesTLS reports whether a memcached pod was started to serve TLS (its arguments hold -Z): while
 // TLS is turned on or off, the servers of a rollout's two sides speak differently.
@@ -111,7 +69,7 @@ type clientConfig struct {
 func (r *ServerReach) server(ctx context.Context, p *corev1.Pod) (memcache.Server, error) {
 	port := r.Port
 	if port == 0 {
-		port = memcachedPort
+		port = serverset.Port
 	}
 	srv := memcache.Server{Addr: net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))}
 	if !servesTLS(p) {
@@ -121,13 +79,13 @@ func (r *ServerReach) server(ctx context.Context, p *corev1.Pod) (memcache.Serve
 	if servers == "" || p.Spec.Hostname == "" || p.Spec.Subdomain == "" {
 		return srv, errors.New("it serves TLS but is not a server of a cache's StatefulSet")
 	}
-	base, err := r.clientConfig(ctx, types.NamespacedName{Namespace: p.Namespace, Name: clientTLSSecretName(servers)})
+	base, err := r.clientConfig(ctx, types.NamespacedName{Namespace: p.Namespace, Name: serverset.ClientTLSSecretName(servers)})
 	if err != nil {
 		return srv, err
 	}
 	srv.TLS = base.Clone()
 	// The server's stable name, which its certificate holds (the address is an IP).
-	srv.TLS.ServerName = p.Spec.Hostname + "." + serverDomain(p.Spec.Subdomain, p.Namespace)
+	srv.TLS.ServerName = p.Spec.Hostname + "." + serverset.Domain(p.Spec.Subdomain, p.Namespace)
 	return srv, nil
 }
 
@@ -151,8 +109,8 @@ func (r *ServerReach) clientConfig(ctx context.Context, key types.NamespacedName
 		return nil, fmt.Errorf("the client certificate (Secret %s): %w", key.Name, err)
 	}
 	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(secret.Data[caCertKey]) {
-		return nil, fmt.Errorf("the client certificate (Secret %s) has no CA certificate (%s)", key.Name, caCertKey)
+	if !roots.AppendCertsFromPEM(secret.Data[serverset.CACertKey]) {
+		return nil, fmt.Errorf("the client certificate (Secret %s) has no CA certificate (%s)", key.Name, serverset.CACertKey)
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: roots, MinVersion: tls.VersionTLS12}
 	if r.configs == nil {
@@ -166,7 +124,7 @@ func (r *ServerReach) clientConfig(ctx context.Context, key types.NamespacedName
 func (r *ServerReach) forget(namespace, servers string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.configs, types.NamespacedName{Namespace: namespace, Name: clientTLSSecretName(servers)})
+	delete(r.configs, types.NamespacedName{Namespace: namespace, Name: serverset.ClientTLSSecretName(servers)})
 }
 
 // controllingStatefulSet names the StatefulSet that controls pod p ("" when none does).

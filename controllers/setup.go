@@ -40,6 +40,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/managercache"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/operand"
 	"github.com/example/memcached-operator/internal/tlsprofile"
@@ -164,7 +165,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	ctrl.Log.WithName("setup").Info("operand settings", "memcachedImage", img.String(), "exporterImage", exporterImg.String(), "openShift", platform.OpenShift)
 
-	if err := indexByInstance(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := serverset.IndexByInstance(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	if err := operands.SetupWithManager(mgr); err != nil {

@@ -36,6 +36,7 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/progress"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/internal/labels"
 )
 
@@ -83,7 +84,7 @@ type userCertificate struct {
 // memcached or its clients could not use, saying why (errCertificateSecret).
 func (r *MemcachedTLSReconciler) readCertificateSecret(ctx context.Context, mc *cachev1.Memcached) (userCertificate, error) {
 	name := certificateSecretOf(&mc.Spec)
-	if slices.Contains([]string{caSecretName(mc.Name), serverTLSSecretName(mc.Name), clientTLSSecretOf(mc.Name)}, name) {
+	if slices.Contains([]string{serverset.CASecretName(mc.Name), serverset.ServerTLSSecretName(mc.Name), serverset.ClientTLSSecretOf(mc.Name)}, name) {
 		return userCertificate{}, errCertificateSecret{"CertificateSecretInvalid", fmt.Sprintf(
 			"spec.tls.certificateSecret names %s, a Secret the operator makes for this cache: name the Secret that holds your certificate", name)}
 	}
@@ -105,7 +106,7 @@ func (r *MemcachedTLSReconciler) readCertificateSecret(ctx context.Context, mc *
 	if err != nil {
 		return invalid("%s: %v", corev1.TLSCertKey, err)
 	}
-	bundle, from := secret.Data[caCertKey], "its "+caCertKey
+	bundle, from := secret.Data[serverset.CACertKey], "its "+serverset.CACertKey
 	if len(bundle) == 0 {
 		cm := &corev1.ConfigMap{}
 		err := r.Live.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: serviceCAConfigMap}, cm)
@@ -114,7 +115,7 @@ func (r *MemcachedTLSReconciler) readCertificateSecret(ctx context.Context, mc *
 		}
 		bundle, from = []byte(cm.Data[serviceCAKey]), fmt.Sprintf("ConfigMap %s (%s)", serviceCAConfigMap, serviceCAKey)
 		if len(bundle) == 0 {
-			return invalid("no %s, and no ConfigMap %s with %s (OKD's service CA): clients would have no CA to verify the servers with", caCertKey, serviceCAConfigMap, serviceCAKey)
+			return invalid("no %s, and no ConfigMap %s with %s (OKD's service CA): clients would have no CA to verify the servers with", serverset.CACertKey, serviceCAConfigMap, serviceCAKey)
 		}
 	}
 	roots := x509.NewCertPool()
@@ -127,9 +128,9 @@ func (r *MemcachedTLSReconciler) readCertificateSecret(ctx context.Context, mc *
 			intermediates.AddCert(c)
 		}
 	}
-	domain := serverDomain(headlessNameOf(mc.Name), mc.Namespace)
+	domain := serverset.Domain(serverset.HeadlessNameOf(mc.Name), mc.Namespace)
 	// A server's stable name, and the headless Service's own (status.tls.serverName).
-	for _, host := range []string{serversNameOf(mc.Name) + "-0." + domain, domain} {
+	for _, host := range []string{serverset.NameOf(mc.Name) + "-0." + domain, domain} {
 		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: intermediates, DNSName: host,
 			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 			return invalid("clients that verify %s with the CA of %s would refuse it: %v (it must hold the DNS names *.%s and %s)", host, from, err, domain, domain)
@@ -145,13 +146,13 @@ func (r *MemcachedTLSReconciler) readCertificateSecret(ctx context.Context, mc *
 // server serves the new certificate (trimClientCA).
 func (r *MemcachedTLSReconciler) clientCAOf(ctx context.Context, mc *cachev1.Memcached, bundle []byte) ([]byte, error) {
 	held := &corev1.Secret{}
-	if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: clientTLSSecretOf(mc.Name)}, held); err != nil {
+	if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: serverset.ClientTLSSecretOf(mc.Name)}, held); err != nil {
 		return bundle, client.IgnoreNotFound(err)
 	}
 	if !metav1.IsControlledBy(held, mc) {
 		return bundle, nil // not ours: ensure refuses it
 	}
-	was := held.Data[caCertKey]
+	was := held.Data[serverset.CACertKey]
 	if len(was) == 0 || holdsAll(was, bundle) {
 		if len(was) == 0 || bytes.Equal(was, bundle) {
 			return bundle, nil
@@ -165,7 +166,7 @@ func (r *MemcachedTLSReconciler) clientCAOf(ctx context.Context, mc *cachev1.Mem
 // bundle (labels.CAChangedAt), and says when the servers may serve the new CA's certificate: a
 // CASpread after that, so that the kubelet has brought both CAs to the clients first.
 func (r *MemcachedTLSReconciler) markCAChange(ctx context.Context, s *corev1.Secret, bundle []byte, now time.Time) (*corev1.Secret, time.Time, error) {
-	if bytes.Equal(s.Data[caCertKey], bundle) {
+	if bytes.Equal(s.Data[serverset.CACertKey], bundle) {
 		return s, time.Time{}, nil
 	}
 	if at, err := time.Parse(time.RFC3339, s.Annotations[labels.CAChangedAt]); err == nil {
@@ -186,11 +187,11 @@ func (r *MemcachedTLSReconciler) caSpread() time.Duration { return cmp.Or(r.CASp
 // trimClientCA brings the client Secret's ca.crt down to the user's CA bundle, once every server
 // serves the certificate it signs.
 func (r *MemcachedTLSReconciler) trimClientCA(ctx context.Context, made madeCertificates) error {
-	if made.theirCA == nil || made.client == nil || bytes.Equal(made.client.Data[caCertKey], made.theirCA) {
+	if made.theirCA == nil || made.client == nil || bytes.Equal(made.client.Data[serverset.CACertKey], made.theirCA) {
 		return nil
 	}
 	s := made.client.DeepCopy()
-	s.Data[caCertKey] = made.theirCA
+	s.Data[serverset.CACertKey] = made.theirCA
 	delete(s.Annotations, labels.CAChangedAt)
 	if err := r.Update(ctx, s); err != nil {
 		return fmt.Errorf("update the CA of Secret %s: %w", s.Name, err) // a conflict: the next try reads it again
@@ -231,7 +232,7 @@ func derCerts(bundle []byte) [][]byte {
 // removeUnmountedServerSecret deletes the servers' certificate Secret the operator made, once the
 // cache serves a certificate of the user's and no pod of it mounts the operator's any more.
 func (r *MemcachedTLSReconciler) removeUnmountedServerSecret(ctx context.Context, mc *cachev1.Memcached) error {
-	name := serverTLSSecretName(mc.Name)
+	name := serverset.ServerTLSSecretName(mc.Name)
 	secret := &corev1.Secret{}
 	if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret); err != nil {
 		return client.IgnoreNotFound(err)
@@ -239,7 +240,7 @@ func (r *MemcachedTLSReconciler) removeUnmountedServerSecret(ctx context.Context
 	if !metav1.IsControlledBy(secret, mc) {
 		return nil
 	}
-	pods, err := podsOfRelease(ctx, r.Client, mc, false)
+	pods, err := serverset.PodsOfRelease(ctx, r.Client, mc, false)
 	if err != nil {
 		return err
 	}
@@ -250,7 +251,7 @@ func (r *MemcachedTLSReconciler) removeUnmountedServerSecret(ctx context.Context
 	}
 	// Nor while the StatefulSet may still make a pod that mounts it: its template, or a rollout
 	// not complete (a held partition, a pod still going).
-	servers, err := serversOf(ctx, r.Client, mc)
+	servers, err := serverset.Of(ctx, r.Client, mc)
 	if err != nil || servers == nil {
 		return err
 	}

@@ -36,6 +36,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/managercache"
+	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/internal/certs"
 	"github.com/example/memcached-operator/internal/labels"
 )
@@ -124,11 +125,11 @@ func TLSSecretAsKept(obj any) (any, error) {
 func tlsSecretNameOf(role, release string) string {
 	switch role {
 	case roleCA:
-		return caSecretName(release)
+		return serverset.CASecretName(release)
 	case roleServer:
-		return serverTLSSecretName(release)
+		return serverset.ServerTLSSecretName(release)
 	case roleClient:
-		return clientTLSSecretOf(release)
+		return serverset.ClientTLSSecretOf(release)
 	}
 	return ""
 }
@@ -160,30 +161,30 @@ type madeCertificates struct {
 // next due (or the user's Secret is to be read again).
 func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cachev1.Memcached, now time.Time) (madeCertificates, time.Time, error) {
 	var made madeCertificates
-	caSecret, err := r.ensure(ctx, mc, caSecretName(mc.Name), roleCA, corev1.SecretTypeOpaque,
+	caSecret, err := r.ensure(ctx, mc, serverset.CASecretName(mc.Name), roleCA, corev1.SecretTypeOpaque,
 		func(data map[string][]byte) bool {
-			return certs.Matches(data[caCertKey], data[caKeyKey]) && !certs.Due(data[caCertKey], now)
+			return certs.Matches(data[serverset.CACertKey], data[serverset.CAKeyKey]) && !certs.Due(data[serverset.CACertKey], now)
 		},
 		func(old map[string][]byte) (map[string][]byte, error) {
-			was := certs.KeyPair{Cert: old[caCertKey], Key: old[caKeyKey]}
+			was := certs.KeyPair{Cert: old[serverset.CACertKey], Key: old[serverset.CAKeyKey]}
 			kp, err := certs.RenewCA(was, now, r.CAValidity)
 			if err != nil { // none yet, or unreadable: a new CA, whose leaves are issued again below
 				kp, err = certs.NewCA(fmt.Sprintf("%s/%s memcached CA", mc.Namespace, mc.Name), now, r.CAValidity)
-				made.issued = append(made.issued, "a certificate authority for this cache (Secret "+caSecretName(mc.Name)+")")
+				made.issued = append(made.issued, "a certificate authority for this cache (Secret "+serverset.CASecretName(mc.Name)+")")
 			} else {
-				made.renewed = append(made.renewed, "the cache's certificate authority, with its key (Secret "+caSecretName(mc.Name)+")")
+				made.renewed = append(made.renewed, "the cache's certificate authority, with its key (Secret "+serverset.CASecretName(mc.Name)+")")
 			}
-			return map[string][]byte{caCertKey: kp.Cert, caKeyKey: kp.Key}, err
+			return map[string][]byte{serverset.CACertKey: kp.Cert, serverset.CAKeyKey: kp.Key}, err
 		})
 	if err != nil {
 		return made, time.Time{}, err
 	}
-	caPair := certs.KeyPair{Cert: caSecret.Data[caCertKey], Key: caSecret.Data[caKeyKey]}
+	caPair := certs.KeyPair{Cert: caSecret.Data[serverset.CACertKey], Key: caSecret.Data[serverset.CAKeyKey]}
 	renewAt := renewTime(caPair.Cert)
-	headless := headlessNameOf(mc.Name)
-	server := certs.Leaf{CommonName: serversNameOf(mc.Name), Server: true, DNSNames: []string{
-		"*." + serverDomain(headless, mc.Namespace), serverDomain(headless, mc.Namespace),
-		chartFullname(mc.Name) + "." + mc.Namespace + ".svc",
+	headless := serverset.HeadlessNameOf(mc.Name)
+	server := certs.Leaf{CommonName: serverset.NameOf(mc.Name), Server: true, DNSNames: []string{
+		"*." + serverset.Domain(headless, mc.Namespace), serverset.Domain(headless, mc.Namespace),
+		serverset.FullnameOf(mc.Name) + "." + mc.Namespace + ".svc",
 	}}
 	client := certs.Leaf{CommonName: fmt.Sprintf("%s/%s memcached client", mc.Namespace, mc.Name)}
 	type leafSecret struct {
@@ -192,7 +193,7 @@ func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cac
 		// ca is the ca.crt it carries: the CA the servers' certificate is verified with.
 		ca []byte
 	}
-	leaves := []leafSecret{{serverTLSSecretName(mc.Name), roleServer, server, caPair.Cert}, {clientTLSSecretOf(mc.Name), roleClient, client, caPair.Cert}}
+	leaves := []leafSecret{{serverset.ServerTLSSecretName(mc.Name), roleServer, server, caPair.Cert}, {serverset.ClientTLSSecretOf(mc.Name), roleClient, client, caPair.Cert}}
 	if certificateSecretOf(&mc.Spec) != "" {
 		theirs, err := r.readCertificateSecret(ctx, mc)
 		if err != nil {
@@ -203,7 +204,7 @@ func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cac
 		if err != nil {
 			return made, time.Time{}, err
 		}
-		leaves = []leafSecret{{clientTLSSecretOf(mc.Name), roleClient, client, clientCA}}
+		leaves = []leafSecret{{serverset.ClientTLSSecretOf(mc.Name), roleClient, client, clientCA}}
 		if at := now.Add(r.certificateSecretCheck()); at.Before(renewAt) {
 			renewAt = at
 		}
@@ -215,13 +216,15 @@ func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cac
 				certs.Matches(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey]) && !certs.Due(data[corev1.TLSCertKey], now)
 		}
 		secret, err := r.ensure(ctx, mc, leaf.name, leaf.role, corev1.SecretTypeTLS,
-			func(data map[string][]byte) bool { return bytes.Equal(data[caCertKey], leaf.ca) && certValid(data) },
+			func(data map[string][]byte) bool {
+				return bytes.Equal(data[serverset.CACertKey], leaf.ca) && certValid(data)
+			},
 			func(old map[string][]byte) (map[string][]byte, error) {
 				what := fmt.Sprintf("the %s certificate (Secret %s)", leaf.role, leaf.name)
 				if old != nil && !bytes.Equal(leaf.ca, caPair.Cert) && certValid(old) {
 					// Only the CA the servers are verified with changed (the user's certificate Secret).
-					made.renewed = append(made.renewed, fmt.Sprintf("the CA to verify the servers with (%s of Secret %s)", caCertKey, leaf.name))
-					return map[string][]byte{corev1.TLSCertKey: old[corev1.TLSCertKey], corev1.TLSPrivateKeyKey: old[corev1.TLSPrivateKeyKey], caCertKey: leaf.ca}, nil
+					made.renewed = append(made.renewed, fmt.Sprintf("the CA to verify the servers with (%s of Secret %s)", serverset.CACertKey, leaf.name))
+					return map[string][]byte{corev1.TLSCertKey: old[corev1.TLSCertKey], corev1.TLSPrivateKeyKey: old[corev1.TLSPrivateKeyKey], serverset.CACertKey: leaf.ca}, nil
 				}
 				kp, err := certs.Sign(caPair, leaf.leaf, now, r.CertValidity)
 				if old == nil {
@@ -229,7 +232,7 @@ func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cac
 				} else {
 					made.renewed = append(made.renewed, what)
 				}
-				return map[string][]byte{corev1.TLSCertKey: kp.Cert, corev1.TLSPrivateKeyKey: kp.Key, caCertKey: leaf.ca}, err
+				return map[string][]byte{corev1.TLSCertKey: kp.Cert, corev1.TLSPrivateKeyKey: kp.Key, serverset.CACertKey: leaf.ca}, err
 			})
 		if err != nil {
 			return made, time.Time{}, err
@@ -316,7 +319,7 @@ func (r *MemcachedTLSReconciler) ensure(ctx context.Context, mc *cachev1.Memcach
 
 // removeSecrets deletes the TLS Secrets the operator made for the cache, once spec.tls is off.
 func (r *MemcachedTLSReconciler) removeSecrets(ctx context.Context, mc *cachev1.Memcached) error {
-	for _, name := range []string{caSecretName(mc.Name), serverTLSSecretName(mc.Name), clientTLSSecretOf(mc.Name)} {
+	for _, name := range []string{serverset.CASecretName(mc.Name), serverset.ServerTLSSecretName(mc.Name), serverset.ClientTLSSecretOf(mc.Name)} {
 		secret := &corev1.Secret{}
 		if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret); err != nil {
 			if apierrors.IsNotFound(err) {
