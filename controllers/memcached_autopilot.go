@@ -46,6 +46,7 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
+	"github.com/example/memcached-operator/controllers/internal/servertalk"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/memcache"
 	"github.com/example/memcached-operator/internal/rollout"
@@ -76,14 +77,14 @@ type MemcachedAutopilotReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	// Reach is how the operator reaches the servers: a shrink asks each how much memory it holds.
-	Reach *ServerReach
+	Reach *servertalk.Reach
 	// StatsInterval is how often the stats controller reads the servers: figures must last two
 	// reads before a step.
 	StatsInterval time.Duration
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
 	// talk has the conversations with the servers held off the workers.
-	talk *conversations
+	talk *servertalk.Conversations
 }
 
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
@@ -110,8 +111,8 @@ func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.R
 		memcachedstatus.RemoveCondition(st, cachev1.ConditionScalingLimited)
 	} else {
 		var err error
-		if step, recheck, err = r.decide(ctx, mc, st); errors.Is(err, errTenantBusy) {
-			return ctrl.Result{RequeueAfter: tenantRetry}, nil // another of the namespace's caches asks its servers now
+		if step, recheck, err = r.decide(ctx, mc, st); errors.Is(err, servertalk.ErrTenantBusy) {
+			return ctrl.Result{RequeueAfter: servertalk.TenantRetry}, nil // another of the namespace's caches asks its servers now
 		} else if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -323,7 +324,7 @@ func (r *MemcachedAutopilotReconciler) nextStep(ctx context.Context, mc *cachev1
 				return nil, next, &limit{"TooFullToShrink", fmt.Sprintf("%s: at %d MiB the fullest server would use %d%% or more", figures, next.MaxMemoryMB, b.BelowPercent), "bounds"}, nil
 			}
 			held, err := r.heldMemory(ctx, mc)
-			if errors.Is(err, errTenantBusy) {
+			if errors.Is(err, servertalk.ErrTenantBusy) {
 				return nil, next, nil, err
 			}
 			if err != nil {
@@ -353,20 +354,20 @@ func (r *MemcachedAutopilotReconciler) heldMemory(ctx context.Context, mc *cache
 		return 0, err
 	}
 	// Asked beside the workers: until the answer comes (and brings this cache back), busy.
-	answer, err, ok := r.talk.ask(client.ObjectKeyFromObject(mc), "allocated of "+podsOf(pods), func(ctx context.Context) (any, error) {
+	answer, err, ok := r.talk.Ask(client.ObjectKeyFromObject(mc), "allocated of "+servertalk.PodsOf(pods), func(ctx context.Context) (any, error) {
 		var most uint64
-		for _, a := range askServers(ctx, pods, r.Reach, func(ctx context.Context, srv memcache.Server) (uint64, error) {
-			return memcache.ReadAllocated(ctx, srv, cacheTimeout)
+		for _, a := range servertalk.Ask(ctx, pods, r.Reach, func(ctx context.Context, srv memcache.Server) (uint64, error) {
+			return memcache.ReadAllocated(ctx, srv, servertalk.CacheTimeout)
 		}) {
-			if a.err != nil {
-				return uint64(0), fmt.Errorf("a server did not say how much memory it holds: %w", a.err)
+			if a.Err != nil {
+				return uint64(0), fmt.Errorf("a server did not say how much memory it holds: %w", a.Err)
 			}
-			most = max(most, a.answer)
+			most = max(most, a.Value)
 		}
 		return most, nil
 	})
 	if !ok {
-		return 0, errTenantBusy
+		return 0, servertalk.ErrTenantBusy
 	}
 	if err != nil {
 		return 0, err
@@ -426,14 +427,14 @@ func (r *MemcachedAutopilotReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		return enabled
 	})
 	if r.talk == nil {
-		r.talk = newConversations()
+		r.talk = servertalk.NewConversations()
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-autopilot").
 		For(managercache.MemcachedObject(), builder.WithPredicates(inputs)).
 		Watches(&corev1.ResourceQuota{}, quotaToMemcacheds).
 		// The servers' answers, which come beside the workers.
-		WatchesRawSource(source.Channel(r.talk.done, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.talk.Done(), &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
 }

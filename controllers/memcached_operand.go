@@ -45,6 +45,7 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/progress"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
+	"github.com/example/memcached-operator/controllers/internal/servertalk"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/helm/library"
 	"github.com/example/memcached-operator/internal/labels"
@@ -72,9 +73,9 @@ type MemcachedOperandReconciler struct {
 	// Support says whether the cluster resizes pods in place.
 	Support *resizeSupport
 	// Reach is how the operator reaches the servers.
-	Reach *ServerReach
+	Reach *servertalk.Reach
 	// talk has the conversations with the servers held off the workers.
-	talk *conversations
+	talk *servertalk.Conversations
 	// limitsKept holds, per Memcached, the servers (by UID and restarts) whose memcached was last
 	// given the limit they were resized to in place (keepLimits): asked again when one restarts.
 	limitsKept sync.Map // types.NamespacedName → keptLimit
@@ -255,7 +256,7 @@ func (r *MemcachedOperandReconciler) forget(key types.NamespacedName) {
 	r.progressSince.Delete(key)
 	r.limitsKept.Delete(key)
 	if r.talk != nil {
-		r.talk.forget(key)
+		r.talk.Forget(key)
 	}
 }
 
@@ -368,12 +369,12 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[library.RecordNameLabel]}}}
 	})
 	if r.talk == nil {
-		r.talk = newConversations()
+		r.talk = servertalk.NewConversations()
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-operand").
 		// A conversation with a cache's servers ended: its answer waits for this cache's reconcile.
-		WatchesRawSource(source.Channel(r.talk.done, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.talk.Done(), &handler.EnqueueRequestForObject{})).
 		// The spec, and the Helm side's outcome, which the first report waits for.
 		For(managercache.MemcachedObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, helmOutcomeChanged))).
 		Watches(&appsv1.StatefulSet{}, serverset.ToMemcached(), builder.WithPredicates(serverset.ChartObjects)).

@@ -47,6 +47,7 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
+	"github.com/example/memcached-operator/controllers/internal/servertalk"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/memcache"
 )
@@ -72,7 +73,7 @@ type MemcachedStatsReconciler struct {
 	Workers int
 	// Reach is how the operator reaches the servers: memcached's port in each pod (the chart's),
 	// not the port the pod spec names, since a pod's spec is the tenant's to write, and TLS.
-	Reach *ServerReach
+	Reach *servertalk.Reach
 
 	mu sync.Mutex
 	// last is each pod's previous read, by Memcached: rates are the difference of two reads.
@@ -81,7 +82,7 @@ type MemcachedStatsReconciler struct {
 	unresponsive map[types.NamespacedName]int
 	// talk has the conversations with the servers held off the workers: a cache whose servers
 	// answer slowly or never keeps no worker waiting.
-	talk *conversations
+	talk *servertalk.Conversations
 }
 
 // podRead is one pod's answer.
@@ -122,11 +123,11 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	} else {
 		// Asked beside the workers; the answer brings this cache back (or the next look, when
 		// another of the namespace's caches is asked now).
-		answer, _, ok := r.talk.ask(req.NamespacedName, "stats of "+podsOf(pods), func(ctx context.Context) (any, error) {
+		answer, _, ok := r.talk.Ask(req.NamespacedName, "stats of "+servertalk.PodsOf(pods), func(ctx context.Context) (any, error) {
 			return readStats(ctx, pods, r.Reach), nil
 		})
 		if !ok {
-			return ctrl.Result{RequeueAfter: tenantRetry}, nil
+			return ctrl.Result{RequeueAfter: servertalk.TenantRetry}, nil
 		}
 		reads = answer.([]podRead)
 		r.observe(req.NamespacedName, st, reads, autopilotsize.On(&mc.Spec))
@@ -188,25 +189,25 @@ func observeResponsive(st *cachev1.MemcachedStatus, reads []podRead) {
 	if len(silent) == 0 {
 		if memcachedstatus.Condition(*st, cachev1.ConditionServersResponsive).Type != "" {
 			memcachedstatus.SetCondition(st, cachev1.ConditionServersResponsive, metav1.ConditionTrue, "ServersAnswer",
-				fmt.Sprintf("every ready server answered within %s", cacheTimeout))
+				fmt.Sprintf("every ready server answered within %s", servertalk.CacheTimeout))
 		}
 		return
 	}
 	memcachedstatus.SetCondition(st, cachev1.ConditionServersResponsive, metav1.ConditionFalse, cachev1.ReasonServersUnresponsive,
 		fmt.Sprintf("%s did not answer as memcached within %s (%s; %v): the operator reads this cache less often while they do not",
-			texts.CountOf(len(silent), len(reads), "ready server", "ready servers"), cacheTimeout, strings.Join(silent, ", "), first))
+			texts.CountOf(len(silent), len(reads), "ready server", "ready servers"), servertalk.CacheTimeout, strings.Join(silent, ", "), first))
 }
 
 // readStats reads every pod's stats, all at once within one deadline for the cache.
-func readStats(ctx context.Context, pods []*corev1.Pod, reach *ServerReach) []podRead {
-	answers := askServers(ctx, pods, reach, func(ctx context.Context, srv memcache.Server) (memcache.Stats, error) {
-		return memcache.ReadStats(ctx, srv, cacheTimeout)
+func readStats(ctx context.Context, pods []*corev1.Pod, reach *servertalk.Reach) []podRead {
+	answers := servertalk.Ask(ctx, pods, reach, func(ctx context.Context, srv memcache.Server) (memcache.Stats, error) {
+		return memcache.ReadStats(ctx, srv, servertalk.CacheTimeout)
 	})
 	reads := make([]podRead, len(answers))
 	for i, a := range answers {
-		reads[i] = podRead{pod: a.pod, stats: a.answer, err: a.err}
-		if a.err != nil {
-			reads[i].err = fmt.Errorf("read stats of pod %w", a.err)
+		reads[i] = podRead{pod: a.Pod, stats: a.Value, err: a.Err}
+		if a.Err != nil {
+			reads[i].err = fmt.Errorf("read stats of pod %w", a.Err)
 		}
 	}
 	return reads
@@ -414,14 +415,14 @@ func (r *MemcachedStatsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 	if r.talk == nil {
-		r.talk = newConversations()
+		r.talk = servertalk.NewConversations()
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-stats").
 		For(managercache.MemcachedObject(), builder.WithPredicates(created)).
 		Watches(&corev1.Pod{}, serverset.ToMemcached(), builder.WithPredicates(serverset.ChartObjects, serverset.ReadinessChanged)).
 		// The servers' answers, which come beside the workers.
-		WatchesRawSource(source.Channel(r.talk.done, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.talk.Done(), &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 2)}).
 		Complete(r)
 }

@@ -43,6 +43,7 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
+	"github.com/example/memcached-operator/controllers/internal/servertalk"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/certs"
 	"github.com/example/memcached-operator/internal/memcache"
@@ -87,7 +88,7 @@ type MemcachedTLSReconciler struct {
 	Secrets      cache.Cache
 	Live         client.Reader
 	Recorder     events.EventRecorder
-	Reach        *ServerReach
+	Reach        *servertalk.Reach
 	CAValidity   time.Duration
 	CertValidity time.Duration
 	// CertificateSecretCheck is how often a certificate Secret of the user's is read again (0:
@@ -100,14 +101,14 @@ type MemcachedTLSReconciler struct {
 	// at most (slots).
 	Workers int
 
-	slots tenantSlots
+	slots servertalk.TenantSlots
 }
 
 // Reconcile brings a Memcached's certificates and what its servers serve to what spec.tls says.
 func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil || mc.DeletionTimestamp != nil {
-		r.Reach.forget(req.Namespace, serverset.NameOf(req.Name)) // its Secrets go with it (owner references)
+		r.Reach.Forget(req.Namespace, serverset.NameOf(req.Name)) // its Secrets go with it (owner references)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !tlsOn(&mc.Spec) {
@@ -141,8 +142,8 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 
 	cond, notAfter, retry, err := r.serve(ctx, mc, made)
-	if errors.Is(err, errTenantBusy) {
-		return ctrl.Result{RequeueAfter: tenantRetry}, nil // another of the namespace's caches talks to its servers now
+	if errors.Is(err, servertalk.ErrTenantBusy) {
+		return ctrl.Result{RequeueAfter: servertalk.TenantRetry}, nil // another of the namespace's caches talks to its servers now
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -182,7 +183,7 @@ func (r *MemcachedTLSReconciler) turnOff(ctx context.Context, mc *cachev1.Memcac
 	}
 	var still []string
 	for _, p := range pods {
-		if servesTLS(p) {
+		if servertalk.ServesTLS(p) {
 			still = append(still, p.Name)
 		}
 	}
@@ -195,7 +196,7 @@ func (r *MemcachedTLSReconciler) turnOff(ctx context.Context, mc *cachev1.Memcac
 				strings.Join(still, ", "), texts.PluralVerb(len(still), "serves", "serve"), texts.PluralVerb(len(still), "its", "their"), texts.PluralVerb(len(still), "it", "them"))}
 		return ctrl.Result{}, r.setStatus(ctx, mc, cond, mc.Status.TLS) // the pods' events bring us back
 	}
-	r.Reach.forget(mc.Namespace, serverset.NameOf(mc.Name))
+	r.Reach.Forget(mc.Namespace, serverset.NameOf(mc.Name))
 	if err := r.removeSecrets(ctx, mc); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -219,7 +220,7 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	}
 	var tlsPods []*corev1.Pod
 	for _, p := range pods {
-		if servesTLS(p) {
+		if servertalk.ServesTLS(p) {
 			tlsPods = append(tlsPods, p)
 		}
 	}
@@ -233,9 +234,9 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	// a ready TLS server take none. (A slot taken for the whole reconcile made every cache of a
 	// namespace wait its turn, TLS or not, and ask again each second meanwhile: 1000 new caches in
 	// one namespace made thousands of reconciles a second.)
-	release, ok := r.slots.take(client.ObjectKeyFromObject(mc))
+	release, ok := r.slots.Take(client.ObjectKeyFromObject(mc))
 	if !ok {
-		return cond, time.Time{}, 0, errTenantBusy
+		return cond, time.Time{}, 0, servertalk.ErrTenantBusy
 	}
 	defer release()
 	var stale, silent, foreign []string
@@ -244,26 +245,26 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	// anew, the older client certificate would still be taken by the servers, and what they were
 	// told (refresh_certs, with whichever files the kubelet had brought) would depend on a race.
 	spreading := time.Now().Before(current.refreshAfter)
-	for _, a := range askServers(ctx, tlsPods, r.Reach.pinning(current.client), func(ctx context.Context, srv memcache.Server) (*x509.Certificate, error) {
-		served, err := memcache.ServedCertificate(ctx, srv, cacheTimeout)
+	for _, a := range servertalk.Ask(ctx, tlsPods, r.Reach.Pinning(current.client), func(ctx context.Context, srv memcache.Server) (*x509.Certificate, error) {
+		served, err := memcache.ServedCertificate(ctx, srv, servertalk.CacheTimeout)
 		if err != nil || served.Equal(want) || spreading {
 			return served, err
 		}
 		// The kubelet may not have brought the new files into the pod yet: ask again next time.
-		return served, memcache.RefreshCertificates(ctx, srv, cacheTimeout)
+		return served, memcache.RefreshCertificates(ctx, srv, servertalk.CacheTimeout)
 	}) {
 		var unknownCA x509.UnknownAuthorityError
 		switch {
-		case errors.As(a.err, &unknownCA) || (a.err != nil && strings.Contains(a.err.Error(), "unknown certificate authority")):
-			foreign = append(foreign, a.pod.Name)
-		case a.err != nil:
-			silent = append(silent, a.pod.Name)
-			log.FromContext(ctx).V(1).Info("a server's certificate is unknown", "error", a.err.Error())
-		case !a.answer.Equal(want):
-			stale = append(stale, a.pod.Name)
+		case errors.As(a.Err, &unknownCA) || (a.Err != nil && strings.Contains(a.Err.Error(), "unknown certificate authority")):
+			foreign = append(foreign, a.Pod.Name)
+		case a.Err != nil:
+			silent = append(silent, a.Pod.Name)
+			log.FromContext(ctx).V(1).Info("a server's certificate is unknown", "error", a.Err.Error())
+		case !a.Value.Equal(want):
+			stale = append(stale, a.Pod.Name)
 		}
-		if a.err == nil && a.answer != nil && a.answer.NotAfter.Before(oldest) {
-			oldest = a.answer.NotAfter
+		if a.Err == nil && a.Value != nil && a.Value.NotAfter.Before(oldest) {
+			oldest = a.Value.NotAfter
 		}
 	}
 	switch {
@@ -289,7 +290,7 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 			strings.Join(stale, ", "), texts.PluralVerb(len(stale), "serves", "serve"))
 	case len(silent) > 0:
 		cond.Status, cond.Reason = metav1.ConditionUnknown, "ServersUnreachable"
-		cond.Message = fmt.Sprintf("%s did not complete a TLS handshake within %s", strings.Join(silent, ", "), cacheTimeout)
+		cond.Message = fmt.Sprintf("%s did not complete a TLS handshake within %s", strings.Join(silent, ", "), servertalk.CacheTimeout)
 	default:
 		cond.Status, cond.Reason = metav1.ConditionTrue, "CertificatesServed"
 		cond.Message = fmt.Sprintf("every ready server (%d) serves the certificate valid until %s", len(tlsPods), until)

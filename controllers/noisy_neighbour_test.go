@@ -196,7 +196,7 @@ func measureTenant(ctx context.Context, what string, namespaces []string) tenant
 // watchTalkingToServers samples every goroutine's stack every 100 ms until stopped, and returns
 // then the stacks of goroutines that talked to a memcached server (inside internal/memcache's
 // conversations, which wait up to 2 s on a stalling server) for a reconcile of the Helm
-// reconciler: in it, or started by it (askServers asks each server on a goroutine of its own);
+// reconciler: in it, or started by it (servertalk.Ask asks each server on a goroutine of its own);
 // the stacks of any controller's workers that waited on a conversation with servers; and how many
 // samples it took.
 func watchTalkingToServers() (stop func() (talked, workers []string, samples int)) {
@@ -232,7 +232,7 @@ func watchTalkingToServers() (stop func() (talked, workers []string, samples int
 				}
 			}
 			for stack := range strings.SplitSeq(string(buf[:n]), "\n\n") {
-				if strings.Contains(stack, worker) && (strings.Contains(stack, conversation) || strings.Contains(stack, "controllers.askServers")) && len(workers) < 3 {
+				if strings.Contains(stack, worker) && (strings.Contains(stack, conversation) || strings.Contains(stack, "servertalk.Ask[")) && len(workers) < 3 {
 					workers = append(workers, stack)
 				}
 			}

@@ -37,6 +37,7 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/progress"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
+	"github.com/example/memcached-operator/controllers/internal/servertalk"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/labels"
@@ -364,16 +365,16 @@ func (r *MemcachedOperandReconciler) shrinkRefusal(mc *cachev1.Memcached, pods [
 		uids = append(uids, string(p.UID))
 	}
 	slices.Sort(uids)
-	v, _, ok := r.talk.ask(client.ObjectKeyFromObject(mc), fmt.Sprintf("fits %d MiB %v", afterMB, uids), func(ctx context.Context) (any, error) {
-		for _, a := range askServers(ctx, pods, r.Reach, func(ctx context.Context, srv memcache.Server) (uint64, error) {
-			return memcache.ReadAllocated(ctx, srv, cacheTimeout)
+	v, _, ok := r.talk.Ask(client.ObjectKeyFromObject(mc), fmt.Sprintf("fits %d MiB %v", afterMB, uids), func(ctx context.Context) (any, error) {
+		for _, a := range servertalk.Ask(ctx, pods, r.Reach, func(ctx context.Context, srv memcache.Server) (uint64, error) {
+			return memcache.ReadAllocated(ctx, srv, servertalk.CacheTimeout)
 		}) {
-			if a.err != nil {
-				return fmt.Sprintf("a server did not say how much memory it holds: %v", a.err), nil
+			if a.Err != nil {
+				return fmt.Sprintf("a server did not say how much memory it holds: %v", a.Err), nil
 			}
-			if a.answer > uint64(afterMB)<<20 {
+			if a.Value > uint64(afterMB)<<20 {
 				return fmt.Sprintf("server %s holds %d MiB, above the new %d MiB: memcached gives memory back only as its items expire or are deleted",
-					a.pod.Name, a.answer>>20, afterMB), nil
+					a.Pod.Name, a.Value>>20, afterMB), nil
 			}
 		}
 		return "", nil

@@ -30,6 +30,7 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
+	"github.com/example/memcached-operator/controllers/internal/servertalk"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/rollout"
@@ -125,14 +126,14 @@ func (r *MemcachedOperandReconciler) advance(ctx context.Context, mc *cachev1.Me
 	requeue := time.Duration(0)
 	for _, s := range judge {
 		if done, f := r.judgeRestart(mc, rs, s); !done {
-			requeue = tenantRetry
+			requeue = servertalk.TenantRetry
 		} else if f != nil {
 			later = append(later, f)
 		}
 	}
 	if !inFlight {
 		if keep, mb := limitsToKeep(servers, pods); len(keep) > 0 && !r.keepLimits(mc, keep, mb) {
-			requeue = tenantRetry
+			requeue = servertalk.TenantRetry
 		}
 		return rs, requeue, announce, nil
 	}
@@ -265,7 +266,7 @@ func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memc
 		why, ok := r.shrinkRefusal(mc, ask, after.MB)
 		if !ok {
 			c.Message = "asking the servers how much memory they hold"
-			return tenantRetry, nil
+			return servertalk.TenantRetry, nil
 		}
 		if why != "" {
 			return 0, r.letGo(ctx, mc, servers, rs, why, later)

@@ -36,6 +36,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
+	"github.com/example/memcached-operator/controllers/internal/servertalk"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/labels"
 	"github.com/example/memcached-operator/internal/memcache"
@@ -219,7 +220,7 @@ func (r *MemcachedOperandReconciler) resizeStep(ctx context.Context, mc *cachev1
 			return serverStep{waiting: fmt.Sprintf("the kubelet has not resized server %s yet", p.Name)}, nil
 		}
 		pod := p.DeepCopy()
-		_, err, ok := r.talk.ask(client.ObjectKeyFromObject(mc), fmt.Sprintf("limit %s %d", p.UID, after.MB), func(ctx context.Context) (any, error) {
+		_, err, ok := r.talk.Ask(client.ObjectKeyFromObject(mc), fmt.Sprintf("limit %s %d", p.UID, after.MB), func(ctx context.Context) (any, error) {
 			return nil, r.setLimit(ctx, pod, after.MB)
 		})
 		if !ok || err != nil {
@@ -302,12 +303,12 @@ func quantityBelow(a, b corev1.ResourceList) bool {
 // the moment (the answer is for that moment's question alone). ok is false until it answers.
 func (r *MemcachedOperandReconciler) readStats(mc *cachev1.Memcached, p *corev1.Pod, when string) (memcache.Stats, error, bool) {
 	pod := p.DeepCopy()
-	v, err, ok := r.talk.ask(client.ObjectKeyFromObject(mc), fmt.Sprintf("stats %s %s", p.UID, when), func(ctx context.Context) (any, error) {
-		srv, err := r.Reach.server(ctx, pod)
+	v, err, ok := r.talk.Ask(client.ObjectKeyFromObject(mc), fmt.Sprintf("stats %s %s", p.UID, when), func(ctx context.Context) (any, error) {
+		srv, err := r.Reach.Server(ctx, pod)
 		if err != nil {
 			return nil, err
 		}
-		return memcache.ReadStats(ctx, srv, cacheTimeout)
+		return memcache.ReadStats(ctx, srv, servertalk.CacheTimeout)
 	})
 	if !ok || err != nil {
 		return memcache.Stats{}, err, ok
@@ -317,7 +318,7 @@ func (r *MemcachedOperandReconciler) readStats(mc *cachev1.Memcached, p *corev1.
 
 // setLimit makes the memcached of pod p run with mb MiB of item memory, unless it does already.
 func (r *MemcachedOperandReconciler) setLimit(ctx context.Context, p *corev1.Pod, mb int32) error {
-	srv, err := r.Reach.server(ctx, p)
+	srv, err := r.Reach.Server(ctx, p)
 	if err == nil {
 		err = setLimitAt(ctx, srv, mb)
 	}
@@ -328,18 +329,18 @@ func (r *MemcachedOperandReconciler) setLimit(ctx context.Context, p *corev1.Pod
 }
 
 // setLimitAt makes the memcached srv run with mb MiB of item memory, unless it does already:
-// both exchanges within one cacheTimeout.
+// both exchanges within one servertalk.CacheTimeout.
 func setLimitAt(ctx context.Context, srv memcache.Server, mb int32) error {
-	ctx, cancel := context.WithTimeout(ctx, cacheTimeout)
+	ctx, cancel := context.WithTimeout(ctx, servertalk.CacheTimeout)
 	defer cancel()
-	s, err := memcache.ReadStats(ctx, srv, cacheTimeout)
+	s, err := memcache.ReadStats(ctx, srv, servertalk.CacheTimeout)
 	if err != nil {
 		return fmt.Errorf("read the stats: %w", err)
 	}
 	if s.LimitMaxBytes == uint64(mb)<<20 {
 		return nil
 	}
-	if err := memcache.SetMemoryLimit(ctx, srv, mb, cacheTimeout); err != nil {
+	if err := memcache.SetMemoryLimit(ctx, srv, mb, servertalk.CacheTimeout); err != nil {
 		return fmt.Errorf("set the item memory to %d MiB: %w", mb, err)
 	}
 	log.FromContext(ctx).Info("memcached's item memory set in place", "addr", srv.Addr, "MiB", mb)
@@ -386,12 +387,12 @@ func (r *MemcachedOperandReconciler) keepLimits(mc *cachev1.Memcached, pods []*c
 			return kept.err == nil
 		}
 	}
-	_, err, ok := r.talk.ask(key, question, func(ctx context.Context) (any, error) {
+	_, err, ok := r.talk.Ask(key, question, func(ctx context.Context) (any, error) {
 		var failed error
-		for _, a := range askServers(ctx, pods, r.Reach, func(ctx context.Context, srv memcache.Server) (struct{}, error) {
+		for _, a := range servertalk.Ask(ctx, pods, r.Reach, func(ctx context.Context, srv memcache.Server) (struct{}, error) {
 			return struct{}{}, setLimitAt(ctx, srv, mb)
 		}) {
-			failed = errors.Join(failed, a.err)
+			failed = errors.Join(failed, a.Err)
 		}
 		return nil, failed
 	})

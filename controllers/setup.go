@@ -41,6 +41,7 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
+	"github.com/example/memcached-operator/controllers/internal/servertalk"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/operand"
 	"github.com/example/memcached-operator/internal/tlsprofile"
@@ -153,7 +154,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("the cache of TLS Secrets: %w", err)
 	}
-	reach := &ServerReach{Port: cfg.StatsPort, Secrets: tlsSecrets}
+	reach := &servertalk.Reach{Port: cfg.StatsPort, Secrets: tlsSecrets}
 	operands := &MemcachedOperandReconciler{Client: mgr.GetClient(), Live: direct, Recorder: mgr.GetEventRecorder("memcached-operand-controller"),
 		RetireDelay: retire, Records: cfg.Records, Support: &resizeSupport{discovery: dc}, Reach: reach}
 	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, defaults, direct, operands.FirstReport, operands.BeforeUpgrade); err != nil {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servertalk
 
 import (
 	"context"
@@ -38,17 +38,17 @@ import (
 	"github.com/example/memcached-operator/internal/rollout"
 )
 
-// servesTLS reports whether a memcached pod was started to serve TLS (its arguments hold -Z): while
+// ServesTLS reports whether a memcached pod was started to serve TLS (its arguments hold -Z): while
 // TLS is turned on or off, the servers of a rollout's two sides speak differently.
-func servesTLS(p *corev1.Pod) bool {
+func ServesTLS(p *corev1.Pod) bool {
 	c := rollout.MemcachedContainer(&p.Spec)
 	return c != nil && slices.Contains(c.Args, "-Z")
 }
 
-// ServerReach is how the operator reaches the memcached servers: memcached's port in each pod and,
+// Reach is how the operator reaches the memcached servers: memcached's port in each pod and,
 // for a server that serves TLS, the client side of it, with the client certificate the operator
 // made for its cache (Secret <servers>-client-tls), which the cache's CA signed.
-type ServerReach struct {
+type Reach struct {
 	// Port is memcached's port in each pod (the chart's; 0: 11211).
 	Port int32
 	// Secrets reads the TLS Secrets the operator made (TLSSecretsCache); nil: no server serves
@@ -65,14 +65,14 @@ type clientConfig struct {
 	config          *tls.Config
 }
 
-// server is pod p's memcached as the operator talks to it.
-func (r *ServerReach) server(ctx context.Context, p *corev1.Pod) (memcache.Server, error) {
+// Server is pod p's memcached as the operator talks to it.
+func (r *Reach) Server(ctx context.Context, p *corev1.Pod) (memcache.Server, error) {
 	port := r.Port
 	if port == 0 {
 		port = serverset.Port
 	}
 	srv := memcache.Server{Addr: net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))}
-	if !servesTLS(p) {
+	if !ServesTLS(p) {
 		return srv, nil
 	}
 	servers := controllingStatefulSet(p)
@@ -91,7 +91,7 @@ func (r *ServerReach) server(ctx context.Context, p *corev1.Pod) (memcache.Serve
 
 // clientConfig is the client side of the cache's TLS, from its client Secret: the CA the
 // servers' certificate must be signed by, and the certificate the operator presents.
-func (r *ServerReach) clientConfig(ctx context.Context, key types.NamespacedName) (*tls.Config, error) {
+func (r *Reach) clientConfig(ctx context.Context, key types.NamespacedName) (*tls.Config, error) {
 	if r.Secrets == nil {
 		return nil, errors.New("the operator reads no TLS Secrets")
 	}
@@ -120,8 +120,8 @@ func (r *ServerReach) clientConfig(ctx context.Context, key types.NamespacedName
 	return cfg, nil
 }
 
-// forget drops what the reach keeps of a cache's client Secret.
-func (r *ServerReach) forget(namespace, servers string) {
+// Forget drops what the reach keeps of a cache's client Secret.
+func (r *Reach) Forget(namespace, servers string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.configs, types.NamespacedName{Namespace: namespace, Name: serverset.ClientTLSSecretName(servers)})
@@ -135,10 +135,10 @@ func controllingStatefulSet(p *corev1.Pod) string {
 	return ""
 }
 
-// pinning is the reach with client Secret s as given rather than as Secrets shows it: a reconcile
+// Pinning is the reach with client Secret s as given rather than as Secrets shows it: a reconcile
 // that has just written s speaks with what it wrote.
-func (r *ServerReach) pinning(s *corev1.Secret) *ServerReach {
-	return &ServerReach{Port: r.Port, Secrets: pinnedSecret{Reader: r.Secrets, secret: s}}
+func (r *Reach) Pinning(s *corev1.Secret) *Reach {
+	return &Reach{Port: r.Port, Secrets: pinnedSecret{Reader: r.Secrets, secret: s}}
 }
 
 // pinnedSecret reads one Secret as given and the others through Reader.

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servertalk
 
 import (
 	"context"
@@ -30,19 +30,19 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 )
 
-// conversations has the servers reconciler's conversations with the servers held off its workers:
+// Conversations has the servers reconciler's conversations with the servers held off its workers:
 // the workers write every cache's status, and one tenant's servers that answer slowly or never
 // must not keep another tenant's status waiting. A reconcile that needs an answer asks for it
-// (ask) and goes on; the conversation runs beside, within cacheTimeout, one at a time per cache
+// (Ask) and goes on; the conversation runs beside, within CacheTimeout, one at a time per cache
 // and per namespace (the tenant's slot); its answer waits for the reconcile that the cache's event
 // brings. An answer is kept for the question asked (which names the pods by UID and what it asks
 // of them), taken once, and forgotten after answerTTL: it is a memo of what a server said, never
 // of what the operator decided.
-type conversations struct {
+type Conversations struct {
 	mu      sync.Mutex
 	running map[types.NamespacedName]bool
 	answers map[question]answer
-	slots   tenantSlots
+	slots   TenantSlots
 	// done has the cache of each conversation that ended reconciled again.
 	done chan event.GenericEvent
 }
@@ -62,14 +62,15 @@ type answer struct {
 // answerTTL is how long an answer waits to be taken.
 const answerTTL = time.Minute
 
-func newConversations() *conversations {
-	return &conversations{running: map[types.NamespacedName]bool{}, answers: map[question]answer{}, done: make(chan event.GenericEvent, 1024)}
+// NewConversations starts with no conversation.
+func NewConversations() *Conversations {
+	return &Conversations{running: map[types.NamespacedName]bool{}, answers: map[question]answer{}, done: make(chan event.GenericEvent, 1024)}
 }
 
-// ask returns the answer to question what of cache key's servers, once talk has given it (ok);
+// Ask returns the answer to question what of cache key's servers, once talk has given it (ok);
 // until then it starts talk, unless a conversation with the cache or its namespace runs already,
 // and ok is false: the cache is reconciled again when the answer comes.
-func (c *conversations) ask(key types.NamespacedName, what string, talk func(ctx context.Context) (any, error)) (value any, err error, ok bool) {
+func (c *Conversations) Ask(key types.NamespacedName, what string, talk func(ctx context.Context) (any, error)) (value any, err error, ok bool) {
 	q := question{cache: key, what: what}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -85,14 +86,14 @@ func (c *conversations) ask(key types.NamespacedName, what string, talk func(ctx
 	if c.running[key] {
 		return nil, nil, false
 	}
-	release, taken := c.slots.take(key)
+	release, taken := c.slots.Take(key)
 	if !taken {
 		return nil, nil, false
 	}
 	c.running[key] = true
 	go func() {
 		defer release()
-		ctx, cancel := context.WithTimeout(context.Background(), cacheTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), CacheTimeout)
 		value, err := talk(ctx)
 		cancel()
 		c.mu.Lock()
@@ -106,8 +107,8 @@ func (c *conversations) ask(key types.NamespacedName, what string, talk func(ctx
 	return nil, nil, false
 }
 
-// podsOf names pods by UID, in order: a question about them is about these pods alone.
-func podsOf(pods []*corev1.Pod) string {
+// PodsOf names pods by UID, in order: a question about them is about these pods alone.
+func PodsOf(pods []*corev1.Pod) string {
 	uids := make([]string, 0, len(pods))
 	for _, p := range pods {
 		uids = append(uids, string(p.UID))
@@ -116,8 +117,8 @@ func podsOf(pods []*corev1.Pod) string {
 	return strings.Join(uids, ",")
 }
 
-// forget drops the answers kept for a cache that is gone.
-func (c *conversations) forget(key types.NamespacedName) {
+// Forget drops the answers kept for a cache that is gone.
+func (c *Conversations) Forget(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for q := range c.answers {
@@ -126,3 +127,7 @@ func (c *conversations) forget(key types.NamespacedName) {
 		}
 	}
 }
+
+// Done has the cache of each conversation that ended, for the controller to reconcile again (a
+// source.Channel).
+func (c *Conversations) Done() <-chan event.GenericEvent { return c.done }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servertalk
 
 import (
 	"testing"
@@ -26,35 +26,35 @@ import (
 // A namespace takes one slot at a time; other namespaces are not held up; within a namespace the
 // caches that asked take it in turn, and one that stops asking loses its turn.
 func TestTenantSlots(t *testing.T) {
-	var slots tenantSlots
+	var slots TenantSlots
 	key := func(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
-	releaseA1, ok := slots.take(key("a", "1"))
+	releaseA1, ok := slots.Take(key("a", "1"))
 	if !ok {
 		t.Fatal("a free slot was not taken")
 	}
-	if _, ok := slots.take(key("a", "2")); ok {
+	if _, ok := slots.Take(key("a", "2")); ok {
 		t.Error("a second cache of namespace a took a slot while the first holds it")
 	}
-	if _, ok := slots.take(key("a", "3")); ok {
+	if _, ok := slots.Take(key("a", "3")); ok {
 		t.Error("a third cache of namespace a took a slot while the first holds it")
 	}
-	releaseB, ok := slots.take(key("b", "1"))
+	releaseB, ok := slots.Take(key("b", "1"))
 	if !ok {
 		t.Error("namespace b waited for namespace a")
 	}
 	releaseB()
 	releaseA1()
-	if _, ok := slots.take(key("a", "3")); ok {
+	if _, ok := slots.Take(key("a", "3")); ok {
 		t.Error("cache 3 took the slot before cache 2, which asked first")
 	}
-	release2, ok := slots.take(key("a", "2"))
+	release2, ok := slots.Take(key("a", "2"))
 	if !ok {
 		t.Fatal("cache 2, first in line, did not get the slot")
 	}
 	release2()
 	// Cache 3 stops asking: it loses its turn.
 	slots.waiting["a"][0].asked = time.Now().Add(-time.Minute)
-	release4, ok := slots.take(key("a", "4"))
+	release4, ok := slots.Take(key("a", "4"))
 	if !ok {
 		t.Error("a cache waited behind one that stopped asking")
 	}
