@@ -85,7 +85,7 @@ var _ = Describe("The autopilot", func() {
 		Eventually(podMemoryLimit(ctx, servers, 0), timeout, interval).Should(Equal("96Mi"))
 		kubeletResized(ctx, servers, 0)
 		Eventually(func() int { return memoryLimitMB(host) }, timeout, interval).Should(Equal(64))
-		Eventually(func(g Gomega) *cachev1.ServersChange { return changeOf(g, ctx, servers) }, timeout, interval).Should(HaveField("Phase", cachev1.RolloutComplete))
+		awaitComplete(ctx, servers)
 		setServerRevisions(ctx, servers, "rev-64", "rev-64", 1)
 
 		By("still evicting at maxMemoryMB: a server is added")
@@ -154,7 +154,7 @@ var _ = Describe("The autopilot", func() {
 		setServerRevisions(ctx, servers, "rev-32", "rev-64", 0)
 		Eventually(podMemoryLimit(ctx, servers, 0), timeout, interval).Should(Equal("96Mi"))
 		kubeletResized(ctx, servers, 0)
-		Eventually(func(g Gomega) *cachev1.ServersChange { return changeOf(g, ctx, servers) }, timeout, interval).Should(HaveField("Phase", cachev1.RolloutComplete))
+		awaitComplete(ctx, servers)
 		setServerRevisions(ctx, servers, "rev-64", "rev-64", 1)
 		Eventually(memcachedCondition(ctx, key, cachev1.ConditionProgressing), timeout, interval).Should(HaveField("Reason", "Complete"))
 		// Settled before the restart: what the operator still writes after Complete (the release
