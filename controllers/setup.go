@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/backup"
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/servertalk"
@@ -197,7 +198,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return fmt.Errorf("register the releases metric: %w", err)
 	}
 
-	backups := &MemcachedBackupReconciler{
+	backups := &backup.Reconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("memcachedbackup-controller"),
 		Image:    img,

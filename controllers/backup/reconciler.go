@@ -14,7 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+// Package backup is the MemcachedBackup controller: a Deployment of spec.size memcached pods per
+// MemcachedBackup, reconciled in Go, with its pods and conditions in status.
+package backup
 
 import (
 	"context"
@@ -49,9 +51,9 @@ import (
 	"github.com/example/memcached-operator/internal/operand"
 )
 
-// MemcachedBackupReconciler keeps a Deployment of spec.size memcached pods per MemcachedBackup and
+// Reconciler keeps a Deployment of spec.size memcached pods per MemcachedBackup and
 // reports the pods in status.
-type MemcachedBackupReconciler struct {
+type Reconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	// Image is the memcached image of the pods (operand.DefaultImage: the same as the chart's).
@@ -67,7 +69,7 @@ type MemcachedBackupReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // Reconcile brings the Deployment of one MemcachedBackup to its spec and reports what it sees.
-func (r *MemcachedBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 
 	backup := &cachev1.MemcachedBackup{}
@@ -145,7 +147,7 @@ var errNotOwned = errors.New("the Deployment was not made by this MemcachedBacku
 
 // refuse reports, in status and with a Warning Event, why the backup cannot be reconciled. It
 // waits for a change of the backup (or of the Deployment in the way) rather than retrying.
-func (r *MemcachedBackupReconciler) refuse(ctx context.Context, backup *cachev1.MemcachedBackup, reason, msg string) error {
+func (r *Reconciler) refuse(ctx context.Context, backup *cachev1.MemcachedBackup, reason, msg string) error {
 	if c := meta.FindStatusCondition(backup.Status.Conditions, cachev1.ConditionDegraded); c == nil || c.Reason != reason || c.Message != msg {
 		r.Recorder.Eventf(backup, nil, corev1.EventTypeWarning, reason, "ReconcileDeployment", "%s", msg)
 	}
@@ -169,7 +171,7 @@ func madeBy(obj client.Object) string {
 }
 
 // updateStatus applies change to a copy of the status and writes it only when it differs.
-func (r *MemcachedBackupReconciler) updateStatus(ctx context.Context, backup *cachev1.MemcachedBackup, change func(*cachev1.MemcachedBackupStatus)) error {
+func (r *Reconciler) updateStatus(ctx context.Context, backup *cachev1.MemcachedBackup, change func(*cachev1.MemcachedBackupStatus)) error {
 	st := backup.Status.DeepCopy()
 	change(st)
 	if equality.Semantic.DeepEqual(*st, backup.Status) {
@@ -232,7 +234,7 @@ func selectorLabels(backup *cachev1.MemcachedBackup) map[string]string {
 
 // mutateDeployment sets the fields of the Deployment this controller owns, and only those: fields
 // the API server defaults are left as they are, so an unchanged backup causes no write.
-func (r *MemcachedBackupReconciler) mutateDeployment(backup *cachev1.MemcachedBackup, deploy *appsv1.Deployment) error {
+func (r *Reconciler) mutateDeployment(backup *cachev1.MemcachedBackup, deploy *appsv1.Deployment) error {
 	sel := selectorLabels(backup)
 	podLabels := map[string]string{
 		labels.Component: "backup",
@@ -298,7 +300,7 @@ func mutateMemcachedContainer(c *corev1.Container, img operand.Image, platform o
 }
 
 // SetupWithManager registers the controller: it owns the Deployments and watches their pods.
-func (r *MemcachedBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	podToBackup := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 		name := o.GetLabels()[labels.Instance]
 		if o.GetLabels()[labels.Name] != labels.BackupName || name == "" {
