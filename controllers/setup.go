@@ -43,6 +43,7 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/servertalk"
+	"github.com/example/memcached-operator/controllers/upgradeable"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/operand"
 	"github.com/example/memcached-operator/internal/tlsprofile"
@@ -269,7 +270,7 @@ func setupUpgradeable(mgr ctrl.Manager, direct client.Client) error {
 		ctrl.Log.WithName("setup").Info("not run by OLM: the OperatorCondition Upgradeable is not reported", "reason", err.Error())
 		return nil
 	}
-	r := &UpgradeableReconciler{Client: mgr.GetClient(), Condition: cond}
+	r := &upgradeable.Reconciler{Client: mgr.GetClient(), Condition: cond}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Upgradeable controller: %w", err)
 	}

@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/controllers"
+	"github.com/example/memcached-operator/controllers/upgradeable"
 	"github.com/example/memcached-operator/internal/labels"
 )
 
@@ -134,11 +134,11 @@ var _ = Describe("Upgrades of memcached (Go side of the Helm API)", func() {
 			g.Expect(oldPod.Labels).NotTo(HaveKey("app.kubernetes.io/component"), "out of the Service")
 			g.Expect(oldPod.Annotations).To(HaveKey("cache.my.domain/retired-at"))
 		}, timeout, interval).Should(Succeed())
-		upgradeable := &recordedCondition{}
-		r := &controllers.UpgradeableReconciler{Client: client.NewNamespacedClient(k8sClient, ns), Condition: upgradeable}
+		reported := &recordedCondition{}
+		r := &upgradeable.Reconciler{Client: client.NewNamespacedClient(k8sClient, ns), Condition: reported}
 		Eventually(func(g Gomega) *metav1.Condition {
 			g.Expect(r.Reconcile(ctx, ctrl.Request{})).Error().NotTo(HaveOccurred())
-			return upgradeable.c
+			return reported.c
 		}, retireDelay, interval).Should(HaveValue(And(HaveField("Status", metav1.ConditionFalse),
 			HaveField("Message", ContainSubstring("Memcached "+ns+"/memcached-sample")))), "retiring pods hold operator upgrades back")
 		Eventually(func(g Gomega) {

@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	"github.com/example/memcached-operator/controllers"
+	"github.com/example/memcached-operator/controllers/upgradeable"
 	"github.com/example/memcached-operator/internal/labels"
 )
 
@@ -64,7 +64,7 @@ var _ = Describe("OperatorCondition Upgradeable", func() {
 		ns    string
 		cond  *recordedCondition
 		clock time.Time
-		r     *controllers.UpgradeableReconciler
+		r     *upgradeable.Reconciler
 	)
 	BeforeEach(func() {
 		ctx = context.Background()
@@ -73,7 +73,7 @@ var _ = Describe("OperatorCondition Upgradeable", func() {
 		clock = time.Now()
 		// The namespace's objects only: other specs leave Deployments rolling forever (envtest
 		// runs no Deployment controller).
-		r = &controllers.UpgradeableReconciler{Client: client.NewNamespacedClient(k8sClient, ns), Condition: cond,
+		r = &upgradeable.Reconciler{Client: client.NewNamespacedClient(k8sClient, ns), Condition: cond,
 			MaxHold: time.Minute, Now: func() time.Time { return clock }}
 	})
 	reconcile := func() (metav1.Condition, time.Duration) {
@@ -100,13 +100,13 @@ var _ = Describe("OperatorCondition Upgradeable", func() {
 
 	It("is True when the operator has nothing in flight", func() {
 		c, _ := reconcile()
-		Expect(c).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.ReasonAsExpected)))
+		Expect(c).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", upgradeable.ReasonAsExpected)))
 	})
 
 	It("is False while a Deployment the operator made rolls out, and True once it is complete", func() {
 		d := backupDeployment("rolling")
 		c, recheck := reconcile()
-		Expect(c).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", controllers.ReasonWorkInProgress),
+		Expect(c).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", upgradeable.ReasonWorkInProgress),
 			HaveField("Message", ContainSubstring("Deployment "+ns+"/rolling"))))
 		Expect(recheck).To(Equal(time.Minute), "it looks again when the hold ends")
 
@@ -127,7 +127,7 @@ var _ = Describe("OperatorCondition Upgradeable", func() {
 		clock = clock.Add(11 * time.Second)
 		backupDeployment("and-next")
 		c, _ = reconcile()
-		Expect(c).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controllers.ReasonAsExpected),
+		Expect(c).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", upgradeable.ReasonAsExpected),
 			HaveField("Message", ContainSubstring("no longer holds upgrades back"))))
 	})
 

@@ -14,7 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+// Package upgradeable is the controller of OLM's OperatorCondition Upgradeable: it holds operator
+// upgrades back while the operator's own work in flight would be disturbed.
+package upgradeable
 
 import (
 	"context"
@@ -55,7 +57,7 @@ const DefaultMaxUpgradeHold = 10 * time.Minute
 
 // +kubebuilder:rbac:groups=operators.coreos.com,resources=operatorconditions,verbs=get;list;watch;update;patch
 
-// UpgradeableReconciler tells OLM, through the OperatorCondition it made for this operator,
+// Reconciler tells OLM, through the OperatorCondition it made for this operator,
 // whether an operator upgrade may start now. It holds upgrades back only while work the operator
 // itself has in flight would be disturbed:
 //   - a rollout of a Deployment the operator made (a Memcached's or a MemcachedBackup's), until it
@@ -66,7 +68,7 @@ const DefaultMaxUpgradeHold = 10 * time.Minute
 // any more, so no stream of new work (tenants keep creating CRs) holds upgrades back for long.
 // A tenant's failure (a failed release, a degraded backup, a rollout past its deadline) stays on
 // that tenant's CR: it never holds back an operator upgrade, which may well bring its fix.
-type UpgradeableReconciler struct {
+type Reconciler struct {
 	client.Client
 	// Condition is operator-lib's Upgradeable condition of the OperatorCondition OLM named.
 	Condition conditions.Condition
@@ -85,7 +87,7 @@ var upgradeableKey = ctrl.Request{NamespacedName: types.NamespacedName{Name: "up
 
 // Reconcile computes Upgradeable from the operator's work in flight and writes it only when it
 // changed; it looks again when the oldest piece of work reaches its time bound.
-func (r *UpgradeableReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	status, reason, message, recheck, err := r.compute(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -102,7 +104,7 @@ func (r *UpgradeableReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (
 	return result, nil
 }
 
-func (r *UpgradeableReconciler) compute(ctx context.Context) (metav1.ConditionStatus, string, string, time.Duration, error) {
+func (r *Reconciler) compute(ctx context.Context) (metav1.ConditionStatus, string, string, time.Duration, error) {
 	var inFlight []string
 	deployments := &appsv1.DeploymentList{}
 	if err := r.List(ctx, deployments); err != nil {
@@ -186,7 +188,7 @@ func summary(items []string) string {
 
 // SetupWithManager recomputes the condition on any change of a Memcached or of a Deployment or
 // StatefulSet the operator made.
-func (r *UpgradeableReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
 		return []ctrl.Request{upgradeableKey}
 	})
