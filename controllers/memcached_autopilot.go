@@ -20,11 +20,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,6 +43,7 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/autopilotsize"
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
+	"github.com/example/memcached-operator/controllers/internal/metrics"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/servertalk"
 	"github.com/example/memcached-operator/controllers/internal/texts"
@@ -94,7 +93,7 @@ func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.R
 	mc := &cachev1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil || mc.DeletionTimestamp != nil {
 		if apierrors.IsNotFound(err) || err == nil {
-			autopilotMetrics.forget(req.NamespacedName)
+			metrics.Autopilot.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -128,7 +127,7 @@ func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.R
 		mc.Status = *st
 		r.announce(mc, was, *st, step)
 	}
-	autopilotMetrics.set(req.NamespacedName, st.Autopilot)
+	metrics.Autopilot.Set(req.NamespacedName, st.Autopilot)
 	return ctrl.Result{RequeueAfter: recheck}, nil
 }
 
@@ -381,7 +380,7 @@ func (r *MemcachedAutopilotReconciler) announce(mc *cachev1.Memcached, before, a
 	if step != nil {
 		reason := map[string]string{stepGrowMemory: "MemoryGrown", stepAddServer: "ServerAdded", stepRemoveServer: "ServerRemoved", stepShrinkMemory: "MemoryShrunk"}[step.kind]
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, reason, "Autoscale", "%s", step.why)
-		autopilotMetrics.steps.With(withLabel(labelsOf(key), "step", step.kind)).Inc()
+		metrics.Autopilot.Step(key, step.kind)
 	}
 	was, now := memcachedstatus.Condition(before, cachev1.ConditionScalingLimited), memcachedstatus.Condition(after, cachev1.ConditionScalingLimited)
 	if now.Status == metav1.ConditionTrue && (was.Status != metav1.ConditionTrue || was.Reason != now.Reason) {
@@ -390,18 +389,11 @@ func (r *MemcachedAutopilotReconciler) announce(mc *cachev1.Memcached, before, a
 		if why == "" {
 			why = "bounds"
 		}
-		autopilotMetrics.refused.With(withLabel(labelsOf(key), "reason", why)).Inc()
+		metrics.Autopilot.Refused(key, why)
 	}
 	if a := memcachedstatus.Condition(after, cachev1.ConditionScalingActive); a.Reason == "AutoscalingOff" && memcachedstatus.Condition(before, cachev1.ConditionScalingActive).Reason != "AutoscalingOff" {
 		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "AutoscalingOff", "Autoscale", "%s", a.Message)
 	}
-}
-
-// withLabel is l with one more label.
-func withLabel(l prometheus.Labels, name, value string) prometheus.Labels {
-	out := maps.Clone(l)
-	out[name] = value
-	return out
 }
 
 // SetupWithManager decides on every change of a Memcached's spec or status (its figures, its

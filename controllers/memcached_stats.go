@@ -46,6 +46,7 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/autopilotsize"
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
+	"github.com/example/memcached-operator/controllers/internal/metrics"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/servertalk"
 	"github.com/example/memcached-operator/controllers/internal/texts"
@@ -146,7 +147,13 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		r.announce(mc, was, *st)
 	}
 	r.remember(req.NamespacedName, reads)
-	operandMetrics.set(req.NamespacedName, st.Stats, reads)
+	failed := 0
+	for _, rd := range reads {
+		if rd.err != nil {
+			failed++
+		}
+	}
+	metrics.Operand.Set(req.NamespacedName, st.Stats, failed)
 	if len(pods) == 0 {
 		return ctrl.Result{}, nil // the pods' watch brings us back when one is ready
 	}
@@ -308,7 +315,7 @@ func (r *MemcachedStatsReconciler) forget(key types.NamespacedName) {
 	delete(r.last, key)
 	delete(r.unresponsive, key)
 	r.mu.Unlock()
-	operandMetrics.forget(key)
+	metrics.Operand.Forget(key)
 }
 
 // statsSummary is what summarize makes of one round of reads.

@@ -18,19 +18,13 @@ package controllers
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	// The metrics server's TLS profile gauge is the operator's too (main registers it).
@@ -145,52 +139,4 @@ func deref[T any](p *T) any {
 		return nil
 	}
 	return *p
-}
-
-// TestMetricsAreDocumented holds docs/monitoring.md's table to the operator's own metrics as it
-// registers them (the alerts' and dashboard's lint, tests/monitoring, trusts that table).
-func TestMetricsAreDocumented(t *testing.T) {
-	key := types.NamespacedName{Namespace: "docs", Name: "docs"}
-	operandMetrics.set(key, &cachev1.MemcachedStats{HitRatioPercent: ptr.To(int32(50)),
-		EvictionsPerSecond: resource.NewQuantity(1, resource.DecimalSI)}, []podRead{{err: errors.New("refused")}})
-	defer operandMetrics.forget(key)
-	autopilotMetrics.set(key, &cachev1.AutopilotStatus{Replicas: 1, MaxMemoryMB: 64})
-	autopilotMetrics.steps.With(withLabel(labelsOf(key), "step", stepGrowMemory)).Inc()
-	autopilotMetrics.refused.With(withLabel(labelsOf(key), "reason", "quota")).Inc()
-	defer autopilotMetrics.forget(key)
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The metrics read from the CRs at scrape time have no series without a collector and CRs.
-	registered := map[string]bool{}
-	for _, d := range []*prometheus.Desc{releasesDesc, certificateExpiryDesc} {
-		registered[regexp.MustCompile(`fqName: "([a-z_]+)"`).FindStringSubmatch(d.String())[1]] = true
-	}
-	for _, f := range families {
-		if strings.HasPrefix(f.GetName(), "memcached_operator_") {
-			registered[f.GetName()] = true
-		}
-	}
-	raw, err := os.ReadFile(filepath.Join("..", "docs", "monitoring.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	documented := map[string]bool{}
-	for _, m := range regexp.MustCompile("`(memcached_operator_[a-z_]+)`").FindAllStringSubmatch(string(raw), -1) {
-		documented[m[1]] = true
-	}
-	for name := range registered {
-		if !documented[name] {
-			t.Errorf("the operator exports %s, which docs/monitoring.md does not list", name)
-		}
-	}
-	for name := range documented {
-		if !registered[name] {
-			t.Errorf("docs/monitoring.md lists %s, which the operator does not export", name)
-		}
-	}
-	if len(registered) < 10 {
-		t.Errorf("only %d of the operator's metrics were found: %v", len(registered), registered)
-	}
 }

@@ -35,6 +35,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
+	"github.com/example/memcached-operator/controllers/internal/metrics"
 	"github.com/example/memcached-operator/controllers/internal/progress"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/servertalk"
@@ -227,11 +228,11 @@ func (r *MemcachedOperandReconciler) rollOut(mc *cachev1.Memcached, servers *app
 		reason := cachev1.WayStartedEmpty
 		if memory {
 			reason = "ResizeByRollout"
-			resizeMetrics.WithLabelValues("rollout").Inc()
+			metrics.CountResize("rollout")
 		}
 		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, reason, "ChangeServers",
 			"%s is rolled out one server at a time, each starting empty: %s", what, why)
-		changeMetrics.WithLabelValues(wayMetric(cachev1.WayStartedEmpty)).Inc()
+		metrics.CountChange(cachev1.WayStartedEmpty)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/metrics"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/texts"
 	"github.com/example/memcached-operator/internal/rollout"
@@ -55,7 +56,7 @@ func (r *MemcachedOperandReconciler) judgeReplaced(mc *cachev1.Memcached, e *cac
 		empty := e.StartedEmpty
 		return true, func() {
 			r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeWarning, cachev1.WayStartedEmpty, "ObserveServers", "server %s started empty: %s", s.Server, empty.Message)
-			startedEmptyMetrics.WithLabelValues(emptyMetric(empty.Reason)).Inc()
+			metrics.CountStartedEmpty(empty.Reason)
 		}
 	}
 	e.StartedEmpty = nil
@@ -63,7 +64,7 @@ func (r *MemcachedOperandReconciler) judgeReplaced(mc *cachev1.Memcached, e *cac
 	msg := restoredMessage(s.Server, e.Restored)
 	return true, func() {
 		r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeNormal, cachev1.CacheRestored, "ObserveServers", "%s", msg)
-		restoredMetrics.Inc()
+		metrics.CountRestored()
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
+	"github.com/example/memcached-operator/controllers/internal/metrics"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/servertalk"
 	"github.com/example/memcached-operator/controllers/internal/texts"
@@ -105,7 +106,7 @@ func (r *MemcachedOperandReconciler) advance(ctx context.Context, mc *cachev1.Me
 			log.FromContext(ctx).Info("server started empty", "pod", s.Server, "reason", s.Empty.Reason)
 			later = append(later, func() {
 				r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeWarning, cachev1.WayStartedEmpty, "ObserveServers", "server %s started empty: %s", s.Server, s.Empty.Message)
-				startedEmptyMetrics.WithLabelValues(emptyMetric(s.Empty.Reason)).Inc()
+				metrics.CountStartedEmpty(s.Empty.Reason)
 			})
 		case s.Judge:
 			judge = append(judge, s)
@@ -166,7 +167,7 @@ func (r *MemcachedOperandReconciler) judgeRestart(mc *cachev1.Memcached, rs *cac
 		e.StartedEmpty = &cachev1.ServerEmptyStart{Reason: cachev1.EmptyRestarted, Message: why, Time: metav1.Now().Rfc3339Copy()}
 		return true, func() {
 			r.Recorder.Eventf(mc, s.Pod, corev1.EventTypeWarning, cachev1.WayStartedEmpty, "ObserveServers", "server %s started empty: %s", s.Server, why)
-			startedEmptyMetrics.WithLabelValues(emptyMetric(cachev1.EmptyRestarted)).Inc()
+			metrics.CountStartedEmpty(cachev1.EmptyRestarted)
 		}
 	}
 	return true, func() {
@@ -372,12 +373,12 @@ func (r *MemcachedOperandReconciler) complete(ctx context.Context, mc *cachev1.M
 	case c.Memory != nil:
 		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, cachev1.ReasonResizedInPlace, "ResizeServers",
 			"%s: %s resized in place, none restarted", c.What, texts.Count(held, "server", "servers"))
-		resizeMetrics.WithLabelValues("in_place").Inc()
+		metrics.CountResize("in_place")
 	default:
 		r.Recorder.Eventf(mc, servers, corev1.EventTypeNormal, cachev1.WayInPlace, "ChangeServers",
 			"%s: written onto %s in place, none restarted", c.What, texts.Count(held, "server", "servers"))
 	}
-	changeMetrics.WithLabelValues(wayMetric(c.Way)).Inc()
+	metrics.CountChange(c.Way)
 	return nil
 }
 

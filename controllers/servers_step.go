@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/internal/metrics"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/servertalk"
 	"github.com/example/memcached-operator/controllers/internal/texts"
@@ -165,7 +166,7 @@ func (r *MemcachedOperandReconciler) restarted(ctx context.Context, mc *cachev1.
 		if e.StartedEmpty == nil || e.StartedEmpty.Time.Before(&since) {
 			e.StartedEmpty = rollout.EmptyAfterRestart(fmt.Sprintf("it held %s before and %d after: %s", texts.Count(e.Restart.Items, "item", "items"), s.CurrItems, why), metav1.Now().Rfc3339Copy())
 			r.Recorder.Eventf(mc, p, corev1.EventTypeWarning, cachev1.WayStartedEmpty, "RestartServer", "server %s started empty after its restart: %s", p.Name, e.StartedEmpty.Message)
-			startedEmptyMetrics.WithLabelValues(emptyMetric(cachev1.EmptyNotRestored)).Inc()
+			metrics.CountStartedEmpty(cachev1.EmptyNotRestored)
 		}
 	} else {
 		log.FromContext(ctx).Info("server restarted with its items", "pod", p.Name, "items", s.CurrItems, "before", e.Restart.Items)

@@ -22,14 +22,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	apiv2 "github.com/operator-framework/api/pkg/operators/v2"
 	"github.com/operator-framework/operator-lib/conditions"
@@ -41,6 +38,7 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/backup"
 	"github.com/example/memcached-operator/controllers/internal/managercache"
+	"github.com/example/memcached-operator/controllers/internal/metrics"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/servertalk"
 	"github.com/example/memcached-operator/controllers/upgradeable"
@@ -195,7 +193,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 			return fmt.Errorf("set up the Memcached stats controller: %w", err)
 		}
 	}
-	if err := registerReleaseStates(releaseStates{reader: mgr.GetClient()}); err != nil {
+	if err := metrics.RegisterReleases(mgr.GetClient()); err != nil {
 		return fmt.Errorf("register the releases metric: %w", err)
 	}
 
@@ -209,26 +207,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return fmt.Errorf("set up MemcachedBackup controller: %w", err)
 	}
 	return setupUpgradeable(mgr, direct)
-}
-
-// releaseCollector is the releases metric's collector of the last Setup: a manager set up again in
-// the same process (the tests restart the operator) counts from its own cache.
-var releaseCollector struct {
-	sync.Mutex
-	current prometheus.Collector
-}
-
-func registerReleaseStates(c releaseStates) error {
-	releaseCollector.Lock()
-	defer releaseCollector.Unlock()
-	if releaseCollector.current != nil {
-		crmetrics.Registry.Unregister(releaseCollector.current)
-	}
-	if err := crmetrics.Registry.Register(c); err != nil {
-		return err
-	}
-	releaseCollector.current = c
-	return nil
 }
 
 // reportMissingNamespaces says which watched namespaces do not exist yet: the operator watches

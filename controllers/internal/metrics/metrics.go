@@ -14,10 +14,15 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+// Package metrics has the operator's own metrics, served with controller-runtime's on the
+// manager's metrics endpoint. docs/monitoring.md lists them; the alerts in config/prometheus use
+// them.
+package metrics
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,13 +37,10 @@ import (
 	"github.com/example/memcached-operator/internal/helm/library"
 )
 
-// The operator's own metrics, served with controller-runtime's on the manager's metrics endpoint.
-// docs/monitoring.md lists them; the alerts in config/prometheus use them.
-
-// operandMetrics are memcached's figures as the stats controller last read them, one series per
+// Operand are memcached's figures as the stats controller last read them, one series per
 // Memcached (labels memcached_namespace and memcached: a scrape sets namespace to the operator's),
 // removed when it is gone, has no ready pod, or none answered.
-var operandMetrics = newOperandGauges()
+var Operand = newOperandGauges()
 
 type operandGauges struct {
 	pods, hitRatio, evictions, memUsed, memLimit, conns, maxConns *prometheus.GaugeVec
@@ -67,15 +69,11 @@ func newOperandGauges() *operandGauges {
 	return m
 }
 
-// set publishes a Memcached's figures (nil: none this round, the last ones stay) and counts
-// the reads that failed.
-func (m *operandGauges) set(key types.NamespacedName, s *cachev1.MemcachedStats, reads []podRead) {
+// Set publishes a Memcached's figures (nil: none this round, the last ones stay) and counts
+// the reads of its pods that failed.
+func (m *operandGauges) Set(key types.NamespacedName, s *cachev1.MemcachedStats, failedReads int) {
 	l := labelsOf(key)
-	for _, rd := range reads {
-		if rd.err != nil {
-			m.readErrors.With(l).Inc()
-		}
-	}
+	m.readErrors.With(l).Add(float64(failedReads))
 	if s == nil {
 		m.forgetFigures(l)
 		return
@@ -93,8 +91,8 @@ func (m *operandGauges) set(key types.NamespacedName, s *cachev1.MemcachedStats,
 	m.maxConns.With(l).Set(float64(s.MaxConnections))
 }
 
-// forget removes a Memcached's series.
-func (m *operandGauges) forget(key types.NamespacedName) {
+// Forget removes a Memcached's series.
+func (m *operandGauges) Forget(key types.NamespacedName) {
 	m.forgetFigures(labelsOf(key))
 	m.readErrors.Delete(labelsOf(key))
 }
@@ -125,6 +123,10 @@ var releasesDesc = prometheus.NewDesc("memcached_operator_releases",
 var certificateExpiryDesc = prometheus.NewDesc("memcached_operator_tls_certificate_expiration_timestamp_seconds",
 	"When the certificate a TLS Memcached's servers serve expires (the oldest any of them serves; status.tls.notAfter), in seconds since the epoch.",
 	[]string{"memcached_namespace", "memcached"}, nil)
+
+// ScrapeTime are the metrics read from the Memcacheds on each scrape (RegisterReleases): they have
+// no series until a manager registered its reader and a Memcached exists.
+func ScrapeTime() []*prometheus.Desc { return []*prometheus.Desc{releasesDesc, certificateExpiryDesc} }
 
 // releaseStates counts the Memcacheds by the state of their release, and says when each TLS
 // cache's certificate expires, from the cache of the CRs, on each scrape: figures kept up to date
@@ -172,9 +174,9 @@ func releaseState(st cachev1.MemcachedStatus) string {
 	return ReleasePending
 }
 
-// resizeMetrics counts the memory changes of Memcacheds by how they were made: in_place (no
+// resizes counts the memory changes of Memcacheds by how they were made: in_place (no
 // server restarted) or rollout (one server at a time; the ResizeByRollout Event says why).
-var resizeMetrics = func() *prometheus.CounterVec {
+var resizes = func() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "memcached_operator", Name: "memory_changes_total",
 		Help: "Memory changes of Memcacheds' servers, by how they were made: in_place (no restart) or rollout."}, []string{"how"})
 	crmetrics.Registry.MustRegister(c)
@@ -183,23 +185,23 @@ var resizeMetrics = func() *prometheus.CounterVec {
 	return c
 }()
 
-// autopilotMetrics are the autopilot's choices per Memcached (removed when it is gone or the
+// Autopilot are the autopilot's choices per Memcached (removed when it is gone or the
 // autopilot is off) and its steps.
-// changeMetrics counts the changes of Memcacheds' server templates by how they were made
-// (servers_change.go): in_place (no memcached restarted), warm_restart (restarted in their pods
+// changes counts the changes of Memcacheds' server templates by how they were made
+// (the operand controller): in_place (no memcached restarted), warm_restart (restarted in their pods
 // with their items) or started_empty (rolled out, each server starting empty).
-var changeMetrics = func() *prometheus.CounterVec {
+var changes = func() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "memcached_operator", Name: "server_changes_total",
 		Help: "Changes of Memcacheds' server templates, by how they were made: in_place, warm_restart or started_empty."}, []string{"way"})
 	crmetrics.Registry.MustRegister(c)
 	for _, way := range []string{cachev1.WayInPlace, cachev1.WayWarmRestart, cachev1.WayStartedEmpty} {
-		c.WithLabelValues(wayMetric(way))
+		c.WithLabelValues(wayLabel(way))
 	}
 	return c
 }()
 
-// wayMetric is a way's value of the way label.
-func wayMetric(way string) string {
+// wayLabel is a way's value of the way label.
+func wayLabel(way string) string {
 	switch way {
 	case cachev1.WayWarmRestart:
 		return "warm_restart"
@@ -209,9 +211,9 @@ func wayMetric(way string) string {
 	return "in_place"
 }
 
-// emptyMetric is the reason label of startedEmptyMetrics for a reason a server started empty
+// emptyLabel is the reason label of startedEmpty for a reason a server started empty
 // (cachev1.Empty*).
-func emptyMetric(reason string) string {
+func emptyLabel(reason string) string {
 	switch reason {
 	case cachev1.EmptyRolledOut:
 		return "rollout"
@@ -223,28 +225,30 @@ func emptyMetric(reason string) string {
 	return "restarted"
 }
 
-// restoredMetrics counts the memcached servers whose new pod restored the copy of their memory
+// restored counts the memcached servers whose new pod restored the copy of their memory
 // file from their volume (persistence); those that did not are counted as started empty
 // (pod_replaced, or rollout).
-var restoredMetrics = func() prometheus.Counter {
+var restored = func() prometheus.Counter {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "memcached_operator", Name: "servers_restored_total",
 		Help: "memcached servers whose new pod restored the copy of their memory file from their volume (persistence)."})
 	crmetrics.Registry.MustRegister(c)
 	return c
 }()
 
-// startedEmptyMetrics counts the memcached servers that started empty, by reason.
-var startedEmptyMetrics = func() *prometheus.CounterVec {
+// startedEmpty counts the memcached servers that started empty, by reason.
+var startedEmpty = func() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "memcached_operator", Name: "servers_started_empty_total",
 		Help: "memcached servers that started empty, by reason: rollout, not_restored, pod_replaced or restarted."}, []string{"reason"})
 	crmetrics.Registry.MustRegister(c)
 	for _, reason := range []string{cachev1.EmptyRolledOut, cachev1.EmptyNotRestored, cachev1.EmptyPodReplaced, cachev1.EmptyRestarted} {
-		c.WithLabelValues(emptyMetric(reason))
+		c.WithLabelValues(emptyLabel(reason))
 	}
 	return c
 }()
 
-var autopilotMetrics = func() *autopilotGauges {
+// Autopilot are the autopilot's choices per Memcached (removed when it is gone or the autopilot is
+// off) and its steps.
+var Autopilot = func() *autopilotGauges {
 	by := []string{"memcached_namespace", "memcached"}
 	m := &autopilotGauges{
 		replicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "memcached_operator", Subsystem: "autopilot", Name: "replicas",
@@ -265,18 +269,74 @@ type autopilotGauges struct {
 	steps, refused   *prometheus.CounterVec
 }
 
-func (m *autopilotGauges) set(key types.NamespacedName, a *cachev1.AutopilotStatus) {
+// Set publishes the autopilot's choice for a Memcached (nil: none, its series removed).
+func (m *autopilotGauges) Set(key types.NamespacedName, a *cachev1.AutopilotStatus) {
 	if a == nil {
-		m.forget(key)
+		m.Forget(key)
 		return
 	}
 	m.replicas.With(labelsOf(key)).Set(float64(a.Replicas))
 	m.memory.With(labelsOf(key)).Set(float64(int64(a.MaxMemoryMB) << 20))
 }
 
-func (m *autopilotGauges) forget(key types.NamespacedName) {
+// Forget removes a Memcached's series.
+func (m *autopilotGauges) Forget(key types.NamespacedName) {
 	m.replicas.Delete(labelsOf(key))
 	m.memory.Delete(labelsOf(key))
 	m.steps.DeletePartialMatch(labelsOf(key))
 	m.refused.DeletePartialMatch(labelsOf(key))
+}
+
+// Step counts a step the autopilot took for a Memcached (grow_memory, add_server, remove_server,
+// shrink_memory).
+func (m *autopilotGauges) Step(key types.NamespacedName, kind string) {
+	m.steps.With(withLabel(labelsOf(key), "step", kind)).Inc()
+}
+
+// Refused counts a step the autopilot did not take for a Memcached, by reason (quota, bounds,
+// memory_held).
+func (m *autopilotGauges) Refused(key types.NamespacedName, reason string) {
+	m.refused.With(withLabel(labelsOf(key), "reason", reason)).Inc()
+}
+
+// withLabel is l with one more label.
+func withLabel(l prometheus.Labels, name, value string) prometheus.Labels {
+	out := maps.Clone(l)
+	out[name] = value
+	return out
+}
+
+// CountResize counts a memory change of a Memcached's servers made in_place or by rollout.
+func CountResize(how string) { resizes.WithLabelValues(how).Inc() }
+
+// CountChange counts a change of a Memcached's server template made the way way (cachev1.Way*).
+func CountChange(way string) { changes.WithLabelValues(wayLabel(way)).Inc() }
+
+// CountRestored counts a server whose new pod restored its memory file from its volume.
+func CountRestored() { restored.Inc() }
+
+// CountStartedEmpty counts a server that started empty, for reason (cachev1.Empty*).
+func CountStartedEmpty(reason string) { startedEmpty.WithLabelValues(emptyLabel(reason)).Inc() }
+
+// releaseCollector is the releases metric's collector of the last RegisterReleases: a manager set
+// up again in the same process (the tests restart the operator) counts from its own cache.
+var releaseCollector struct {
+	sync.Mutex
+	current prometheus.Collector
+}
+
+// RegisterReleases makes the releases and certificate expiry metrics read the Memcacheds through
+// reader on each scrape, in place of any reader registered before.
+func RegisterReleases(reader client.Reader) error {
+	c := releaseStates{reader: reader}
+	releaseCollector.Lock()
+	defer releaseCollector.Unlock()
+	if releaseCollector.current != nil {
+		crmetrics.Registry.Unregister(releaseCollector.current)
+	}
+	if err := crmetrics.Registry.Register(c); err != nil {
+		return err
+	}
+	releaseCollector.current = c
+	return nil
 }
