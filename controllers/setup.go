@@ -41,6 +41,7 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/metrics"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/servertalk"
+	"github.com/example/memcached-operator/controllers/stats"
 	"github.com/example/memcached-operator/controllers/upgradeable"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/operand"
@@ -187,9 +188,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 
 	if cfg.StatsInterval > 0 {
-		stats := &MemcachedStatsReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-stats-controller"),
+		reader := &stats.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-stats-controller"),
 			Interval: cfg.StatsInterval, Workers: cfg.Helm.Workers, Reach: reach}
-		if err := stats.SetupWithManager(mgr); err != nil {
+		if err := reader.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up the Memcached stats controller: %w", err)
 		}
 	}
@@ -254,6 +255,10 @@ func setupUpgradeable(mgr ctrl.Manager, direct client.Client) error {
 	}
 	return nil
 }
+
+// DefaultStatsInterval is how often the stats of a Memcached's ready pods are read (Config's
+// StatsInterval, main.go's default).
+const DefaultStatsInterval = stats.DefaultInterval
 
 // CacheOptions are the manager's cache options (ctrl.Options.Cache): the watched namespaces
 // (empty: all), release records as records keeps them (nil: with their data), and what the cache

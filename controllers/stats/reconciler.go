@@ -14,7 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+// Package stats is the controller that reads memcached's own stats from each Memcached's ready
+// servers into status.stats, its conditions, Events and the operand metrics.
+package stats
 
 import (
 	"context"
@@ -54,18 +56,18 @@ import (
 )
 
 const (
-	// DefaultStatsInterval is how often the stats of a Memcached's ready pods are read.
-	DefaultStatsInterval = 30 * time.Second
+	// DefaultInterval is how often the stats of a Memcached's ready pods are read.
+	DefaultInterval = 30 * time.Second
 	// saturatedPercent of maxConnections open on a pod counts as saturated.
 	saturatedPercent = 90
 )
 
-// MemcachedStatsReconciler reads memcached's own `stats` from the ready pods of each Memcached,
+// Reconciler reads memcached's own `stats` from the ready pods of each Memcached,
 // every Interval while it has ready pods, and reports them in status.stats, the conditions
 // MemoryPressure and ConnectionsSaturated (with an Event when either changes) and the operand
 // metrics. It is its own controller, with its own queue: a slow or unreachable pod never
 // delays a reconcile of the release or of its pods.
-type MemcachedStatsReconciler struct {
+type Reconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	// Interval between reads of one Memcached's pods.
@@ -94,7 +96,7 @@ type podRead struct {
 }
 
 // Reconcile reads the stats of a Memcached's ready pods and writes what changed.
-func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -162,7 +164,7 @@ func (r *MemcachedStatsReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 
 // next is when to read a Memcached again: after Interval, or, while servers of it do not answer,
 // after twice as long for each round in a row they did not, up to maxUnresponsiveBackoff.
-func (r *MemcachedStatsReconciler) next(key types.NamespacedName, st *cachev1.MemcachedStatus) time.Duration {
+func (r *Reconciler) next(key types.NamespacedName, st *cachev1.MemcachedStatus) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if memcachedstatus.Condition(*st, cachev1.ConditionServersResponsive).Status != metav1.ConditionFalse {
@@ -222,7 +224,7 @@ func readStats(ctx context.Context, pods []*corev1.Pod, reach *servertalk.Reach)
 
 // observe turns the reads into status.stats and the two conditions, with each pod's previous
 // read for the rates.
-func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1.MemcachedStatus, reads []podRead, autopilot bool) {
+func (r *Reconciler) observe(key types.NamespacedName, st *cachev1.MemcachedStatus, reads []podRead, autopilot bool) {
 	r.mu.Lock()
 	prev := r.last[key]
 	r.mu.Unlock()
@@ -269,7 +271,7 @@ func (r *MemcachedStatsReconciler) observe(key types.NamespacedName, st *cachev1
 }
 
 // announce records an Event for each stats condition that changes status.
-func (r *MemcachedStatsReconciler) announce(mc *cachev1.Memcached, before, after cachev1.MemcachedStatus) {
+func (r *Reconciler) announce(mc *cachev1.Memcached, before, after cachev1.MemcachedStatus) {
 	for _, typ := range []string{cachev1.ConditionMemoryPressure, cachev1.ConditionConnectionsSaturated} {
 		was, now := memcachedstatus.Condition(before, typ), memcachedstatus.Condition(after, typ)
 		switch {
@@ -291,7 +293,7 @@ func (r *MemcachedStatsReconciler) announce(mc *cachev1.Memcached, before, after
 }
 
 // remember keeps the pods' reads for the next rates; pods gone are dropped.
-func (r *MemcachedStatsReconciler) remember(key types.NamespacedName, reads []podRead) {
+func (r *Reconciler) remember(key types.NamespacedName, reads []podRead) {
 	if len(reads) == 0 {
 		return
 	}
@@ -310,7 +312,7 @@ func (r *MemcachedStatsReconciler) remember(key types.NamespacedName, reads []po
 }
 
 // forget drops what is kept of a Memcached that is gone or has no ready pod.
-func (r *MemcachedStatsReconciler) forget(key types.NamespacedName) {
+func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.last, key)
 	delete(r.unresponsive, key)
@@ -414,7 +416,7 @@ func sameProcess(p, cur memcache.Stats) bool {
 // SetupWithManager reads each Memcached when it is created (and, for each one there, when the
 // operator starts) and when one of its pods becomes ready or stops being ready; after that, every
 // Interval while it has a ready pod.
-func (r *MemcachedStatsReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	created := predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return true },
 		UpdateFunc:  func(event.UpdateEvent) bool { return false },
