@@ -391,7 +391,7 @@ func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		})).
 		Watches(&corev1.Secret{}, recordToMemcached). // the cache holds only release records
 		// A step a ResourceQuota blocked is tried again when a quota of the namespace changes.
-		Watches(&corev1.ResourceQuota{}, namespaceMemcacheds(r.Client, blockedChange)).
+		Watches(&corev1.ResourceQuota{}, serverset.NamespaceMemcacheds(r.Client, blockedChange)).
 		Complete(r)
 }
 

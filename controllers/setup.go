@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
+	"github.com/example/memcached-operator/controllers/autopilot"
 	"github.com/example/memcached-operator/controllers/backup"
 	"github.com/example/memcached-operator/controllers/internal/managercache"
 	"github.com/example/memcached-operator/controllers/internal/metrics"
@@ -174,9 +175,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return fmt.Errorf("set up the Memcached operand controller: %w", err)
 	}
 
-	autopilot := &MemcachedAutopilotReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-autopilot-controller"), Reach: reach,
+	sizer := &autopilot.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("memcached-autopilot-controller"), Reach: reach,
 		StatsInterval: cfg.StatsInterval}
-	if err := autopilot.SetupWithManager(mgr); err != nil {
+	if err := sizer.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached autopilot: %w", err)
 	}
 

@@ -25,6 +25,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -237,4 +238,23 @@ func StatefulSetOf(manifest string) *appsv1.StatefulSet {
 		return s[0]
 	}
 	return nil
+}
+
+// NamespaceMemcacheds maps an object (a ResourceQuota) to the Memcacheds of its namespace that
+// keep says may care.
+func NamespaceMemcacheds(c client.Reader, keep func(*unstructured.Unstructured) bool) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(cachev1.GroupVersion.WithKind("MemcachedList"))
+		if err := c.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		var out []ctrl.Request
+		for i := range list.Items {
+			if keep(&list.Items[i]) {
+				out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+		}
+		return out
+	})
 }

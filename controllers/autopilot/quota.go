@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package autopilot
 
 import (
 	"context"
@@ -32,12 +32,12 @@ import (
 )
 
 // Whether the namespace's ResourceQuota admits the autopilot's next step (see
-// memcached_autopilot.go).
+// reconciler.go).
 
 // quotaRefusal says which ResourceQuota of the Memcached's namespace the step from ap to next
 // would exceed, or "": the pods the StatefulSet's template makes, with the memory change applied
 // to the memcached container.
-func (r *MemcachedAutopilotReconciler) quotaRefusal(ctx context.Context, mc *cachev1.Memcached, ap *cachev1.AutopilotStatus, next cachev1.AutopilotStatus) (string, error) {
+func (r *Reconciler) quotaRefusal(ctx context.Context, mc *cachev1.Memcached, ap *cachev1.AutopilotStatus, next cachev1.AutopilotStatus) (string, error) {
 	quotas := &corev1.ResourceQuotaList{}
 	if err := r.List(ctx, quotas, client.InNamespace(mc.Namespace)); err != nil {
 		return "", fmt.Errorf("list the ResourceQuotas of namespace %s: %w", mc.Namespace, err)

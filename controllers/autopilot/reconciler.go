@@ -14,7 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+// Package autopilot is the controller that sizes a cache from memcached's own figures within the
+// bounds of spec.autoscaling (Auto Pilot), recording its choice in status.autopilot.
+package autopilot
 
 import (
 	"context"
@@ -69,10 +71,10 @@ const (
 	stepShrinkMemory = "shrink_memory"
 )
 
-// MemcachedAutopilotReconciler is the autopilot: on each change of a Memcached's figures
+// Reconciler is the autopilot: on each change of a Memcached's figures
 // (status.stats), spec or conditions, it decides whether to take a step, and records its choice
 // and why in status, an Event and metrics.
-type MemcachedAutopilotReconciler struct {
+type Reconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	// Reach is how the operator reaches the servers: a shrink asks each how much memory it holds.
@@ -89,7 +91,7 @@ type MemcachedAutopilotReconciler struct {
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
 
 // Reconcile decides and records the autopilot's next step for one Memcached.
-func (r *MemcachedAutopilotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil || mc.DeletionTimestamp != nil {
 		if apierrors.IsNotFound(err) || err == nil {
@@ -138,7 +140,7 @@ type autopilotStep struct {
 }
 
 // decide updates st with what the figures say and, when a step is due, the step.
-func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.Memcached, st *cachev1.MemcachedStatus) (*autopilotStep, time.Duration, error) {
+func (r *Reconciler) decide(ctx context.Context, mc *cachev1.Memcached, st *cachev1.MemcachedStatus) (*autopilotStep, time.Duration, error) {
 	now := time.Now()
 	if r.Now != nil {
 		now = r.Now()
@@ -261,7 +263,7 @@ func (r *MemcachedAutopilotReconciler) decide(ctx context.Context, mc *cachev1.M
 
 // busyWith says what work in flight a step must wait for: the size chosen last not deployed yet
 // (the StatefulSet has not its servers or their memory), a rollout, a resize, servers not ready.
-func (r *MemcachedAutopilotReconciler) busyWith(ctx context.Context, mc *cachev1.Memcached, st *cachev1.MemcachedStatus, ap *cachev1.AutopilotStatus) (string, error) {
+func (r *Reconciler) busyWith(ctx context.Context, mc *cachev1.Memcached, st *cachev1.MemcachedStatus, ap *cachev1.AutopilotStatus) (string, error) {
 	servers, err := serverset.Of(ctx, r.Client, mc)
 	if err != nil {
 		return "", err
@@ -293,7 +295,7 @@ type limit struct {
 }
 
 // nextStep is the step due in direction ("up" or "in") within the bounds and the quota.
-func (r *MemcachedAutopilotReconciler) nextStep(ctx context.Context, mc *cachev1.Memcached, b autopilotsize.Bounds, ap *cachev1.AutopilotStatus, direction, figures string) (*autopilotStep, cachev1.AutopilotStatus, *limit, error) {
+func (r *Reconciler) nextStep(ctx context.Context, mc *cachev1.Memcached, b autopilotsize.Bounds, ap *cachev1.AutopilotStatus, direction, figures string) (*autopilotStep, cachev1.AutopilotStatus, *limit, error) {
 	next := cachev1.AutopilotStatus{Replicas: ap.Replicas, MaxMemoryMB: ap.MaxMemoryMB}
 	var step autopilotStep
 	if direction == "up" {
@@ -347,7 +349,7 @@ func (r *MemcachedAutopilotReconciler) nextStep(ctx context.Context, mc *cachev1
 }
 
 // heldMemory is the most item memory any ready server of the Memcached has allocated.
-func (r *MemcachedAutopilotReconciler) heldMemory(ctx context.Context, mc *cachev1.Memcached) (uint64, error) {
+func (r *Reconciler) heldMemory(ctx context.Context, mc *cachev1.Memcached) (uint64, error) {
 	pods, err := serverset.Ready(ctx, r.Client, mc)
 	if err != nil {
 		return 0, err
@@ -375,7 +377,7 @@ func (r *MemcachedAutopilotReconciler) heldMemory(ctx context.Context, mc *cache
 }
 
 // announce records an Event for a step, and for a change of what limits the autopilot.
-func (r *MemcachedAutopilotReconciler) announce(mc *cachev1.Memcached, before, after cachev1.MemcachedStatus, step *autopilotStep) {
+func (r *Reconciler) announce(mc *cachev1.Memcached, before, after cachev1.MemcachedStatus, step *autopilotStep) {
 	key := client.ObjectKeyFromObject(mc)
 	if step != nil {
 		reason := map[string]string{stepGrowMemory: "MemoryGrown", stepAddServer: "ServerAdded", stepRemoveServer: "ServerRemoved", stepShrinkMemory: "MemoryShrunk"}[step.kind]
@@ -398,7 +400,7 @@ func (r *MemcachedAutopilotReconciler) announce(mc *cachev1.Memcached, before, a
 
 // SetupWithManager decides on every change of a Memcached's spec or status (its figures, its
 // rollout) and of the ResourceQuotas of its namespace.
-func (r *MemcachedAutopilotReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inputs := predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return true },
 		DeleteFunc:  func(event.DeleteEvent) bool { return true },
@@ -414,7 +416,7 @@ func (r *MemcachedAutopilotReconciler) SetupWithManager(mgr ctrl.Manager) error 
 			return (on(a) || on(b)) && !onlyAutopilotWrote(a, b)
 		},
 	}
-	quotaToMemcacheds := namespaceMemcacheds(r.Client, func(m *unstructured.Unstructured) bool {
+	quotaToMemcacheds := serverset.NamespaceMemcacheds(r.Client, func(m *unstructured.Unstructured) bool {
 		enabled, _, _ := unstructured.NestedBool(m.Object, "spec", "autoscaling", "enabled")
 		return enabled
 	})
@@ -455,23 +457,4 @@ func onlyAutopilotWrote(before, after *unstructured.Unstructured) bool {
 		return c
 	}
 	return reflect.DeepEqual(strip(before), strip(after))
-}
-
-// namespaceMemcacheds maps an object (a ResourceQuota) to the Memcacheds of its namespace that
-// keep says may care.
-func namespaceMemcacheds(c client.Reader, keep func(*unstructured.Unstructured) bool) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(cachev1.GroupVersion.WithKind("MemcachedList"))
-		if err := c.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
-			return nil
-		}
-		var out []ctrl.Request
-		for i := range list.Items {
-			if keep(&list.Items[i]) {
-				out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-			}
-		}
-		return out
-	})
 }
