@@ -28,6 +28,7 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
+	"github.com/example/memcached-operator/controllers/servertls"
 	"github.com/example/memcached-operator/internal/helm"
 )
 
@@ -57,11 +58,11 @@ func AfterStatusWrite(err error) (ctrl.Result, error) { return memcachedstatus.A
 // WriteTLSStatus writes mc's CertificatesReady condition (ready) or takes it and status.tls out
 // (!ready), as the TLS controller does.
 func WriteTLSStatus(ctx context.Context, c client.Client, mc *cachev1.Memcached, ready bool) error {
-	r := &MemcachedTLSReconciler{Client: c}
+	r := &servertls.Reconciler{Client: c}
 	if !ready {
-		return r.removeStatus(ctx, mc)
+		return r.RemoveStatus(ctx, mc)
 	}
-	return r.setStatus(ctx, mc, &cachev1.HelmCondition{Type: cachev1.ConditionCertificatesReady, Status: metav1.ConditionTrue, Reason: "Written"}, nil)
+	return r.SetStatus(ctx, mc, &cachev1.HelmCondition{Type: cachev1.ConditionCertificatesReady, Status: metav1.ConditionTrue, Reason: "Written"}, nil)
 }
 
 // SetPartition sets the partition of StatefulSet s on the spec of s as read, as the servers

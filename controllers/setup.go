@@ -42,6 +42,7 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/metrics"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/servertalk"
+	"github.com/example/memcached-operator/controllers/servertls"
 	"github.com/example/memcached-operator/controllers/stats"
 	"github.com/example/memcached-operator/controllers/upgradeable"
 	"github.com/example/memcached-operator/internal/helm"
@@ -152,7 +153,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("discovery client: %w", err)
 	}
-	tlsSecrets, err := TLSSecretsCache(mgr, cfg.WatchNamespaces)
+	tlsSecrets, err := servertls.SecretsCache(mgr, cfg.WatchNamespaces)
 	if err != nil {
 		return fmt.Errorf("the cache of TLS Secrets: %w", err)
 	}
@@ -181,8 +182,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return fmt.Errorf("set up the Memcached autopilot: %w", err)
 	}
 
-	tlsCerts := &MemcachedTLSReconciler{Client: mgr.GetClient(), Secrets: tlsSecrets, Live: direct, Recorder: mgr.GetEventRecorder("memcached-tls-controller"),
-		Reach: reach, Workers: cfg.Helm.Workers, CAValidity: cmp.Or(cfg.CAValidity, DefaultCAValidity), CertValidity: cmp.Or(cfg.CertificateValidity, DefaultCertificateValidity),
+	tlsCerts := &servertls.Reconciler{Client: mgr.GetClient(), Secrets: tlsSecrets, Live: direct, Recorder: mgr.GetEventRecorder("memcached-tls-controller"),
+		Reach: reach, Workers: cfg.Helm.Workers, CAValidity: cmp.Or(cfg.CAValidity, servertls.DefaultCAValidity), CertValidity: cmp.Or(cfg.CertificateValidity, servertls.DefaultCertificateValidity),
 		CertificateSecretCheck: cfg.CertificateSecretCheck, CASpread: cfg.TLSCASpread}
 	if err := tlsCerts.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Memcached TLS controller: %w", err)
@@ -256,6 +257,13 @@ func setupUpgradeable(mgr ctrl.Manager, direct client.Client) error {
 	}
 	return nil
 }
+
+// The TLS defaults (Config's CAValidity, CertificateValidity and TLSCASpread; main.go's flags).
+const (
+	DefaultCAValidity          = servertls.DefaultCAValidity
+	DefaultCertificateValidity = servertls.DefaultCertificateValidity
+	DefaultCASpread            = servertls.DefaultCASpread
+)
 
 // DefaultStatsInterval is how often the stats of a Memcached's ready pods are read (Config's
 // StatsInterval, main.go's default).

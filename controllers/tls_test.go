@@ -46,6 +46,7 @@ import (
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers"
+	"github.com/example/memcached-operator/controllers/servertls"
 	"github.com/example/memcached-operator/internal/certs"
 	oplabels "github.com/example/memcached-operator/internal/labels"
 )
@@ -476,7 +477,7 @@ var _ = Describe("The operator's cache of TLS Secrets", func() {
 		}
 
 		By("reading them through a cache as the operator's is made")
-		c, err := cache.New(cfg, controllers.TLSSecretsCacheOptions(scheme, []string{key.Namespace}))
+		c, err := cache.New(cfg, servertls.SecretsCacheOptions(scheme, []string{key.Namespace}))
 		Expect(err).NotTo(HaveOccurred())
 		cacheCtx, stop := context.WithCancel(ctx)
 		DeferCleanup(stop)

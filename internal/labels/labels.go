@@ -52,7 +52,7 @@ const (
 	SealingSince = "cache.my.domain/sealing-since"
 
 	// TLSSecret marks the Secrets the operator makes for a cache that serves TLS, and what each
-	// holds: "ca", "server" or "client" (controllers/memcached_tls.go).
+	// holds: "ca", "server" or "client" (controllers/servertls).
 	TLSSecret = "cache.my.domain/tls"
 
 	// CAChangedAt is when the operator gave clients a changed CA in a client Secret's ca.crt (the

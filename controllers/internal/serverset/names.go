@@ -68,7 +68,7 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// The Secrets of a cache that serves TLS (memcached_tls.go makes them; the chart mounts the
+// The Secrets of a cache that serves TLS (controllers/servertls makes them; the chart mounts the
 // server's and, for the exporter, the client's).
 func CASecretName(release string) string { return NameOf(release) + "-ca" }
 

@@ -51,7 +51,7 @@ func ServesTLS(p *corev1.Pod) bool {
 type Reach struct {
 	// Port is memcached's port in each pod (the chart's; 0: 11211).
 	Port int32
-	// Secrets reads the TLS Secrets the operator made (TLSSecretsCache); nil: no server serves
+	// Secrets reads the TLS Secrets the operator made (servertls.SecretsCache); nil: no server serves
 	// TLS (a test's operator without them).
 	Secrets client.Reader
 

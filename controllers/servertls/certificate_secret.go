@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servertls
 
 import (
 	"bytes"
@@ -82,7 +82,7 @@ type userCertificate struct {
 
 // readCertificateSecret reads the Secret spec.tls.certificateSecret names, and refuses what
 // memcached or its clients could not use, saying why (errCertificateSecret).
-func (r *MemcachedTLSReconciler) readCertificateSecret(ctx context.Context, mc *cachev1.Memcached) (userCertificate, error) {
+func (r *Reconciler) readCertificateSecret(ctx context.Context, mc *cachev1.Memcached) (userCertificate, error) {
 	name := certificateSecretOf(&mc.Spec)
 	if slices.Contains([]string{serverset.CASecretName(mc.Name), serverset.ServerTLSSecretName(mc.Name), serverset.ClientTLSSecretOf(mc.Name)}, name) {
 		return userCertificate{}, errCertificateSecret{"CertificateSecretInvalid", fmt.Sprintf(
@@ -144,7 +144,7 @@ func (r *MemcachedTLSReconciler) readCertificateSecret(ctx context.Context, mc *
 // certificates the Secret held and the bundle's, so that clients and the operator verify the
 // servers that still serve the certificate of before. It comes down to the bundle once every
 // server serves the new certificate (trimClientCA).
-func (r *MemcachedTLSReconciler) clientCAOf(ctx context.Context, mc *cachev1.Memcached, bundle []byte) ([]byte, error) {
+func (r *Reconciler) clientCAOf(ctx context.Context, mc *cachev1.Memcached, bundle []byte) ([]byte, error) {
 	held := &corev1.Secret{}
 	if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: serverset.ClientTLSSecretOf(mc.Name)}, held); err != nil {
 		return bundle, client.IgnoreNotFound(err)
@@ -165,7 +165,7 @@ func (r *MemcachedTLSReconciler) clientCAOf(ctx context.Context, mc *cachev1.Mem
 // markCAChange notes on the client Secret s when its ca.crt began to differ from the user's CA
 // bundle (labels.CAChangedAt), and says when the servers may serve the new CA's certificate: a
 // CASpread after that, so that the kubelet has brought both CAs to the clients first.
-func (r *MemcachedTLSReconciler) markCAChange(ctx context.Context, s *corev1.Secret, bundle []byte, now time.Time) (*corev1.Secret, time.Time, error) {
+func (r *Reconciler) markCAChange(ctx context.Context, s *corev1.Secret, bundle []byte, now time.Time) (*corev1.Secret, time.Time, error) {
 	if bytes.Equal(s.Data[serverset.CACertKey], bundle) {
 		return s, time.Time{}, nil
 	}
@@ -182,11 +182,11 @@ func (r *MemcachedTLSReconciler) markCAChange(ctx context.Context, s *corev1.Sec
 	return s, now.Add(r.caSpread()), nil
 }
 
-func (r *MemcachedTLSReconciler) caSpread() time.Duration { return cmp.Or(r.CASpread, DefaultCASpread) }
+func (r *Reconciler) caSpread() time.Duration { return cmp.Or(r.CASpread, DefaultCASpread) }
 
 // trimClientCA brings the client Secret's ca.crt down to the user's CA bundle, once every server
 // serves the certificate it signs.
-func (r *MemcachedTLSReconciler) trimClientCA(ctx context.Context, made madeCertificates) error {
+func (r *Reconciler) trimClientCA(ctx context.Context, made madeCertificates) error {
 	if made.theirCA == nil || made.client == nil || bytes.Equal(made.client.Data[serverset.CACertKey], made.theirCA) {
 		return nil
 	}
@@ -231,7 +231,7 @@ func derCerts(bundle []byte) [][]byte {
 
 // removeUnmountedServerSecret deletes the servers' certificate Secret the operator made, once the
 // cache serves a certificate of the user's and no pod of it mounts the operator's any more.
-func (r *MemcachedTLSReconciler) removeUnmountedServerSecret(ctx context.Context, mc *cachev1.Memcached) error {
+func (r *Reconciler) removeUnmountedServerSecret(ctx context.Context, mc *cachev1.Memcached) error {
 	name := serverset.ServerTLSSecretName(mc.Name)
 	secret := &corev1.Secret{}
 	if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret); err != nil {

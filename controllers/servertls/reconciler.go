@@ -14,7 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+// Package servertls is the controller of a cache's TLS: the CA, server and client certificates it
+// makes and renews (or the tenant's own certificate), the servers made to serve a renewed one,
+// and the CertificatesReady condition and status.tls.
+package servertls
 
 import (
 	"cmp"
@@ -79,11 +82,11 @@ const (
 	silentRetry = 30 * time.Second
 )
 
-// MemcachedTLSReconciler makes, renews and removes the certificates of the caches that serve TLS,
+// Reconciler makes, renews and removes the certificates of the caches that serve TLS,
 // and makes their servers serve the renewed ones (see above).
-type MemcachedTLSReconciler struct {
+type Reconciler struct {
 	client.Client
-	// Secrets reads the Secrets the operator made for TLS (TLSSecretsCache); Live reads one
+	// Secrets reads the Secrets the operator made for TLS (SecretsCache); Live reads one
 	// that the cache does not show (not yet, or no longer labelled as the operator's).
 	Secrets      cache.Cache
 	Live         client.Reader
@@ -105,7 +108,7 @@ type MemcachedTLSReconciler struct {
 }
 
 // Reconcile brings a Memcached's certificates and what its servers serve to what spec.tls says.
-func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil || mc.DeletionTimestamp != nil {
 		r.Reach.Forget(req.Namespace, serverset.NameOf(req.Name)) // its Secrets go with it (owner references)
@@ -128,7 +131,7 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if c := memcachedstatus.Condition(mc.Status, cachev1.ConditionCertificatesReady); c.Reason != refusal {
 			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, refusal, "IssueCertificates", "%v", err)
 		}
-		return ctrl.Result{RequeueAfter: lookAgain}, r.setStatus(ctx, mc, &cachev1.HelmCondition{
+		return ctrl.Result{RequeueAfter: lookAgain}, r.SetStatus(ctx, mc, &cachev1.HelmCondition{
 			Type: cachev1.ConditionCertificatesReady, Status: metav1.ConditionFalse, Reason: refusal, Message: err.Error()}, nil)
 	}
 	if err != nil {
@@ -150,7 +153,7 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	tlsStatus := &cachev1.TLSStatus{ClientSecret: serverset.ClientTLSSecretOf(mc.Name), ServerName: serverset.Domain(serverset.HeadlessNameOf(mc.Name), mc.Namespace),
 		NotAfter: &metav1.Time{Time: notAfter.UTC()}}
-	if err := r.setStatus(ctx, mc, &cond, tlsStatus); err != nil {
+	if err := r.SetStatus(ctx, mc, &cond, tlsStatus); err != nil {
 		return ctrl.Result{}, err
 	}
 	if certificateSecretOf(&mc.Spec) != "" {
@@ -169,14 +172,14 @@ func (r *MemcachedTLSReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return ctrl.Result{RequeueAfter: max(time.Until(renewAt), time.Second)}, nil
 }
 
-func (r *MemcachedTLSReconciler) certificateSecretCheck() time.Duration {
+func (r *Reconciler) certificateSecretCheck() time.Duration {
 	return cmp.Or(r.CertificateSecretCheck, DefaultCertificateSecretCheck)
 }
 
 // turnOff removes the cache's TLS Secrets and what status says of TLS once spec.tls is off, but
 // only when no server serves TLS any more: until the rollout has replaced them all, a TLS server
 // that restarts mounts its Secret, and the operator reaches the others with the client one.
-func (r *MemcachedTLSReconciler) turnOff(ctx context.Context, mc *cachev1.Memcached) (ctrl.Result, error) {
+func (r *Reconciler) turnOff(ctx context.Context, mc *cachev1.Memcached) (ctrl.Result, error) {
 	pods, err := serverset.PodsOfRelease(ctx, r.Client, mc, false)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -194,13 +197,13 @@ func (r *MemcachedTLSReconciler) turnOff(ctx context.Context, mc *cachev1.Memcac
 		cond := &cachev1.HelmCondition{Type: cachev1.ConditionCertificatesReady, Status: metav1.ConditionFalse, Reason: "TurningOff",
 			Message: fmt.Sprintf("TLS is turned off; %s still %s it, with %s certificates, until the rollout replaces %s",
 				strings.Join(still, ", "), texts.PluralVerb(len(still), "serves", "serve"), texts.PluralVerb(len(still), "its", "their"), texts.PluralVerb(len(still), "it", "them"))}
-		return ctrl.Result{}, r.setStatus(ctx, mc, cond, mc.Status.TLS) // the pods' events bring us back
+		return ctrl.Result{}, r.SetStatus(ctx, mc, cond, mc.Status.TLS) // the pods' events bring us back
 	}
 	r.Reach.Forget(mc.Namespace, serverset.NameOf(mc.Name))
 	if err := r.removeSecrets(ctx, mc); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.removeStatus(ctx, mc)
+	return ctrl.Result{}, r.RemoveStatus(ctx, mc)
 }
 
 func tlsOn(spec *cachev1.MemcachedSpec) bool { return spec.TLS != nil && spec.TLS.Enabled }
@@ -208,7 +211,7 @@ func tlsOn(spec *cachev1.MemcachedSpec) bool { return spec.TLS != nil && spec.TL
 // serve makes every ready server that serves TLS serve the cache's current certificate, and
 // reports it: the condition, when the oldest certificate served expires, and how soon to look
 // again while not every server serves it (0: at the next renewal).
-func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcached, current madeCertificates) (cachev1.HelmCondition, time.Time, time.Duration, error) {
+func (r *Reconciler) serve(ctx context.Context, mc *cachev1.Memcached, current madeCertificates) (cachev1.HelmCondition, time.Time, time.Duration, error) {
 	cond := cachev1.HelmCondition{Type: cachev1.ConditionCertificatesReady}
 	want, err := certs.ParseCert(current.server)
 	if err != nil {
@@ -306,8 +309,8 @@ func (r *MemcachedTLSReconciler) serve(ctx context.Context, mc *cachev1.Memcache
 	return cond, oldest, 0, nil
 }
 
-// setStatus writes the CertificatesReady condition and status.tls, as their only writer.
-func (r *MemcachedTLSReconciler) setStatus(ctx context.Context, mc *cachev1.Memcached, cond *cachev1.HelmCondition, tlsStatus *cachev1.TLSStatus) error {
+// SetStatus writes the CertificatesReady condition and status.tls, as their only writer.
+func (r *Reconciler) SetStatus(ctx context.Context, mc *cachev1.Memcached, cond *cachev1.HelmCondition, tlsStatus *cachev1.TLSStatus) error {
 	was := memcachedstatus.Condition(mc.Status, cachev1.ConditionCertificatesReady)
 	if was.Type != "" && was.Status == cond.Status && was.Reason == cond.Reason && was.Message == cond.Message &&
 		equality.Semantic.DeepEqual(mc.Status.TLS, tlsStatus) {
@@ -324,8 +327,8 @@ func (r *MemcachedTLSReconciler) setStatus(ctx context.Context, mc *cachev1.Memc
 	return nil
 }
 
-// removeStatus takes the CertificatesReady condition and status.tls out of status.
-func (r *MemcachedTLSReconciler) removeStatus(ctx context.Context, mc *cachev1.Memcached) error {
+// RemoveStatus takes the CertificatesReady condition and status.tls out of status.
+func (r *Reconciler) RemoveStatus(ctx context.Context, mc *cachev1.Memcached) error {
 	if memcachedstatus.Condition(mc.Status, cachev1.ConditionCertificatesReady).Type == "" && mc.Status.TLS == nil {
 		return nil
 	}
@@ -337,7 +340,7 @@ func (r *MemcachedTLSReconciler) removeStatus(ctx context.Context, mc *cachev1.M
 
 // SetupWithManager reconciles a Memcached when it changes and when one of its TLS Secrets does (a
 // tenant's edit or deletion is undone at once).
-func (r *MemcachedTLSReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memcached-tls").
 		For(managercache.MemcachedObject(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).

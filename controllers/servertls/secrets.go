@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servertls
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ import (
 )
 
 // The Secrets of a cache's TLS: made, renewed and removed by the operator, read through a cache
-// of their own (see memcached_tls.go for what each holds and how the servers are made to serve
+// of their own (see reconciler.go for what each holds and how the servers are made to serve
 // them).
 
 // tlsSecretRoles are the values of labels.TLSSecret: what each Secret holds.
@@ -52,9 +52,9 @@ const (
 	roleClient = "client"
 )
 
-// TLSSecretSelector selects the Secrets the operator makes for caches that serve TLS: its own
-// cache of Secrets holds those alone (TLSSecretsCache).
-func TLSSecretSelector() k8slabels.Selector {
+// SecretSelector selects the Secrets the operator makes for caches that serve TLS: its own
+// cache of Secrets holds those alone (SecretsCache).
+func SecretSelector() k8slabels.Selector {
 	role, err := k8slabels.NewRequirement(labels.TLSSecret, selection.In, []string{roleCA, roleServer, roleClient})
 	if err != nil {
 		panic(err) // constant arguments
@@ -66,11 +66,11 @@ func TLSSecretSelector() k8slabels.Selector {
 	return k8slabels.NewSelector().Add(*role, *managed)
 }
 
-// TLSSecretsCache is a cache of the Secrets the operator made for TLS, in the watched namespaces
+// SecretsCache is a cache of the Secrets the operator made for TLS, in the watched namespaces
 // (empty: all). The manager's own Secret cache holds the Helm release records alone, and one
 // cache takes one selector per kind; this one is started with the manager (mgr.Add).
-func TLSSecretsCache(mgr ctrl.Manager, watchNamespaces []string) (cache.Cache, error) {
-	opts := TLSSecretsCacheOptions(mgr.GetScheme(), watchNamespaces)
+func SecretsCache(mgr ctrl.Manager, watchNamespaces []string) (cache.Cache, error) {
+	opts := SecretsCacheOptions(mgr.GetScheme(), watchNamespaces)
 	opts.Mapper = mgr.GetRESTMapper()
 	c, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {
@@ -79,23 +79,23 @@ func TLSSecretsCache(mgr ctrl.Manager, watchNamespaces []string) (cache.Cache, e
 	return c, mgr.Add(c)
 }
 
-// TLSSecretsCacheOptions are the options of the TLS Secrets cache: what it selects and keeps.
-func TLSSecretsCacheOptions(scheme *runtime.Scheme, watchNamespaces []string) cache.Options {
+// SecretsCacheOptions are the options of the TLS Secrets cache: what it selects and keeps.
+func SecretsCacheOptions(scheme *runtime.Scheme, watchNamespaces []string) cache.Options {
 	return cache.Options{
 		Scheme:            scheme,
-		ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: TLSSecretSelector(), Transform: TLSSecretAsKept}},
+		ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: SecretSelector(), Transform: SecretAsKept}},
 		DefaultNamespaces: managercache.NamespaceConfigs(watchNamespaces),
 	}
 }
 
-// TLSSecretAsKept is the TLS Secrets cache's transform. The labels it selects by are anyone's to
+// SecretAsKept is the TLS Secrets cache's transform. The labels it selects by are anyone's to
 // set in their namespace, and every tenant shares the operator's memory: a Secret is kept whole
 // only if it is one the operator makes, a Secret of a role under the name the operator gives that
 // role's Secret of its controlling Memcached (at most three per Memcached; the garbage collector
 // removes those whose controller does not exist). Any other is kept as its name, the selector's
 // labels and its controller alone: no data, annotations or other owners, whatever their size.
 // (Whether the controller is the Memcached at hand, by UID, is checked where a Secret is used.)
-func TLSSecretAsKept(obj any) (any, error) {
+func SecretAsKept(obj any) (any, error) {
 	s, ok := obj.(*corev1.Secret)
 	if !ok {
 		return obj, nil
@@ -159,7 +159,7 @@ type madeCertificates struct {
 // ensureCertificates makes or renews what is due of the cache's three Secrets (two when the
 // servers serve a certificate of the user's), and says what it made and when the first of them is
 // next due (or the user's Secret is to be read again).
-func (r *MemcachedTLSReconciler) ensureCertificates(ctx context.Context, mc *cachev1.Memcached, now time.Time) (madeCertificates, time.Time, error) {
+func (r *Reconciler) ensureCertificates(ctx context.Context, mc *cachev1.Memcached, now time.Time) (madeCertificates, time.Time, error) {
 	var made madeCertificates
 	caSecret, err := r.ensure(ctx, mc, serverset.CASecretName(mc.Name), roleCA, corev1.SecretTypeOpaque,
 		func(data map[string][]byte) bool {
@@ -265,7 +265,7 @@ func renewTime(certPEM []byte) time.Time {
 // ensure makes the Secret name of the cache, or makes its data again when current says it is not,
 // and returns it as written; issue gets the data it had. A Secret of that name the operator did
 // not make for this Memcached is errNameTaken, and left as it is.
-func (r *MemcachedTLSReconciler) ensure(ctx context.Context, mc *cachev1.Memcached, name, role string, typ corev1.SecretType,
+func (r *Reconciler) ensure(ctx context.Context, mc *cachev1.Memcached, name, role string, typ corev1.SecretType,
 	current func(map[string][]byte) bool, issue func(old map[string][]byte) (map[string][]byte, error)) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret)
@@ -318,7 +318,7 @@ func (r *MemcachedTLSReconciler) ensure(ctx context.Context, mc *cachev1.Memcach
 }
 
 // removeSecrets deletes the TLS Secrets the operator made for the cache, once spec.tls is off.
-func (r *MemcachedTLSReconciler) removeSecrets(ctx context.Context, mc *cachev1.Memcached) error {
+func (r *Reconciler) removeSecrets(ctx context.Context, mc *cachev1.Memcached) error {
 	for _, name := range []string{serverset.CASecretName(mc.Name), serverset.ServerTLSSecretName(mc.Name), serverset.ClientTLSSecretOf(mc.Name)} {
 		secret := &corev1.Secret{}
 		if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, secret); err != nil {
