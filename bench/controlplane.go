@@ -226,7 +226,8 @@ func (cp *controlPlane) cpu(o options) (total, kcm time.Duration, err error) {
 	}
 	total, kcm = cp.kcmSpent, cp.kcmSpent
 	if cp.kcm != nil {
-		total, kcm = total+cp.kcm.cpu(), kcm+cp.kcm.cpu()
+		ended := cp.kcm.cpu()
+		total, kcm = total+ended, kcm+ended
 	}
 	for pid, binary := range procs {
 		if c, err := processCPU(pid); err == nil {

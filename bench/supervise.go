@@ -25,9 +25,9 @@ import (
 	"time"
 )
 
-// restartDelay is how long a killed operator stays down before it is started again. A kubelet
-// restarts a container at once the first time and backs off after that (10 s, 20 s, ...); the
-// chaos scenarios restart at once every time, to cut off as many operations as they can.
+// restartDelay is how long a supervised process that ended stays down before it is started again.
+// A kubelet restarts a container at once the first time and backs off after that (10 s, 20 s,
+// ...); the chaos scenarios restart at once every time, to cut off as many operations as they can.
 const restartDelay = 500 * time.Millisecond
 
 // supervised is a process (an operator, kube-controller-manager) that is started again whenever
@@ -79,7 +79,9 @@ func (s *supervised) loop() {
 		s.mu.Unlock()
 		_ = cmd.Wait()
 		s.mu.Lock()
-		s.spent += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		if ps := cmd.ProcessState; ps != nil { // nil when the wait itself failed
+			s.spent += ps.UserTime() + ps.SystemTime()
+		}
 		if s.stopping {
 			s.mu.Unlock()
 			return

@@ -258,11 +258,13 @@ func setupUpgradeable(mgr ctrl.Manager, direct client.Client) error {
 	return nil
 }
 
-// The TLS defaults (Config's CAValidity, CertificateValidity and TLSCASpread; main.go's flags).
+// The TLS defaults (Config's CAValidity, CertificateValidity, CertificateSecretCheck and
+// TLSCASpread; main.go's flags).
 const (
-	DefaultCAValidity          = servertls.DefaultCAValidity
-	DefaultCertificateValidity = servertls.DefaultCertificateValidity
-	DefaultCASpread            = servertls.DefaultCASpread
+	DefaultCAValidity             = servertls.DefaultCAValidity
+	DefaultCertificateValidity    = servertls.DefaultCertificateValidity
+	DefaultCertificateSecretCheck = servertls.DefaultCertificateSecretCheck
+	DefaultCASpread               = servertls.DefaultCASpread
 )
 
 // DefaultStatsInterval is how often the stats of a Memcached's ready pods are read (Config's

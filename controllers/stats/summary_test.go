@@ -27,10 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1 "github.com/example/memcached-operator/api/v1"
-	// The metrics server's TLS profile gauge is the operator's too (main registers it).
-
 	"github.com/example/memcached-operator/internal/memcache"
-	_ "github.com/example/memcached-operator/internal/tlsprofile"
 )
 
 func TestSummarize(t *testing.T) {

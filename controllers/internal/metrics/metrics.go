@@ -73,7 +73,9 @@ func newOperandGauges() *operandGauges {
 // the reads of its pods that failed.
 func (m *operandGauges) Set(key types.NamespacedName, s *cachev1.MemcachedStats, failedReads int) {
 	l := labelsOf(key)
-	m.readErrors.With(l).Add(float64(failedReads))
+	if failedReads > 0 { // no series before the first failure, as a counter that was never incremented
+		m.readErrors.With(l).Add(float64(failedReads))
+	}
 	if s == nil {
 		m.forgetFigures(l)
 		return
@@ -185,11 +187,9 @@ var resizes = func() *prometheus.CounterVec {
 	return c
 }()
 
-// Autopilot are the autopilot's choices per Memcached (removed when it is gone or the
-// autopilot is off) and its steps.
-// changes counts the changes of Memcacheds' server templates by how they were made
-// (the operand controller): in_place (no memcached restarted), warm_restart (restarted in their pods
-// with their items) or started_empty (rolled out, each server starting empty).
+// changes counts the changes of Memcacheds' server templates by how they were made (the operand
+// controller): in_place (no memcached restarted), warm_restart (restarted in their pods with their
+// items) or started_empty (rolled out, each server starting empty).
 var changes = func() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "memcached_operator", Name: "server_changes_total",
 		Help: "Changes of Memcacheds' server templates, by how they were made: in_place, warm_restart or started_empty."}, []string{"way"})

@@ -68,14 +68,20 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// The Secrets of a cache that serves TLS (controllers/servertls makes them; the chart mounts the
-// server's and, for the exporter, the client's).
+// The Secrets of a cache that serves TLS: controllers/servertls makes them; the chart mounts the
+// server's and, for the exporter, the client's.
+
+// CASecretName is the Secret of the cache's CA (ca.crt, ca.key).
 func CASecretName(release string) string { return NameOf(release) + "-ca" }
 
+// ServerTLSSecretName is the Secret of the servers' certificate.
 func ServerTLSSecretName(release string) string { return NameOf(release) + "-tls" }
 
+// ClientTLSSecretName is the client certificate's Secret of the StatefulSet named servers.
 func ClientTLSSecretName(servers string) string { return servers + "-client-tls" }
 
+// ClientTLSSecretOf is the client certificate's Secret of a release.
 func ClientTLSSecretOf(release string) string { return ClientTLSSecretName(NameOf(release)) }
 
+// Domain is the DNS domain of the servers' pods: <headless Service>.<namespace>.svc.
 func Domain(headless, namespace string) string { return headless + "." + namespace + ".svc" }
