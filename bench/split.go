@@ -115,13 +115,13 @@ func (r *chaosRun) leaderTrouble(ctx context.Context) string {
 		says = append(says, fmt.Sprintf("lock: %v", err))
 	} else {
 		for _, ref := range cm.OwnerReferences {
-			pod, err := r.kc.CoreV1().Pods(benchNamespace).Get(ctx, ref.Name, metav1.GetOptions{})
-			switch {
-			case err != nil:
-				says = append(says, fmt.Sprintf("lock made %s, owned by %s %s (uid %s): %v", cm.CreationTimestamp.Format(time.TimeOnly), ref.Kind, ref.Name, ref.UID, err))
-			default:
-				says = append(says, fmt.Sprintf("lock made %s, owned by %s %s (uid %s), which exists (uid %s)", cm.CreationTimestamp.Format(time.TimeOnly), ref.Kind, ref.Name, ref.UID, pod.UID))
+			owner := "which exists"
+			if pod, err := r.kc.CoreV1().Pods(benchNamespace).Get(ctx, ref.Name, metav1.GetOptions{}); err != nil {
+				owner = err.Error()
+			} else {
+				owner += fmt.Sprintf(" (uid %s)", pod.UID)
 			}
+			says = append(says, fmt.Sprintf("lock made %s, owned by %s %s (uid %s): %s", cm.CreationTimestamp.Format(time.TimeOnly), ref.Kind, ref.Name, ref.UID, owner))
 		}
 	}
 	// Which lines of each log say something on the lock: the garbage collector's start and

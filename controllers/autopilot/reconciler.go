@@ -355,7 +355,7 @@ func (r *Reconciler) heldMemory(ctx context.Context, mc *cachev1.Memcached) (uin
 		return 0, err
 	}
 	// Asked beside the workers: until the answer comes (and brings this cache back), busy.
-	answer, err, ok := r.talk.Ask(client.ObjectKeyFromObject(mc), "allocated of "+servertalk.PodsOf(pods), func(ctx context.Context) (any, error) {
+	answer, err, ok := r.talk.Ask(client.ObjectKeyFromObject(mc), "allocated of "+servertalk.PodUIDs(pods), func(ctx context.Context) (any, error) {
 		var most uint64
 		for _, a := range servertalk.Ask(ctx, pods, r.Reach, func(ctx context.Context, srv memcache.Server) (uint64, error) {
 			return memcache.ReadAllocated(ctx, srv, servertalk.CacheTimeout)

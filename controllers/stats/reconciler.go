@@ -126,7 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else {
 		// Asked beside the workers; the answer brings this cache back (or the next look, when
 		// another of the namespace's caches is asked now).
-		answer, _, ok := r.talk.Ask(req.NamespacedName, "stats of "+servertalk.PodsOf(pods), func(ctx context.Context) (any, error) {
+		answer, _, ok := r.talk.Ask(req.NamespacedName, "stats of "+servertalk.PodUIDs(pods), func(ctx context.Context) (any, error) {
 			return readStats(ctx, pods, r.Reach), nil
 		})
 		if !ok {

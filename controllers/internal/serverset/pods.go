@@ -138,11 +138,8 @@ func PodsOfRelease(ctx context.Context, c client.Reader, mc *cachev1.Memcached, 
 	var ready []*corev1.Pod
 	for i := range list.Items {
 		p := &list.Items[i]
-		if owner := metav1.GetControllerOf(p); owner == nil || owner.UID != servers.UID || p.DeletionTimestamp != nil {
+		if !serverOf(servers, p) {
 			continue
-		}
-		if p.Spec.HostNetwork {
-			continue // its IP is its node's: the chart never makes one, and a read would go to the node
 		}
 		if !onlyReady || (p.Status.PodIP != "" && PodReady(p)) {
 			ready = append(ready, p)
@@ -186,7 +183,7 @@ func PodsOf(s *appsv1.StatefulSet, list []corev1.Pod) map[int32]*corev1.Pod {
 	pods := map[int32]*corev1.Pod{}
 	for i := range list {
 		p := &list[i]
-		if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != s.UID || p.DeletionTimestamp != nil || p.Spec.HostNetwork {
+		if !serverOf(s, p) {
 			continue
 		}
 		n, err := strconv.ParseInt(strings.TrimPrefix(p.Name, s.Name+"-"), 10, 32)
@@ -196,6 +193,14 @@ func PodsOf(s *appsv1.StatefulSet, list []corev1.Pod) map[int32]*corev1.Pod {
 		pods[int32(n)] = p
 	}
 	return pods
+}
+
+// serverOf says whether pod p is one of StatefulSet s's servers: made by it (its UID), not being
+// deleted, not on the host network (its IP is its node's: the chart never makes one, and a read
+// would go to the node).
+func serverOf(s *appsv1.StatefulSet, p *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(p)
+	return ref != nil && ref.UID == s.UID && p.DeletionTimestamp == nil && !p.Spec.HostNetwork
 }
 
 // Name is the name of the StatefulSet's server (pod) n.

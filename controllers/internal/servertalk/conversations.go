@@ -107,8 +107,8 @@ func (c *Conversations) Ask(key types.NamespacedName, what string, talk func(ctx
 	return nil, nil, false
 }
 
-// PodsOf names pods by UID, in order: a question about them is about these pods alone.
-func PodsOf(pods []*corev1.Pod) string {
+// PodUIDs names pods by UID, in order: a question about them is about these pods alone.
+func PodUIDs(pods []*corev1.Pod) string {
 	uids := make([]string, 0, len(pods))
 	for _, p := range pods {
 		uids = append(uids, string(p.UID))
