@@ -246,7 +246,7 @@ var _ = Describe("Servers that start empty outside a change", func() {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 			cs := &p.Status.ContainerStatuses[0]
 			cs.RestartCount++
-			cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
+			cs.State = server.containerStarted()
 			cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}
 			g.Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
 		}, timeout, interval).Should(Succeed())
@@ -266,6 +266,15 @@ type warmMemcached struct {
 	cmd        *exec.Cmd
 	// born is when its first process started: one that restores its file goes on with its clock.
 	born time.Time
+	// started is when its current process started: the kubelet's record of its container's start
+	// (containerStarted), taken before the process as the kubelet takes it, not when a spec gets
+	// round to writing it (a slow spec would make a fresh memcached look restored).
+	started time.Time
+}
+
+// containerStarted is the container state the kubelet reports for w's current process.
+func (w *warmMemcached) containerStarted() corev1.ContainerState {
+	return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(w.started)}}
 }
 
 // startWarmMemcached runs memcached with mb MiB of item memory and its memory file on a tmpfs,
@@ -295,8 +304,9 @@ func (w *warmMemcached) start(mb int) {
 	if w.file != "" {
 		args = append(args, "-e", w.file)
 	}
+	w.started = time.Now()
 	if w.born.IsZero() {
-		w.born = time.Now()
+		w.born = w.started
 	}
 	w.cmd = exec.Command(bin, args...)
 	w.cmd.Stdout, w.cmd.Stderr = GinkgoWriter, GinkgoWriter
@@ -346,8 +356,7 @@ func kubeletRestarts(ctx context.Context, s *appsv1.StatefulSet, i int, w *warmM
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		for j := range p.Status.ContainerStatuses {
 			if cs := &p.Status.ContainerStatuses[j]; cs.Name == "memcached" {
-				cs.Image, cs.RestartCount = p.Spec.Containers[0].Image, cs.RestartCount+1
-				cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
+				cs.Image, cs.RestartCount, cs.State = p.Spec.Containers[0].Image, cs.RestartCount+1, w.containerStarted()
 			}
 		}
 		g.Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
