@@ -198,6 +198,7 @@ func reconciles(controller string) float64 {
 func newNamespace(ctx context.Context) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
 	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	specNamespaces = append(specNamespaces, ns.Name) // a failure's report says what they hold
 	return ns.Name
 }
 

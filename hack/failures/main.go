@@ -27,6 +27,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/onsi/ginkgo/v2/types"
@@ -34,6 +35,7 @@ import (
 
 func main() {
 	lines := flag.Int("lines", 6, "lines of each failure's message to print")
+	logLines = flag.Int("log-lines", 12, "lines of the operator's log on a failed spec's namespaces to print")
 	flag.Parse()
 	for _, path := range flag.Args() {
 		if err := printFailures(path, *lines); err != nil {
@@ -74,17 +76,47 @@ func printFailures(path string, lines int) error {
 			for _, l := range msg {
 				fmt.Printf("    %s\n", l)
 			}
-			// What the reconcile workers did when the spec failed (controllers/workers_test.go).
+			// What the reconcile workers did when the spec failed (controllers/workers_test.go),
+			// and what the spec's namespaces held (controllers/failure_state_test.go).
 			for _, e := range s.ReportEntries {
-				if e.Name == "busy workers" {
+				if e.Name == "busy workers" || e.Name == "namespace state" {
 					for _, l := range strings.Split(strings.TrimSpace(e.Value.String()), "\n") {
 						fmt.Printf("    %s\n", l)
 					}
+				}
+				if e.Name == "namespace state" {
+					printLogOf(s.CapturedGinkgoWriterOutput, e.Value.String(), *logLines)
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// logLines is how many of the operator's log lines on a failed spec's namespaces are printed.
+var logLines *int
+
+// printLogOf prints the last n lines of a spec's captured log (the operator's, which writes to
+// GinkgoWriter) that name one of the namespaces of state's first line ("namespaces: a b").
+func printLogOf(log, state string, n int) {
+	first, _, _ := strings.Cut(state, "\n")
+	namespaces := strings.Fields(strings.TrimPrefix(first, "namespaces:"))
+	var about []string
+	for _, l := range strings.Split(log, "\n") {
+		if slices.ContainsFunc(namespaces, func(ns string) bool { return strings.Contains(l, ns) }) {
+			about = append(about, l)
+		}
+	}
+	if len(about) == 0 {
+		return
+	}
+	fmt.Printf("    the operator's last log lines on them (of %d):\n", len(about))
+	for _, l := range about[max(0, len(about)-n):] {
+		if r := []rune(l); len(r) > 300 {
+			l = string(r[:300]) + "…"
+		}
+		fmt.Printf("      %s\n", l)
+	}
 }
 
 // lastStep is the text of the spec's last By, the step it failed in.
