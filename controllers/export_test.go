@@ -28,6 +28,7 @@ import (
 	cachev1 "github.com/example/memcached-operator/api/v1"
 	"github.com/example/memcached-operator/controllers/internal/memcachedstatus"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
+	"github.com/example/memcached-operator/controllers/servers"
 	"github.com/example/memcached-operator/controllers/servertls"
 	"github.com/example/memcached-operator/internal/helm"
 )
@@ -37,6 +38,10 @@ import (
 func ChartNamesOf(release string) (servers, headless, serverTLS, clientTLS string) {
 	return serverset.NameOf(release), serverset.HeadlessNameOf(release), serverset.ServerTLSSecretName(release), serverset.ClientTLSSecretOf(release)
 }
+
+// DefaultProgressDelay is how long the servers reconciler holds a report that says only how far a
+// rollout has come.
+const DefaultProgressDelay = servers.DefaultProgressDelay
 
 func CASecretOf(release string) string { return serverset.CASecretName(release) }
 
@@ -68,11 +73,11 @@ func WriteTLSStatus(ctx context.Context, c client.Client, mc *cachev1.Memcached,
 // SetPartition sets the partition of StatefulSet s on the spec of s as read, as the servers
 // reconciler holds and lets go of a rollout.
 func SetPartition(ctx context.Context, c client.Client, s *appsv1.StatefulSet, partition int32) error {
-	return (&MemcachedOperandReconciler{Live: c}).setPartition(ctx, s, partition)
+	return (&servers.Reconciler{Live: c}).SetPartition(ctx, s, partition)
 }
 
 // BeforeUpgrade runs the operator's hook before Helm upgrades cr's release from last to target,
 // reading and writing through c.
 func BeforeUpgrade(ctx context.Context, c client.Client, cr client.Object, last, target *helm.Rendered) error {
-	return (&MemcachedOperandReconciler{Client: c, Live: c}).BeforeUpgrade(ctx, cr, last, target)
+	return (&servers.Reconciler{Client: c, Live: c}).BeforeUpgrade(ctx, cr, last, target)
 }

@@ -49,7 +49,7 @@ import (
 // release's 7 objects (ServiceAccount, Service, headless Service, server list ConfigMap,
 // StatefulSet, PodDisruptionBudget, NetworkPolicy), its record created once, already deployed,
 // the finalizer, and one status write: the Helm side's Deployed, carrying the Go side's first
-// report (MemcachedOperandReconciler.FirstReport). The one read is a GET of the record's name,
+// report (servers.Reconciler.FirstReport). The one read is a GET of the record's name,
 // which claims it as the pending record's create did (actionclient's storeDriver). Helm's
 // existence checks are answered from the cache (actionclient.AbsentFromCache) once the cache
 // holds a release's kinds. Was 20 (5 existence checks, 6 status writes with a conflict and a GET

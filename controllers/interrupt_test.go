@@ -35,7 +35,7 @@ import (
 	"github.com/example/memcached-operator/controllers"
 )
 
-// A change of the servers interrupted mid-step (servers_rollout.go): the plan is in status.rollout,
+// A change of the servers interrupted mid-step (controllers/servers/rollout.go): the plan is in status.rollout,
 // each server known by its pod's UID, so an interruption is folded in and the change finishes.
 // Each spec is a cell of change × state × event → what comes next: a warm restart (a new image,
 // keepCacheAcross Restarts) whose first server restarts when the event comes. The specs play the

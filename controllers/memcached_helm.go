@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/memcached-operator/controllers/internal/managercache"
+	"github.com/example/memcached-operator/controllers/values"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/helm/library"
 )
@@ -52,10 +53,10 @@ import (
 // values translation: its image for CRs that name none (nil: the chart's own) and its namespace,
 // the Go side's first report, and the preparation of an
 // upgrade whose memory change is made in place.
-func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w helm.Watch, cfg Config, defaults OperatorValues, live client.Client, firstReport helm.FirstReport, beforeUpgrade helm.BeforeUpgrade) error {
+func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w helm.Watch, cfg Config, defaults values.Operator, live client.Client, firstReport helm.FirstReport, beforeUpgrade helm.BeforeUpgrade) error {
 	recorder := mgr.GetEventRecorder(library.ControllerName(w.GroupVersionKind))
 	return helm.Setup(ctx, mgr, w, helm.Options{
-		Translator:        ValuesTranslator(defaults, recorder),
+		Translator:        values.Translator(defaults, recorder),
 		Settings:          cfg.Helm,
 		Namespaces:        cfg.WatchNamespaces,
 		Live:              live,
@@ -66,7 +67,7 @@ func setupMemcachedHelm(ctx context.Context, mgr ctrl.Manager, w helm.Watch, cfg
 		SealNamespace:     sealNamespace(cfg.Namespace),
 		RetiredKinds:      RetiredChartKinds,
 		BeforeUpgrade:     beforeUpgrade,
-		// The autopilot's choice is rendered in place of the spec's size (ValuesTranslator).
+		// The autopilot's choice is rendered in place of the spec's size (values.Translator).
 		StatusInputs: []string{"autopilot.replicas", "autopilot.maxMemoryMB"},
 	})
 }

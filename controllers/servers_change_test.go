@@ -39,7 +39,7 @@ import (
 	"github.com/example/memcached-operator/internal/labels"
 )
 
-// Changes of the servers' template that keep the keys (servers_change.go): metadata written onto
+// Changes of the servers' template that keep the keys (servers/rollout.go, servers/step.go): metadata written onto
 // the running pods, and, with keepCacheAcross Restarts, a new image as a restart of memcached in
 // its pod from its memory file. Real memcacheds stand in for the pods'; the specs play the
 // StatefulSet controller and the kubelet (envtest runs neither), the kubelet as it restarts a

@@ -42,9 +42,11 @@ import (
 	"github.com/example/memcached-operator/controllers/internal/metrics"
 	"github.com/example/memcached-operator/controllers/internal/serverset"
 	"github.com/example/memcached-operator/controllers/internal/servertalk"
+	"github.com/example/memcached-operator/controllers/servers"
 	"github.com/example/memcached-operator/controllers/servertls"
 	"github.com/example/memcached-operator/controllers/stats"
 	"github.com/example/memcached-operator/controllers/upgradeable"
+	"github.com/example/memcached-operator/controllers/values"
 	"github.com/example/memcached-operator/internal/helm"
 	"github.com/example/memcached-operator/internal/operand"
 	"github.com/example/memcached-operator/internal/tlsprofile"
@@ -64,7 +66,7 @@ type Config struct {
 	// RelatedExporterImage is the same for the exporter (RELATED_IMAGE_MEMCACHED_EXPORTER).
 	RelatedExporterImage string
 	Helm                 helm.Settings
-	// RetireDelay: see DefaultRetireDelay (0: that).
+	// RetireDelay: see servers.DefaultRetireDelay (0: that).
 	RetireDelay time.Duration
 	// StatsInterval is how often the stats of each Memcached's ready pods are read (0: never).
 	StatsInterval time.Duration
@@ -135,7 +137,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	defaults := OperatorValues{Namespace: cfg.Namespace, TLSProfile: cfg.TLSProfile}
+	defaults := values.Operator{Namespace: cfg.Namespace, TLSProfile: cfg.TLSProfile}
 	if overridden {
 		defaults.Image = &img // else the chart's values.yaml already holds it
 	}
@@ -144,7 +146,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 	}
 	retire := cfg.RetireDelay
 	if retire == 0 {
-		retire = DefaultRetireDelay
+		retire = servers.DefaultRetireDelay
 	}
 	if cfg.Records == nil {
 		cfg.Records = helm.NewRecords() // the cache keeps the records' data; both sides share the memo
@@ -158,8 +160,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
 		return fmt.Errorf("the cache of TLS Secrets: %w", err)
 	}
 	reach := &servertalk.Reach{Port: cfg.StatsPort, Secrets: tlsSecrets}
-	operands := &MemcachedOperandReconciler{Client: mgr.GetClient(), Live: direct, Recorder: mgr.GetEventRecorder("memcached-operand-controller"),
-		RetireDelay: retire, Records: cfg.Records, Support: &resizeSupport{discovery: dc}, Reach: reach}
+	operands := &servers.Reconciler{Client: mgr.GetClient(), Live: direct, Recorder: mgr.GetEventRecorder("memcached-operand-controller"),
+		RetireDelay: retire, Records: cfg.Records, Support: servers.NewResizeSupport(dc), Reach: reach}
 	if err := setupMemcachedHelm(ctx, mgr, *memcachedWatch, cfg, defaults, direct, operands.FirstReport, operands.BeforeUpgrade); err != nil {
 		return err
 	}

@@ -67,21 +67,21 @@ const (
 	// its rollout (spec.updateStrategy.rollingUpdate.partition) for a change of its servers, a new
 	// value each time: it lets go of a hold only if the token is still the one it read, so that a
 	// hold made for a new change between its read and its write is never let go
-	// (controllers/servers_hold.go). The plan itself is in the Memcached's status.rollout.
+	// (controllers/servers/hold.go). The plan itself is in the Memcached's status.rollout.
 	HoldToken = "cache.my.domain/hold"
 
 	// ResizeHold is the annotation on a memcached StatefulSet in which operator 1.3.0 recorded
 	// a change of its servers in place; later operators keep that record in status.rollout, take
-	// a change 1.3.0 left in flight from it, and remove it (controllers/servers_adopt.go).
+	// a change 1.3.0 left in flight from it, and remove it (controllers/servers/adopt.go).
 	ResizeHold = "cache.my.domain/resize-in-place"
 
 	// Serving is the label by which the ClusterIP Service of a cache with keepCacheAcross
 	// Restarts selects its servers ("true"), besides the chart's selector: the operator sets it
-	// to "false" on a server while memcached restarts in its pod (controllers/servers_serving.go).
+	// to "false" on a server while memcached restarts in its pod (controllers/servers/serving.go).
 	Serving = "cache.my.domain/serving"
 
 	// StartedEmpty is the annotation on a memcached StatefulSet in which operator 1.3.0 said
 	// which server last started empty outside a change; later operators say it in
-	// status.rollout, and remove it (controllers/servers_adopt.go).
+	// status.rollout, and remove it (controllers/servers/adopt.go).
 	StartedEmpty = "cache.my.domain/started-empty"
 )

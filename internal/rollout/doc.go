@@ -18,7 +18,7 @@ limitations under the License.
 // way (in place, a warm restart of memcached in its pod, or a rollout in which each server starts
 // empty), and for each server, from what is true of its pod now (its UID, its restarts, its
 // spec and status) and what status.rollout recorded, the next step. It is pure: the operator's
-// servers reconciler (controllers/servers_rollout.go) reads the cluster, asks this package, acts,
+// servers reconciler (controllers/servers/rollout.go) reads the cluster, asks this package, acts,
 // and records the outcome in status.rollout, which only the operator writes.
 //
 // How a change of the template is made (docs/upgrades.md, "What keeps the cache warm"):

@@ -52,7 +52,7 @@ const ReplaceTimeout = 2 * time.Minute
 // deletes every pod at once). The Deployment is deleted with its ReplicaSets orphaned, and those
 // ReplicaSets with their pods orphaned: the pods keep running and serving. The upgrade then
 // creates the Deployment with its new selector and new pods, and the operator retires the
-// ownerless old pods once the new ones are available (see controllers.MemcachedOperandReconciler).
+// ownerless old pods once the new ones are available (see controllers/servers.Reconciler).
 //
 // ReplicaSets left ownerless that the new Deployment would adopt are orphaned too, so that an
 // upgrade cut off between the two deletions resumes the same way.
@@ -96,7 +96,7 @@ func (c *actionClient) replaceDeployments(infos kube.ResourceList, namespace, to
 // StatefulSet of the release (persistence turned on or off, its size or class changed), which the
 // API server refuses to update. The StatefulSet is deleted with its pods orphaned: they keep
 // serving under their names. Helm then creates it anew and it adopts them; the operator evicts
-// them one at a time so that it makes each again with its volumes (controllers' servers_storage.go;
+// them one at a time so that it makes each again with its volumes (controllers/servers/storage.go;
 // each server starts empty, as the decision before the upgrade recorded). It runs after that
 // decision, which reads the StatefulSet. A StatefulSet the operator did not make for the release
 // is left alone (the upgrade then fails on it, and says so).
@@ -229,7 +229,7 @@ func rendered(in any, out client.Object, namespace string) error {
 // that the operator made for the release and the target no longer renders is deleted with its ReplicaSets orphaned, and
 // those with their pods orphaned. Helm then creates the StatefulSet; the old pods keep serving
 // behind the Service until its servers are available, then the operator retires them
-// (controllers.MemcachedOperandReconciler).
+// (controllers/servers.Reconciler).
 func (c *actionClient) replaceByStatefulSet(ctx context.Context, desired *appsv1.StatefulSet, rendered map[string]bool, to string) error {
 	list := &appsv1.DeploymentList{}
 	if err := c.client.List(ctx, list, client.InNamespace(desired.Namespace),

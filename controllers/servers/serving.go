@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servers
 
 import (
 	"context"
@@ -44,7 +44,7 @@ import (
 
 // setServing sets labels.Serving of server p to serving, where p carries it (only the servers of
 // a cache with keepCacheAcross Restarts do).
-func (r *MemcachedOperandReconciler) setServing(ctx context.Context, p *corev1.Pod, serving bool) error {
+func (r *Reconciler) setServing(ctx context.Context, p *corev1.Pod, serving bool) error {
 	want := strconv.FormatBool(serving)
 	if v, ok := p.Labels[labels.Serving]; !ok || v == want {
 		return nil
@@ -52,7 +52,7 @@ func (r *MemcachedOperandReconciler) setServing(ctx context.Context, p *corev1.P
 	return r.labelServing(ctx, p, want)
 }
 
-func (r *MemcachedOperandReconciler) labelServing(ctx context.Context, p *corev1.Pod, value string) error {
+func (r *Reconciler) labelServing(ctx context.Context, p *corev1.Pod, value string) error {
 	before := p.DeepCopy()
 	if p.Labels == nil {
 		p.Labels = map[string]string{}
@@ -71,7 +71,7 @@ func (r *MemcachedOperandReconciler) labelServing(ctx context.Context, p *corev1
 // restart now: a server left out of the Service by a restart the operator did not see through (a
 // change rolled out meanwhile, an operator stopped) serves again. Only the servers of a cache
 // whose template has the label carry it.
-func (r *MemcachedOperandReconciler) keepServing(ctx context.Context, servers *appsv1.StatefulSet, pods map[int32]*corev1.Pod, rs *cachev1.RolloutStatus) error {
+func (r *Reconciler) keepServing(ctx context.Context, servers *appsv1.StatefulSet, pods map[int32]*corev1.Pod, rs *cachev1.RolloutStatus) error {
 	if _, ok := servers.Spec.Template.Labels[labels.Serving]; !ok {
 		return nil
 	}
@@ -87,7 +87,7 @@ func (r *MemcachedOperandReconciler) keepServing(ctx context.Context, servers *a
 // servingBeforeUpgrade labels the running servers with labels.Serving=true before Helm applies a
 // release whose ClusterIP Service selects it (keepCacheAcross Restarts turned on), so that the
 // Service never selects none of them: servers made from the old template lack it.
-func (r *MemcachedOperandReconciler) servingBeforeUpgrade(ctx context.Context, cr client.Object, target *helm.Rendered) error {
+func (r *Reconciler) servingBeforeUpgrade(ctx context.Context, cr client.Object, target *helm.Rendered) error {
 	if target == nil || !selectsServing(target.Manifest) {
 		return nil
 	}

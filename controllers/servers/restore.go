@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servers
 
 import (
 	"fmt"
@@ -38,7 +38,7 @@ import (
 // judgeReplaced asks the memcached of a server whose pod was replaced by one that keeps a copy of
 // its memory file (persistence) whether it restored the copy (rollout.Restored), once it serves,
 // and records the answer in its entry e (the old pod's until then), with what says so.
-func (r *MemcachedOperandReconciler) judgeReplaced(mc *cachev1.Memcached, e *cachev1.ServerRollout, s rollout.Seen) (done bool, announce func()) {
+func (r *Reconciler) judgeReplaced(mc *cachev1.Memcached, e *cachev1.ServerRollout, s rollout.Seen) (done bool, announce func()) {
 	if e == nil {
 		return true, nil
 	}

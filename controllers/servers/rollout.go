@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servers
 
 import (
 	"context"
@@ -38,15 +38,15 @@ import (
 )
 
 // How a cache's servers change: one plan per cache, status.rollout, driven by the servers
-// reconciler (memcached_operand.go) and by nothing else, and read by it from the cluster on every
+// reconciler (reconciler.go) and by nothing else, and read by it from the cluster on every
 // step, so that an operator restart, a new leader or a second change goes on from what is true.
 //
 //  1. Before Helm applies an upgrade that changes the servers' template, BeforeUpgrade
-//     (servers_hold.go) decides how (internal/rollout.Plan): in place, when the cluster and every
+//     (hold.go) decides how (internal/rollout.Plan): in place, when the cluster and every
 //     server allow it: the change is recorded, then the StatefulSet's rollout held
 //     (spec.updateStrategy.rollingUpdate.partition); else it is recorded as rolled out, with why.
 //  2. Once the upgrade is applied, advance takes each held server, the highest first, one step
-//     at a time (servers_step.go): its labels and annotations, its memory (pods/resize, then
+//     at a time (step.go): its labels and annotations, its memory (pods/resize, then
 //     memcached's cache_memlimit; memcached first when shrinking), its images (memcached's a warm
 //     restart in its pod, one server at a time, each back and serving before the next), then the
 //     StatefulSet's update revision on its pod, which it now runs.
@@ -77,7 +77,7 @@ const (
 // one step further. mc and servers are as they are live when a change is in flight. It returns
 // status.rollout as it now is, when to look again, and what says what happened (Events, metrics),
 // for once status.rollout is written: a write that conflicts is made again, its Events not.
-func (r *MemcachedOperandReconciler) advance(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, deployed int32, list []corev1.Pod) (*cachev1.RolloutStatus, time.Duration, func(), error) {
+func (r *Reconciler) advance(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, deployed int32, list []corev1.Pod) (*cachev1.RolloutStatus, time.Duration, func(), error) {
 	var later []func()
 	announce := func() {
 		for _, f := range later {
@@ -117,7 +117,7 @@ func (r *MemcachedOperandReconciler) advance(ctx context.Context, mc *cachev1.Me
 		// A hold no change in flight needs: one whose change was recorded done, dropped or
 		// rolled out by an operator stopped before it let go, or 1.3.0's. (A change being
 		// recorded holds the servers only once it is in status: read first.)
-		if err := r.setPartition(ctx, servers, 0); err != nil {
+		if err := r.SetPartition(ctx, servers, 0); err != nil {
 			return rs, 0, announce, err
 		}
 	}
@@ -149,7 +149,7 @@ func (r *MemcachedOperandReconciler) advance(ctx context.Context, mc *cachev1.Me
 // hand, with its memory file, whether it restored it (rollout.Restored), and records the answer,
 // with what says so. done is false while it is being asked; a server not ready yet is asked once
 // its readiness brings the cache back.
-func (r *MemcachedOperandReconciler) judgeRestart(mc *cachev1.Memcached, rs *cachev1.RolloutStatus, s rollout.Seen) (done bool, announce func()) {
+func (r *Reconciler) judgeRestart(mc *cachev1.Memcached, rs *cachev1.RolloutStatus, s rollout.Seen) (done bool, announce func()) {
 	e := entryOf(rs, s.Server)
 	if s.Next != nil {
 		return r.judgeReplaced(mc, e, s)
@@ -178,7 +178,7 @@ func (r *MemcachedOperandReconciler) judgeRestart(mc *cachev1.Memcached, rs *cac
 
 // drive takes the change in flight (rs.Change) one step further (see the top of this file); what
 // it says of that step goes to later.
-func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, deployed int32, pods map[int32]*corev1.Pod, rs *cachev1.RolloutStatus, later *[]func()) (time.Duration, error) {
+func (r *Reconciler) drive(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, deployed int32, pods map[int32]*corev1.Pod, rs *cachev1.RolloutStatus, later *[]func()) (time.Duration, error) {
 	c, now := rs.Change, metav1.Now().Rfc3339Copy()
 	if c.UpgradeFrom > 0 {
 		// An upgrade recorded before Helm applied it: Helm applies it right after, so one not
@@ -197,7 +197,7 @@ func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memc
 			return 0, r.letGo(ctx, mc, servers, rs, "the upgrade that made the change failed after it had changed the servers' template", later)
 		case c.ToRelease == 0:
 			log.FromContext(ctx).Info("the servers' change ended without one: its upgrade was not applied", "statefulSet", servers.Name)
-			if err := r.setPartition(ctx, servers, 0); err != nil {
+			if err := r.SetPartition(ctx, servers, 0); err != nil {
 				return 0, err
 			}
 			rs.Change = nil
@@ -353,7 +353,7 @@ func (r *MemcachedOperandReconciler) drive(ctx context.Context, mc *cachev1.Memc
 
 // complete records the change in flight done, every held server changed in its pod, then lets go
 // of the StatefulSet's rollout, which has nothing left to replace.
-func (r *MemcachedOperandReconciler) complete(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, held int32) error {
+func (r *Reconciler) complete(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, held int32) error {
 	c, now := rs.Change, metav1.Now().Rfc3339Copy()
 	c.Phase, c.Message, c.CompletionTime = cachev1.RolloutComplete, "", &now
 	for i := range rs.Servers {
@@ -362,7 +362,7 @@ func (r *MemcachedOperandReconciler) complete(ctx context.Context, mc *cachev1.M
 	if err := r.writeRollout(ctx, mc, rs); err != nil {
 		return err
 	}
-	if err := r.setPartition(ctx, servers, 0); err != nil {
+	if err := r.SetPartition(ctx, servers, 0); err != nil {
 		return err
 	}
 	warm := held - emptyCount(rs.Servers, c)
@@ -385,7 +385,7 @@ func (r *MemcachedOperandReconciler) complete(ctx context.Context, mc *cachev1.M
 // letGo hands the change in flight to the StatefulSet's rollout, each server not yet changed
 // starting empty, for the reason why: recorded first, and said (with what later held, which the
 // record holds too), then the hold let go.
-func (r *MemcachedOperandReconciler) letGo(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, why string, later *[]func()) error {
+func (r *Reconciler) letGo(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, why string, later *[]func()) error {
 	announce := r.rollOut(mc, servers, rs, why)
 	if err := r.writeRollout(ctx, mc, rs); err != nil {
 		return err
@@ -396,7 +396,7 @@ func (r *MemcachedOperandReconciler) letGo(ctx context.Context, mc *cachev1.Memc
 		f()
 	}
 	*later = nil
-	return r.setPartition(ctx, servers, 0)
+	return r.SetPartition(ctx, servers, 0)
 }
 
 // entryOf is status.rollout's entry of a server, or nil.

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servers
 
 import (
 	"context"
@@ -52,26 +52,26 @@ import (
 	"github.com/example/memcached-operator/internal/rollout"
 )
 
-// MemcachedOperandReconciler is the Go side of the Helm-driven Memcached API:
+// Reconciler is the Go side of the Helm-driven Memcached API:
 //   - it moves spec fields that a chart release renamed to their new names (0.2.0:
 //     spec.memcached.memoryLimitMB -> maxMemoryMB), so CRs written for an older release converge
 //     to the current schema; the chart still reads the old name until then;
 //   - it retires the pods of an earlier release that an upgrade replacing the Deployment left
 //     running (see internal/helm): they serve until the StatefulSet's servers are all
 //     available, then leave the Services, and stop RetireDelay later, so no client request fails;
-//   - it drives every change of the servers (servers_rollout.go): the one plan per cache in
+//   - it drives every change of the servers (rollout.go): the one plan per cache in
 //     status.rollout, made before Helm's upgrades (BeforeUpgrade) and taken one server at a time;
 //   - it reports the memcached pods in status: the version they run, replica counts, the servers
 //     clients shard keys over, and the conditions Available, Progressing, Resizing and CacheWarm,
 //     from the release's StatefulSet, its pods and status.rollout. It is their only writer.
-type MemcachedOperandReconciler struct {
+type Reconciler struct {
 	client.Client
 	// Live reads what a change of the servers goes on from (the Memcached, its StatefulSet, a
 	// server's pod) from the API server, and writes pods.
 	Live     client.Client
 	Recorder events.EventRecorder
 	// Support says whether the cluster resizes pods in place.
-	Support *resizeSupport
+	Support *ResizeSupport
 	// Reach is how the operator reaches the servers.
 	Reach *servertalk.Reach
 	// talk has the conversations with the servers held off the workers.
@@ -108,7 +108,7 @@ const DefaultProgressDelay = time.Second
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 
 // Reconcile migrates the spec if needed, retires old pods, then writes the status only when it changed.
-func (r *MemcachedOperandReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &cachev1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -237,7 +237,7 @@ func changing(mc *cachev1.Memcached, servers *appsv1.StatefulSet) bool {
 }
 
 // readLive reads mc and its StatefulSet from the API server; nil when either is gone or another.
-func (r *MemcachedOperandReconciler) readLive(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet) (*cachev1.Memcached, *appsv1.StatefulSet, error) {
+func (r *Reconciler) readLive(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet) (*cachev1.Memcached, *appsv1.StatefulSet, error) {
 	// The StatefulSet first: a change is recorded in the Memcached's status before its hold, so a
 	// hold read here has its change in the status read next.
 	liveMC, liveServers := &cachev1.Memcached{}, &appsv1.StatefulSet{}
@@ -251,7 +251,7 @@ func (r *MemcachedOperandReconciler) readLive(ctx context.Context, mc *cachev1.M
 }
 
 // forget drops what the reconciler holds of a Memcached that is gone or going.
-func (r *MemcachedOperandReconciler) forget(key types.NamespacedName) {
+func (r *Reconciler) forget(key types.NamespacedName) {
 	r.replaced.Delete(key)
 	r.progressSince.Delete(key)
 	r.limitsKept.Delete(key)
@@ -263,7 +263,7 @@ func (r *MemcachedOperandReconciler) forget(key types.NamespacedName) {
 // progressWait is how much longer the report st of the Memcached key, whose status is now live,
 // waits before it is written: 0 when it says more than how far the rollout has come
 // (progressOnly) or has waited ProgressDelay since the first such report.
-func (r *MemcachedOperandReconciler) progressWait(key types.NamespacedName, live, st cachev1.MemcachedStatus) time.Duration {
+func (r *Reconciler) progressWait(key types.NamespacedName, live, st cachev1.MemcachedStatus) time.Duration {
 	if !progressOnly(live, st) {
 		return 0
 	}
@@ -299,7 +299,7 @@ func progressOnly(live, st cachev1.MemcachedStatus) bool {
 // would write next; nil when Reconcile has more to do: the cache does not show the install's
 // StatefulSet and deployed record within firstReportWait, pods of an earlier release are up, or a
 // pod is failing (Reconcile's Event goes with that report).
-func (r *MemcachedOperandReconciler) FirstReport(ctx context.Context, cr *unstructured.Unstructured) (map[string]any, error) {
+func (r *Reconciler) FirstReport(ctx context.Context, cr *unstructured.Unstructured) (map[string]any, error) {
 	mc := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: cr.GetNamespace(), Name: cr.GetName(), UID: cr.GetUID()}}
 	var err error
 	if mc.Status, err = managercache.StatusOf(cr); err != nil {
@@ -337,7 +337,7 @@ const firstReportWait = 500 * time.Millisecond
 var firstReportPoll = wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 10 * time.Millisecond, Steps: 4}
 
 // podsOf lists the pods that carry the release's labels.
-func (r *MemcachedOperandReconciler) podsOf(ctx context.Context, mc *cachev1.Memcached) ([]corev1.Pod, error) {
+func (r *Reconciler) podsOf(ctx context.Context, mc *cachev1.Memcached) ([]corev1.Pod, error) {
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(mc.Namespace), client.MatchingFields{serverset.InstanceIndex: mc.Name},
 		client.MatchingLabels{labels.Name: labels.ChartName, labels.Instance: mc.Name}); err != nil {
@@ -364,7 +364,7 @@ var helmOutcomeChanged = predicate.Funcs{
 
 // SetupWithManager reconciles on spec changes of a Memcached and on any change of its
 // StatefulSet, its release records, or its pods' readiness and trouble.
-func (r *MemcachedOperandReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	recordToMemcached := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetLabels()[library.RecordNameLabel]}}}
 	})

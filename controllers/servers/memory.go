@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servers
 
 import (
 	"fmt"
@@ -24,11 +24,11 @@ import (
 	"k8s.io/client-go/discovery"
 )
 
-// resizeSupport says whether the cluster resizes pods in place: whether its API server serves the
+// ResizeSupport says whether the cluster resizes pods in place: whether its API server serves the
 // pods/resize subresource (Kubernetes 1.33 and later with InPlacePodVerticalScaling, which is GA
 // and always on from 1.35), read from discovery, not from the version, and again after
 // resizeSupportTTL.
-type resizeSupport struct {
+type ResizeSupport struct {
 	discovery discovery.DiscoveryInterface
 	mu        sync.Mutex
 	served    bool
@@ -37,7 +37,12 @@ type resizeSupport struct {
 
 const resizeSupportTTL = 10 * time.Minute
 
-func (s *resizeSupport) inPlace() (bool, error) {
+// NewResizeSupport asks discovery d whether the cluster resizes pods in place.
+func NewResizeSupport(d discovery.DiscoveryInterface) *ResizeSupport {
+	return &ResizeSupport{discovery: d}
+}
+
+func (s *ResizeSupport) inPlace() (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.checked.IsZero() && time.Since(s.checked) < resizeSupportTTL {

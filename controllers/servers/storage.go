@@ -13,7 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
-package controllers
+package servers
 
 import (
 	"context"
@@ -50,7 +50,7 @@ const evictionRetry = 5 * time.Second
 
 // replaceForVolumes evicts the lowest server whose pod does not have the volumes of its
 // StatefulSet's claim templates, when every server serves; it returns when to look again.
-func (r *MemcachedOperandReconciler) replaceForVolumes(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, list []corev1.Pod) (time.Duration, error) {
+func (r *Reconciler) replaceForVolumes(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, list []corev1.Pod) (time.Duration, error) {
 	if servers == nil || (mc.Status.Rollout != nil && rollout.InFlight(mc.Status.Rollout.Change)) {
 		return 0, nil
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servers
 
 import (
 	"fmt"
@@ -37,7 +37,7 @@ import (
 )
 
 // What status says of the servers' changes, rendered from status.rollout alone (the plan that
-// servers_rollout.go drives): Progressing while a change is made in place, Resizing for a change
+// rollout.go drives): Progressing while a change is made in place, Resizing for a change
 // of memory (as since 1.2.0), and CacheWarm, whether the servers kept their items through the last
 // change and since (from 1.3.0). The servers reconciler is their only writer.
 

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servers
 
 import (
 	"fmt"
@@ -34,7 +34,7 @@ import (
 )
 
 // The operand's part of a Memcached's status, from its StatefulSet and pods (see
-// memcached_operand.go and the table in docs/development.md of who writes what).
+// reconciler.go and the table in docs/development.md of who writes what).
 
 // operandStatus is mc's status with the Go side's part as the operand is: the release's
 // StatefulSet (nil: none), its deployed revision (0: none yet), the number of pods of an earlier

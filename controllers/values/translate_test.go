@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers_test
+package values_test
 
 import (
 	"encoding/json"
@@ -25,11 +25,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/example/memcached-operator/controllers"
+	"github.com/example/memcached-operator/controllers/values"
 	"github.com/example/memcached-operator/internal/operand"
 )
 
-func TestTranslateValues(t *testing.T) {
+func TestTranslate(t *testing.T) {
 	mirror := &operand.Image{Repository: "mirror.local/memcached", Tag: "1.6.38"}
 	pinned := &operand.Image{Repository: "mirror.local/memcached", Tag: "1.6.38", Digest: "sha256:" + sixtyFourHex}
 	exporter := &operand.Image{Repository: "mirror.local/memcached-exporter", Tag: "v0.15.3"}
@@ -86,7 +86,7 @@ func TestTranslateValues(t *testing.T) {
 				obj.Object["spec"] = tt.spec
 			}
 			before := obj.DeepCopy()
-			got, err := controllers.TranslateValues(obj, controllers.OperatorValues{Image: tt.image, ExporterImage: tt.exporter})
+			got, err := values.Translate(obj, values.Operator{Image: tt.image, ExporterImage: tt.exporter})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,11 +100,11 @@ func TestTranslateValues(t *testing.T) {
 	}
 }
 
-func TestTranslateValuesRefusesUnsupportedVersions(t *testing.T) {
+func TestTranslateRefusesUnsupportedVersions(t *testing.T) {
 	for _, tag := range []string{"1.5.22", "2.0.0", "latest"} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"kind": "Memcached", "metadata": map[string]any{"name": "m"},
 			"spec": map[string]any{"image": map[string]any{"tag": tag}}}}
-		_, err := controllers.TranslateValues(obj, controllers.OperatorValues{})
+		_, err := values.Translate(obj, values.Operator{})
 		var unsupported *operand.ErrUnsupportedVersion
 		if !errors.As(err, &unsupported) || !strings.Contains(err.Error(), tag) {
 			t.Errorf("tag %s: got %v, want an ErrUnsupportedVersion naming the tag", tag, err)
@@ -113,10 +113,10 @@ func TestTranslateValuesRefusesUnsupportedVersions(t *testing.T) {
 }
 
 // A Memcached made before admission checked names is refused with the reason, not installed.
-func TestTranslateValuesRefusesNamesHelmCannotUse(t *testing.T) {
+func TestTranslateRefusesNamesHelmCannotUse(t *testing.T) {
 	for _, name := range []string{strings.Repeat("m", 54), "memcached.sample", "1memcached"} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"kind": "Memcached", "metadata": map[string]any{"name": name}}}
-		if _, err := controllers.TranslateValues(obj, controllers.OperatorValues{}); err == nil || !strings.Contains(err.Error(), "cannot be reconciled") {
+		if _, err := values.Translate(obj, values.Operator{}); err == nil || !strings.Contains(err.Error(), "cannot be reconciled") {
 			t.Errorf("name %q: got %v, want a refusal that says why", name, err)
 		}
 	}
@@ -125,7 +125,7 @@ func TestTranslateValuesRefusesNamesHelmCannotUse(t *testing.T) {
 const sixtyFourHex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 // What keepCacheAcross Restarts cannot run is refused with the reason, not installed.
-func TestTranslateValuesRefusesWhatWarmRestartsCannotRun(t *testing.T) {
+func TestTranslateRefusesWhatWarmRestartsCannotRun(t *testing.T) {
 	for spec, want := range map[string]string{
 		`{"keepCacheAcross": "Restarts", "memcached": {"maxMemoryMB": 32}}`:                                    "needs memcached.maxMemoryMB of at least 39, not 32",
 		`{"keepCacheAcross": "Restarts", "memcached": {"memoryLimitMB": 16}}`:                                  "needs memcached.maxMemoryMB of at least 39, not 16",
@@ -144,7 +144,7 @@ func TestTranslateValuesRefusesWhatWarmRestartsCannotRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		obj.Object["spec"] = raw
-		_, err := controllers.TranslateValues(obj, controllers.OperatorValues{})
+		_, err := values.Translate(obj, values.Operator{})
 		switch {
 		case want == "" && err != nil:
 			t.Errorf("%s: refused (%v), want it rendered", spec, err)

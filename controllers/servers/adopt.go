@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servers
 
 import (
 	"context"
@@ -60,7 +60,7 @@ type record13 struct {
 // adoptRecord takes the record of a change 1.3.0 left in flight on the StatefulSet into rs (the
 // release it names must be one of the Memcached's sealed records), writes it, and removes 1.3.0's
 // annotations; true when it wrote (the caller looks again).
-func (r *MemcachedOperandReconciler) adoptRecord(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet) (bool, error) {
+func (r *Reconciler) adoptRecord(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet) (bool, error) {
 	v, held := servers.Annotations[labels.ResizeHold]
 	_, empty := servers.Annotations[labels.StartedEmpty]
 	if !held && !empty {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servers
 
 import (
 	"context"
@@ -44,7 +44,7 @@ import (
 	"github.com/example/memcached-operator/internal/rollout"
 )
 
-// One server's steps of a change in place (see servers_rollout.go): its metadata, its memory (the
+// One server's steps of a change in place (see rollout.go): its metadata, its memory (the
 // kubelet's resize, memcached's own limit), its images (memcached's a warm restart in its pod),
 // then the StatefulSet's revision on its pod.
 
@@ -72,7 +72,7 @@ type serverTarget struct {
 // restart of that container in the pod, memcached's with its items, checked once it is back).
 // When it runs the template after, its pod is labelled with the StatefulSet's update revision,
 // and its entry says it runs the change's release.
-func (r *MemcachedOperandReconciler) updateServer(ctx context.Context, mc *cachev1.Memcached, rs *cachev1.RolloutStatus, e *cachev1.ServerRollout, cached *corev1.Pod, from *corev1.PodTemplateSpec, t serverTarget) (serverStep, error) {
+func (r *Reconciler) updateServer(ctx context.Context, mc *cachev1.Memcached, rs *cachev1.RolloutStatus, e *cachev1.ServerRollout, cached *corev1.Pod, from *corev1.PodTemplateSpec, t serverTarget) (serverStep, error) {
 	p := &corev1.Pod{}
 	if err := r.Live.Get(ctx, client.ObjectKeyFromObject(cached), p); err != nil {
 		return serverStep{waiting: fmt.Sprintf("server %s's pod is gone", cached.Name)}, client.IgnoreNotFound(err)
@@ -134,7 +134,7 @@ func (r *MemcachedOperandReconciler) updateServer(ctx context.Context, mc *cache
 			e.Restart = nil
 			return serverStep{}, err
 		}
-		// Out of the ClusterIP Service before memcached stops (servers_serving.go).
+		// Out of the ClusterIP Service before memcached stops (serving.go).
 		if err := r.setServing(ctx, p, false); err != nil {
 			return serverStep{}, err
 		}
@@ -156,7 +156,7 @@ func (r *MemcachedOperandReconciler) updateServer(ctx context.Context, mc *cache
 // rollout.Restored). A server that did not is reported (an Event, the metric, its entry), unless
 // it started empty already since the change began (its pod replaced: the true reason); either way
 // it serves again. ok is false while memcached's answer has not come.
-func (r *MemcachedOperandReconciler) restarted(ctx context.Context, mc *cachev1.Memcached, e *cachev1.ServerRollout, p *corev1.Pod, since metav1.Time) (bool, error) {
+func (r *Reconciler) restarted(ctx context.Context, mc *cachev1.Memcached, e *cachev1.ServerRollout, p *corev1.Pod, since metav1.Time) (bool, error) {
 	restarts := rollout.RestartsOf(p, labels.ChartName)
 	s, err, ok := r.readStats(mc, p, fmt.Sprintf("after restart %d", restarts))
 	if !ok || err != nil {
@@ -187,7 +187,7 @@ func errSuffix(err error) string {
 }
 
 // patchImages sets the images of pod p's containers (container → image).
-func (r *MemcachedOperandReconciler) patchImages(ctx context.Context, p *corev1.Pod, images map[string]string) error {
+func (r *Reconciler) patchImages(ctx context.Context, p *corev1.Pod, images map[string]string) error {
 	var containers []any
 	for _, name := range slices.Sorted(maps.Keys(images)) {
 		containers = append(containers, map[string]any{"name": name, "image": images[name]})
@@ -208,7 +208,7 @@ func (r *MemcachedOperandReconciler) patchImages(ctx context.Context, p *corev1.
 
 // resizeStep takes one server one step towards the memory after: growing, the container first,
 // then memcached; shrinking, memcached first. done once both hold it.
-func (r *MemcachedOperandReconciler) resizeStep(ctx context.Context, mc *cachev1.Memcached, p *corev1.Pod, after rollout.Memory) (serverStep, error) {
+func (r *Reconciler) resizeStep(ctx context.Context, mc *cachev1.Memcached, p *corev1.Pod, after rollout.Memory) (serverStep, error) {
 	now, _ := rollout.MemoryOf(&p.Spec)
 	shrinking := after.MB < now.MB || quantityBelow(after.Resources.Limits, now.Resources.Limits)
 	containerDone := equality.Semantic.DeepEqual(now.Resources, after.Resources)
@@ -302,7 +302,7 @@ func quantityBelow(a, b corev1.ResourceList) bool {
 
 // readStats asks pod p's memcached for its stats, off the workers (conversations); when names
 // the moment (the answer is for that moment's question alone). ok is false until it answers.
-func (r *MemcachedOperandReconciler) readStats(mc *cachev1.Memcached, p *corev1.Pod, when string) (memcache.Stats, error, bool) {
+func (r *Reconciler) readStats(mc *cachev1.Memcached, p *corev1.Pod, when string) (memcache.Stats, error, bool) {
 	pod := p.DeepCopy()
 	v, err, ok := r.talk.Ask(client.ObjectKeyFromObject(mc), fmt.Sprintf("stats %s %s", p.UID, when), func(ctx context.Context) (any, error) {
 		srv, err := r.Reach.Server(ctx, pod)
@@ -318,7 +318,7 @@ func (r *MemcachedOperandReconciler) readStats(mc *cachev1.Memcached, p *corev1.
 }
 
 // setLimit makes the memcached of pod p run with mb MiB of item memory, unless it does already.
-func (r *MemcachedOperandReconciler) setLimit(ctx context.Context, p *corev1.Pod, mb int32) error {
+func (r *Reconciler) setLimit(ctx context.Context, p *corev1.Pod, mb int32) error {
 	srv, err := r.Reach.Server(ctx, p)
 	if err == nil {
 		err = setLimitAt(ctx, srv, mb)
@@ -375,7 +375,7 @@ func limitsToKeep(servers *appsv1.StatefulSet, pods map[int32]*corev1.Pod) ([]*c
 // deadline, off the workers; false until that is done. Once done for these servers and their
 // restarts, it is not asked again until one of them restarts (limitsKept); after a failure, not
 // before blockedRetry.
-func (r *MemcachedOperandReconciler) keepLimits(mc *cachev1.Memcached, pods []*corev1.Pod, mb int32) bool {
+func (r *Reconciler) keepLimits(mc *cachev1.Memcached, pods []*corev1.Pod, mb int32) bool {
 	var servers []string
 	for i, p := range pods {
 		pods[i] = p.DeepCopy()

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servers
 
 import (
 	"context"
@@ -61,7 +61,7 @@ const holdWait = time.Minute
 // changed by the servers reconciler), or rolled out, each server starting empty (recorded with
 // why). A change already in flight takes a second one in when every server can take it the same
 // way; else the servers roll out.
-func (r *MemcachedOperandReconciler) BeforeUpgrade(ctx context.Context, cr client.Object, last, target *helm.Rendered) error {
+func (r *Reconciler) BeforeUpgrade(ctx context.Context, cr client.Object, last, target *helm.Rendered) error {
 	if err := r.servingBeforeUpgrade(ctx, cr, target); err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (r *MemcachedOperandReconciler) BeforeUpgrade(ctx context.Context, cr clien
 }
 
 // decide is BeforeUpgrade's decision on the versions of the Memcached and the StatefulSet read.
-func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Memcached, live *appsv1.StatefulSet, last *helm.Rendered, from *corev1.PodTemplateSpec, target *appsv1.StatefulSet) error {
+func (r *Reconciler) decide(ctx context.Context, mc *cachev1.Memcached, live *appsv1.StatefulSet, last *helm.Rendered, from *corev1.PodTemplateSpec, target *appsv1.StatefulSet) error {
 	to := &target.Spec.Template
 	rs := mc.Status.Rollout.DeepCopy()
 	if rs == nil {
@@ -116,7 +116,7 @@ func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Mem
 			return err
 		}
 		announce()
-		return r.setPartition(ctx, live, 0)
+		return r.SetPartition(ctx, live, 0)
 	}
 	plan := rollout.Plan(from, to)
 	if plan.Way == "" {
@@ -150,7 +150,7 @@ func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Mem
 	if err := r.writeRollout(ctx, mc, rs); err != nil {
 		return err
 	}
-	if err := r.setPartition(ctx, live, held); err != nil {
+	if err := r.SetPartition(ctx, live, held); err != nil {
 		return err
 	}
 	switch {
@@ -172,7 +172,7 @@ func (r *MemcachedOperandReconciler) decide(ctx context.Context, mc *cachev1.Mem
 // that restarts the most (a warm restart if any server's memcached restarts), the memory change of
 // the first server whose memory changes, and why not in place when a server cannot take it (the
 // servers then roll out).
-func (r *MemcachedOperandReconciler) foldPlan(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, to *corev1.PodTemplateSpec) (way string, memory *cachev1.MemoryChange, why string, err error) {
+func (r *Reconciler) foldPlan(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, to *corev1.PodTemplateSpec) (way string, memory *cachev1.MemoryChange, why string, err error) {
 	releases := []int32{rs.Change.FromRelease}
 	for _, e := range rs.Servers {
 		if n, ok := serverset.OrdinalOf(servers.Name, e.Name); ok && n < rs.Change.Held && e.Release > 0 && !slices.Contains(releases, e.Release) {
@@ -203,7 +203,7 @@ func (r *MemcachedOperandReconciler) foldPlan(ctx context.Context, mc *cachev1.M
 
 // templateOf is the servers' template of release revision rel of mc, from its sealed record; nil
 // when there is none.
-func (r *MemcachedOperandReconciler) templateOf(ctx context.Context, mc *cachev1.Memcached, rel int32) (*corev1.PodTemplateSpec, error) {
+func (r *Reconciler) templateOf(ctx context.Context, mc *cachev1.Memcached, rel int32) (*corev1.PodTemplateSpec, error) {
 	rendered, err := helm.Release(ctx, r.Client, r.Records, mc, rel)
 	if err != nil {
 		return nil, err
@@ -217,7 +217,7 @@ func (r *MemcachedOperandReconciler) templateOf(ctx context.Context, mc *cachev1
 // rollOut records that the change of rs is rolled out, each server starting empty, and why; it
 // returns what says so (an Event, the metrics), for once that is written. The caller lets go of
 // the hold.
-func (r *MemcachedOperandReconciler) rollOut(mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, why string) (announce func()) {
+func (r *Reconciler) rollOut(mc *cachev1.Memcached, servers *appsv1.StatefulSet, rs *cachev1.RolloutStatus, why string) (announce func()) {
 	c, now := rs.Change, metav1.Now().Rfc3339Copy()
 	c.Phase, c.Way, c.Message, c.CompletionTime, c.UpgradeFrom, c.UpgradeTime = cachev1.RolloutRolledOut, cachev1.WayStartedEmpty, why, &now, 0, nil
 	for i := range rs.Servers {
@@ -239,7 +239,7 @@ func (r *MemcachedOperandReconciler) rollOut(mc *cachev1.Memcached, servers *app
 // writeRollout writes rs as mc's status.rollout, on the version of mc read: the other conditions
 // and fields of the servers' status stay as they are live (the servers reconciler renders them
 // from it next). mc then holds what was written.
-func (r *MemcachedOperandReconciler) writeRollout(ctx context.Context, mc *cachev1.Memcached, rs *cachev1.RolloutStatus) error {
+func (r *Reconciler) writeRollout(ctx context.Context, mc *cachev1.Memcached, rs *cachev1.RolloutStatus) error {
 	st := mc.Status.DeepCopy()
 	st.Rollout = rs
 	before := mc.ResourceVersion
@@ -254,13 +254,13 @@ func (r *MemcachedOperandReconciler) writeRollout(ctx context.Context, mc *cache
 	return nil
 }
 
-// setPartition sets the StatefulSet's partition on the spec read: a conflict means its spec
+// SetPartition sets the StatefulSet's partition on the spec read: a conflict means its spec
 // changed since (a second writer, Helm's upgrade), and the caller reads it again. The StatefulSet
 // controller's status writes do not change the spec, and pass. A hold (partition > 0) writes a new
 // HoldToken with it; letting go (0) removes the token, only if it is still the one read: a hold
 // made for a new change between the read and this write (whose partition may be the same number,
 // which leaves the generation as it was) is never let go.
-func (r *MemcachedOperandReconciler) setPartition(ctx context.Context, s *appsv1.StatefulSet, partition int32) error {
+func (r *Reconciler) SetPartition(ctx context.Context, s *appsv1.StatefulSet, partition int32) error {
 	ops := []map[string]any{{"op": "test", "path": "/metadata/generation", "value": s.Generation}}
 	token, held := s.Annotations[labels.HoldToken]
 	path := "/metadata/annotations/" + strings.ReplaceAll(labels.HoldToken, "/", "~1")
@@ -294,7 +294,7 @@ func (r *MemcachedOperandReconciler) setPartition(ctx context.Context, s *appsv1
 // changedSince says whether a JSON patch of s was refused (422) because s changed since it was
 // read at generation gen with hold token: the API server's answer to a failed test operation does
 // not say which test failed, so the StatefulSet is read again.
-func (r *MemcachedOperandReconciler) changedSince(ctx context.Context, s *appsv1.StatefulSet, gen int64, token string, err error) bool {
+func (r *Reconciler) changedSince(ctx context.Context, s *appsv1.StatefulSet, gen int64, token string, err error) bool {
 	if !apierrors.IsInvalid(err) {
 		return false
 	}
@@ -307,7 +307,7 @@ func (r *MemcachedOperandReconciler) changedSince(ctx context.Context, s *appsv1
 // names), and for memory the cluster must resize pods. It asks the servers nothing: it runs on a
 // Helm worker, which every tenant's installs share (a shrink's fit is asked by the servers
 // reconciler).
-func (r *MemcachedOperandReconciler) inPlaceRefusal(ctx context.Context, live *appsv1.StatefulSet, plan rollout.Change) string {
+func (r *Reconciler) inPlaceRefusal(ctx context.Context, live *appsv1.StatefulSet, plan rollout.Change) string {
 	if plan.Memory {
 		ok, err := r.Support.inPlace()
 		if err != nil {
@@ -334,7 +334,7 @@ func (r *MemcachedOperandReconciler) inPlaceRefusal(ctx context.Context, live *a
 
 // serversRunRevision says whether every server of the StatefulSet has its pod, ready, of the
 // StatefulSet's update revision, as the cache holds them.
-func (r *MemcachedOperandReconciler) serversRunRevision(ctx context.Context, s *appsv1.StatefulSet) bool {
+func (r *Reconciler) serversRunRevision(ctx context.Context, s *appsv1.StatefulSet) bool {
 	if s.Status.UpdateRevision == "" || s.Spec.Selector == nil {
 		return false
 	}
@@ -355,7 +355,7 @@ func (r *MemcachedOperandReconciler) serversRunRevision(ctx context.Context, s *
 // when they can: each must hold no more than it (memcached keeps what it has allocated). All are
 // asked at once, within one deadline for the cache, off the workers: ok is false until they
 // answered.
-func (r *MemcachedOperandReconciler) shrinkRefusal(mc *cachev1.Memcached, pods []*corev1.Pod, afterMB int32) (why string, ok bool) {
+func (r *Reconciler) shrinkRefusal(mc *cachev1.Memcached, pods []*corev1.Pod, afterMB int32) (why string, ok bool) {
 	for _, p := range pods {
 		if !serverset.PodReady(p) || p.Status.PodIP == "" {
 			return fmt.Sprintf("server %s is not ready, so what it holds is unknown", p.Name), true

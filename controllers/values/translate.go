@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package values
 
 import (
 	"context"
@@ -35,7 +35,7 @@ import (
 	"github.com/example/memcached-operator/internal/tlsprofile"
 )
 
-// ValuesTranslator turns a Memcached CR into chart values. It is a pure function of the CR and
+// Translator turns a Memcached CR into chart values. It is a pure function of the CR and
 // the operator's configuration (computed on every reconcile, never written back into the CR):
 //   - image fields the CR leaves unset come from the operator's default image
 //     (RELATED_IMAGE_MEMCACHED), when that differs from the chart's own default;
@@ -49,9 +49,9 @@ import (
 //
 // The operator's proxy settings do not reach the pods: memcached and its exporter make no
 // outbound calls.
-func ValuesTranslator(defaults OperatorValues, recorder events.EventRecorder) helm.Translator {
+func Translator(defaults Operator, recorder events.EventRecorder) helm.Translator {
 	return func(_ context.Context, obj *unstructured.Unstructured) (map[string]any, error) {
-		vals, err := TranslateValues(obj, defaults)
+		vals, err := Translate(obj, defaults)
 		var unsupported *operand.ErrUnsupportedVersion
 		if errors.As(err, &unsupported) {
 			recorder.Eventf(obj, nil, corev1.EventTypeWarning, "UnsupportedVersion", "TranslateValues", "%v; the pods keep the version they run", err)
@@ -60,8 +60,8 @@ func ValuesTranslator(defaults OperatorValues, recorder events.EventRecorder) he
 	}
 }
 
-// OperatorValues are what the operator's settings add to a CR's values.
-type OperatorValues struct {
+// Operator is what the operator's settings add to a CR's values.
+type Operator struct {
 	// Image fills the image fields a CR leaves unset; nil: the chart's own image applies.
 	Image *operand.Image
 	// ExporterImage does the same for metrics.image.
@@ -74,8 +74,8 @@ type OperatorValues struct {
 	TLSProfile *tlsprofile.Server
 }
 
-// TranslateValues is ValuesTranslator's work, exported for table tests.
-func TranslateValues(obj *unstructured.Unstructured, defaults OperatorValues) (map[string]any, error) {
+// Translate is Translator's work, exported for table tests.
+func Translate(obj *unstructured.Unstructured, defaults Operator) (map[string]any, error) {
 	if err := cachev1.ValidName(obj.GetKind(), obj.GetName()); err != nil {
 		return nil, fmt.Errorf("%w; this Memcached was made before the name was checked and cannot be reconciled: create it again under a valid name, and delete this one", err)
 	}

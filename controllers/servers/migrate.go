@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package servers
 
 import (
 	"context"
@@ -37,7 +37,7 @@ import (
 
 // What the operand controller does once for caches of earlier releases: their spec and finalizer
 // moved, their pods retired from the Service only once the servers serve (see
-// memcached_operand.go).
+// reconciler.go).
 
 // DefaultRetireDelay is how long a pod of an earlier release stays up after leaving the Service,
 // so that every node's kube-proxy has stopped sending it connections before it stops.
@@ -60,7 +60,7 @@ func earlierReleasePods(pods []corev1.Pod) []*corev1.Pod {
 // left running when its Deployment was replaced) out of service once the StatefulSet has all its
 // servers available: first out of the Services, then, RetireDelay later, deleted. It returns how
 // many such pods are left and when to look again.
-func (r *MemcachedOperandReconciler) retireOldPods(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, pods []corev1.Pod) (int, time.Duration, error) {
+func (r *Reconciler) retireOldPods(ctx context.Context, mc *cachev1.Memcached, servers *appsv1.StatefulSet, pods []corev1.Pod) (int, time.Duration, error) {
 	old := earlierReleasePods(pods)
 	if err := r.tieToCR(ctx, mc, old); err != nil {
 		return 0, 0, err
@@ -99,7 +99,7 @@ func (r *MemcachedOperandReconciler) retireOldPods(ctx context.Context, mc *cach
 // tieToCR gives each pod of an earlier release an owner reference to the CR (not as controller):
 // their Deployment is gone, and a CR deleted before they are retired takes them with it instead
 // of leaving memcached running unowned.
-func (r *MemcachedOperandReconciler) tieToCR(ctx context.Context, mc *cachev1.Memcached, old []*corev1.Pod) error {
+func (r *Reconciler) tieToCR(ctx context.Context, mc *cachev1.Memcached, old []*corev1.Pod) error {
 	for _, p := range old {
 		if slices.ContainsFunc(p.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == mc.UID }) {
 			continue
@@ -119,7 +119,7 @@ func (r *MemcachedOperandReconciler) tieToCR(ctx context.Context, mc *cachev1.Me
 
 // migrateSpec moves deprecated spec fields to their new names. It patches with the
 // resourceVersion it read, so a concurrent edit of the CR is never overwritten.
-func (r *MemcachedOperandReconciler) migrateSpec(ctx context.Context, mc *cachev1.Memcached) (bool, error) {
+func (r *Reconciler) migrateSpec(ctx context.Context, mc *cachev1.Memcached) (bool, error) {
 	if mc.Spec.Memcached == nil || mc.Spec.Memcached.MemoryLimitMB == 0 {
 		return false, nil
 	}
@@ -139,7 +139,7 @@ func (r *MemcachedOperandReconciler) migrateSpec(ctx context.Context, mc *cachev
 // helm.UninstallFinalizer, which holds it the same way without the API server's warning on each
 // write. The patch carries the resourceVersion: the Helm side's own write wins a race, and the
 // move is tried again on the CR it wrote.
-func (r *MemcachedOperandReconciler) moveFinalizer(ctx context.Context, mc *cachev1.Memcached) error {
+func (r *Reconciler) moveFinalizer(ctx context.Context, mc *cachev1.Memcached) error {
 	moved, changed := helm.MovedFinalizers(mc.Finalizers)
 	if !changed {
 		return nil
