@@ -119,15 +119,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if !equality.Semantic.DeepEqual(*st, mc.Status) {
-		was, on := mc.Status, ""
-		if step != nil {
-			on = mc.ResourceVersion // a step is decided on what was read: never twice from a lagging cache
+		notes, on := r.notes(mc, mc.Status, *st, step), ""
+		if len(notes) > 0 {
+			// A step, and what is said of it, is decided on what was read: never twice from a
+			// cache that does not show the last write yet (the write conflicts, and is looked at
+			// again).
+			on = mc.ResourceVersion
 		}
 		if _, err := memcachedstatus.AutopilotWriter.WriteOn(ctx, r.Client, mc, st, on); err != nil {
 			return memcachedstatus.AfterWriteError(err)
 		}
 		mc.Status = *st
-		r.announce(mc, was, *st, step)
+		for _, note := range notes {
+			note()
+		}
 	}
 	metrics.Autopilot.Set(req.NamespacedName, st.Autopilot)
 	return ctrl.Result{RequeueAfter: recheck}, nil
@@ -376,26 +381,35 @@ func (r *Reconciler) heldMemory(ctx context.Context, mc *cachev1.Memcached) (uin
 	return answer.(uint64), nil
 }
 
-// announce records an Event for a step, and for a change of what limits the autopilot.
-func (r *Reconciler) announce(mc *cachev1.Memcached, before, after cachev1.MemcachedStatus, step *autopilotStep) {
+// notes are what is said, once the status is written, of a step and of a change of what limits
+// the autopilot: Events and metrics; none when nothing is.
+func (r *Reconciler) notes(mc *cachev1.Memcached, before, after cachev1.MemcachedStatus, step *autopilotStep) []func() {
 	key := client.ObjectKeyFromObject(mc)
+	var notes []func()
 	if step != nil {
 		reason := map[string]string{stepGrowMemory: "MemoryGrown", stepAddServer: "ServerAdded", stepRemoveServer: "ServerRemoved", stepShrinkMemory: "MemoryShrunk"}[step.kind]
-		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, reason, "Autoscale", "%s", step.why)
-		metrics.Autopilot.Step(key, step.kind)
+		notes = append(notes, func() {
+			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, reason, "Autoscale", "%s", step.why)
+			metrics.Autopilot.Step(key, step.kind)
+		})
 	}
 	was, now := memcachedstatus.Condition(before, cachev1.ConditionScalingLimited), memcachedstatus.Condition(after, cachev1.ConditionScalingLimited)
 	if now.Status == metav1.ConditionTrue && (was.Status != metav1.ConditionTrue || was.Reason != now.Reason) {
-		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, "ScalingLimited", "Autoscale", "%s", now.Message)
 		why := map[string]string{"QuotaExceeded": "quota", "MemoryHeld": "memory_held"}[now.Reason]
 		if why == "" {
 			why = "bounds"
 		}
-		metrics.Autopilot.Refused(key, why)
+		notes = append(notes, func() {
+			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, "ScalingLimited", "Autoscale", "%s", now.Message)
+			metrics.Autopilot.Refused(key, why)
+		})
 	}
 	if a := memcachedstatus.Condition(after, cachev1.ConditionScalingActive); a.Reason == "AutoscalingOff" && memcachedstatus.Condition(before, cachev1.ConditionScalingActive).Reason != "AutoscalingOff" {
-		r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "AutoscalingOff", "Autoscale", "%s", a.Message)
+		notes = append(notes, func() {
+			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "AutoscalingOff", "Autoscale", "%s", a.Message)
+		})
 	}
+	return notes
 }
 
 // SetupWithManager decides on every change of a Memcached's spec or status (its figures, its
