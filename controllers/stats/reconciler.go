@@ -141,12 +141,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			log.FromContext(ctx).V(1).Info("memcached stats unreadable", "error", rd.err.Error())
 		}
 	}
-	if was := mc.Status; !equality.Semantic.DeepEqual(*st, was) {
-		if err := memcachedstatus.StatsWriter.Write(ctx, r.Client, mc, st); err != nil {
+	if !equality.Semantic.DeepEqual(*st, mc.Status) {
+		notes, on := r.notes(mc, mc.Status, *st), ""
+		if len(notes) > 0 {
+			// A change is said once: never again from a cache that does not show the last write
+			// yet (the write conflicts, and is looked at again).
+			on = mc.ResourceVersion
+		}
+		if _, err := memcachedstatus.StatsWriter.WriteOn(ctx, r.Client, mc, st, on); err != nil {
 			return memcachedstatus.AfterWriteError(err)
 		}
 		mc.Status = *st
-		r.announce(mc, was, *st)
+		for _, note := range notes {
+			note()
+		}
 	}
 	r.remember(req.NamespacedName, reads)
 	failed := 0
@@ -270,26 +278,32 @@ func (r *Reconciler) observe(key types.NamespacedName, st *cachev1.MemcachedStat
 	}
 }
 
-// announce records an Event for each stats condition that changes status.
-func (r *Reconciler) announce(mc *cachev1.Memcached, before, after cachev1.MemcachedStatus) {
+// notes are the Events to record, once the status is written, for each stats condition that
+// changes status; none when none does.
+func (r *Reconciler) notes(mc *cachev1.Memcached, before, after cachev1.MemcachedStatus) []func() {
+	var notes []func()
+	event := func(eventType, reason, message string) {
+		notes = append(notes, func() { r.Recorder.Eventf(mc, nil, eventType, reason, "ObserveStats", "%s", message) })
+	}
 	for _, typ := range []string{cachev1.ConditionMemoryPressure, cachev1.ConditionConnectionsSaturated} {
 		was, now := memcachedstatus.Condition(before, typ), memcachedstatus.Condition(after, typ)
 		switch {
 		case now.Status == was.Status:
 		case now.Status == metav1.ConditionTrue:
-			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, typ, "ObserveStats", "%s", now.Message)
+			event(corev1.EventTypeWarning, typ, now.Message)
 		case was.Status == metav1.ConditionTrue:
-			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, typ+"Relieved", "ObserveStats", "%s", now.Message)
+			event(corev1.EventTypeNormal, typ+"Relieved", now.Message)
 		}
 	}
 	if was, now := memcachedstatus.Condition(before, cachev1.ConditionServersResponsive), memcachedstatus.Condition(after, cachev1.ConditionServersResponsive); now.Status != was.Status {
 		switch now.Status {
 		case metav1.ConditionFalse:
-			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, cachev1.ReasonServersUnresponsive, "ObserveStats", "%s", now.Message)
+			event(corev1.EventTypeWarning, cachev1.ReasonServersUnresponsive, now.Message)
 		case metav1.ConditionTrue:
-			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "ServersAnswer", "ObserveStats", "%s", now.Message)
+			event(corev1.EventTypeNormal, "ServersAnswer", now.Message)
 		}
 	}
+	return notes
 }
 
 // remember keeps the pods' reads for the next rates; pods gone are dropped.
