@@ -126,12 +126,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// again).
 			on = mc.ResourceVersion
 		}
-		if _, err := memcachedstatus.AutopilotWriter.WriteOn(ctx, r.Client, mc, st, on); err != nil {
-			return memcachedstatus.AfterWriteError(err)
+		written, err := memcachedstatus.AutopilotWriter.WriteOn(ctx, r.Client, mc, st, on)
+		if written != "" { // what st says is live (err: only the trim after it failed)
+			mc.Status = *st
+			for _, note := range notes {
+				note()
+			}
 		}
-		mc.Status = *st
-		for _, note := range notes {
-			note()
+		if err != nil {
+			return memcachedstatus.AfterWriteError(err)
 		}
 	}
 	metrics.Autopilot.Set(req.NamespacedName, st.Autopilot)

@@ -217,6 +217,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := mc.ResourceVersion
 	written, err := memcachedstatus.OperandWriter.WriteOn(ctx, r.Client, mc, st, before)
 	if err != nil {
+		if written != "" {
+			announce() // what st says is live: only the trim after it failed
+		}
 		return memcachedstatus.AfterWriteError(err)
 	}
 	mc.Status = *st

@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -83,6 +84,10 @@ type Reconciler struct {
 	last map[types.NamespacedName]map[types.UID]memcache.Stats
 	// unresponsive counts, per Memcached, the rounds in a row some of its servers did not answer.
 	unresponsive map[types.NamespacedName]int
+	// said is, per Memcached, each condition the Events speak of as this controller last wrote
+	// it. Its Events say a change against that, not against a read from a cache that may not
+	// show the write yet: that would say a change twice, or miss one.
+	said map[types.NamespacedName][]cachev1.HelmCondition
 	// talk has the conversations with the servers held off the workers: a cache whose servers
 	// answer slowly or never keeps no worker waiting.
 	talk *servertalk.Conversations
@@ -100,12 +105,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	mc := &cachev1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
+			r.gone(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if mc.DeletionTimestamp != nil {
-		r.forget(req.NamespacedName)
+		r.gone(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	pods, err := serverset.Ready(ctx, r.Client, mc)
@@ -142,18 +147,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if !equality.Semantic.DeepEqual(*st, mc.Status) {
-		notes, on := r.notes(mc, mc.Status, *st), ""
-		if len(notes) > 0 {
-			// A change is said once: never again from a cache that does not show the last write
-			// yet (the write conflicts, and is looked at again).
-			on = mc.ResourceVersion
+		notes := r.notes(mc, r.saidBefore(req.NamespacedName, mc.Status), *st)
+		written, err := memcachedstatus.StatsWriter.WriteOn(ctx, r.Client, mc, st, "")
+		if written != "" { // what st says is live (err: only the trim after it failed)
+			mc.Status = *st
+			r.sayOf(req.NamespacedName, *st)
+			for _, note := range notes {
+				note()
+			}
 		}
-		if _, err := memcachedstatus.StatsWriter.WriteOn(ctx, r.Client, mc, st, on); err != nil {
+		if err != nil {
 			return memcachedstatus.AfterWriteError(err)
-		}
-		mc.Status = *st
-		for _, note := range notes {
-			note()
 		}
 	}
 	r.remember(req.NamespacedName, reads)
@@ -278,6 +282,40 @@ func (r *Reconciler) observe(key types.NamespacedName, st *cachev1.MemcachedStat
 	}
 }
 
+// announcedConditions are the conditions whose changes the Events say.
+var announcedConditions = []string{cachev1.ConditionMemoryPressure, cachev1.ConditionConnectionsSaturated, cachev1.ConditionServersResponsive}
+
+// saidBefore is read, with each announced condition as this controller last wrote it for key.
+func (r *Reconciler) saidBefore(key types.NamespacedName, read cachev1.MemcachedStatus) cachev1.MemcachedStatus {
+	r.mu.Lock()
+	said := r.said[key]
+	r.mu.Unlock()
+	before := *read.DeepCopy()
+	for _, c := range said {
+		before.Conditions = slices.DeleteFunc(before.Conditions, func(x cachev1.HelmCondition) bool { return x.Type == c.Type })
+		if c.Status != "" {
+			before.Conditions = append(before.Conditions, c)
+		}
+	}
+	return before
+}
+
+// sayOf keeps the announced conditions of st, as written for key.
+func (r *Reconciler) sayOf(key types.NamespacedName, st cachev1.MemcachedStatus) {
+	var said []cachev1.HelmCondition
+	for _, typ := range announcedConditions {
+		c := memcachedstatus.Condition(st, typ)
+		c.Type = typ // none: said as none
+		said = append(said, c)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.said == nil {
+		r.said = map[types.NamespacedName][]cachev1.HelmCondition{}
+	}
+	r.said[key] = said
+}
+
 // notes are the Events to record, once the status is written, for each stats condition that
 // changes status; none when none does.
 func (r *Reconciler) notes(mc *cachev1.Memcached, before, after cachev1.MemcachedStatus) []func() {
@@ -325,7 +363,15 @@ func (r *Reconciler) remember(key types.NamespacedName, reads []podRead) {
 	r.last[key] = byPod
 }
 
-// forget drops what is kept of a Memcached that is gone or has no ready pod.
+// gone drops all that is kept of a Memcached that is gone.
+func (r *Reconciler) gone(key types.NamespacedName) {
+	r.forget(key)
+	r.mu.Lock()
+	delete(r.said, key)
+	r.mu.Unlock()
+}
+
+// forget drops the reads kept of a Memcached that is gone or has no ready pod.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.last, key)

@@ -90,7 +90,9 @@ func (o Writer) Write(ctx context.Context, c client.Client, mc *cachev1.Memcache
 }
 
 // WriteOn is Write on the resourceVersion rv of mc ("": any): a conflict means mc changed since
-// it was read at rv. It returns the resourceVersion written.
+// it was read at rv. It returns the resourceVersion written; with an error too when the apply
+// landed and only the patch after it failed: what st says is live then, and what the caller
+// says of it (an Event) is due all the same.
 func (o Writer) WriteOn(ctx context.Context, c client.Client, mc *cachev1.Memcached, st *cachev1.MemcachedStatus, rv string) (string, error) {
 	want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
 	if err != nil {
@@ -175,7 +177,7 @@ func (o Writer) WriteOn(ctx context.Context, c client.Client, mc *cachev1.Memcac
 	trimmed := applied.DeepCopy()
 	trimmed.Object["status"] = status
 	if err := c.Status().Patch(ctx, trimmed, client.MergeFromWithOptions(applied, client.MergeFromWithOptimisticLock{}), client.FieldOwner(o.manager)); err != nil {
-		return "", fmt.Errorf("take what %s no longer says out of the status of Memcached %s/%s: %w", o.manager, mc.Namespace, mc.Name, err)
+		return applied.GetResourceVersion(), fmt.Errorf("take what %s no longer says out of the status of Memcached %s/%s: %w", o.manager, mc.Namespace, mc.Name, err)
 	}
 	return trimmed.GetResourceVersion(), nil
 }
