@@ -182,7 +182,7 @@ verify-bundle: $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM) ## Fail if 
 .PHONY: test
 test: test-packages verify-generated vet lint lint-chart envtest $(GINKGO) ## Unit and envtest tests, staticcheck, chart lint, stale generated code.
 	KUBEBUILDER_ASSETS="$(KUBE_BIN)" go test $(TEST_PACKAGES) -skip '^$(SUITE_TEST)$$' -coverprofile cover.out -timeout $(ENVTEST_TIMEOUT)
-	$(call run_suite,$(KUBE_BIN),controllers,--timeout=$(ENVTEST_TIMEOUT) --coverprofile=cover.controllers.out)
+	$(call run_suite,$(KUBE_BIN),controllers,--timeout=$(ENVTEST_TIMEOUT) --coverprofile=cover.controllers.out --coverpkg=github.com/example/memcached-operator/controllers/...)
 	cd hack/cluster && go test ./... -timeout 5m
 	cd bench && go test ./... -timeout 5m
 

@@ -45,7 +45,8 @@ var _ = BeforeEach(func() { specNamespaces = nil })
 
 var _ = JustAfterEach(func() {
 	if CurrentSpecReport().Failed() && len(specNamespaces) > 0 {
-		AddReportEntry(namespaceStateEntry, namespaceState(context.Background(), specNamespaces))
+		// Not printed by Ginkgo beside the failure: hack/failures prints it, cut to a few lines.
+		AddReportEntry(namespaceStateEntry, namespaceState(context.Background(), specNamespaces), ReportEntryVisibilityNever)
 	}
 })
 
@@ -82,12 +83,26 @@ func namespaceState(ctx context.Context, namespaces []string) string {
 		}
 		events := &corev1.EventList{}
 		_ = k8sClient.List(ctx, events, client.InNamespace(ns))
-		slices.SortFunc(events.Items, func(a, b corev1.Event) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+		slices.SortStableFunc(events.Items, func(a, b corev1.Event) int { return lastSeen(a).Compare(lastSeen(b)) })
 		for _, e := range events.Items[max(0, len(events.Items)-8):] {
 			add("Event %s %s: %s", e.InvolvedObject.Kind, e.Reason, e.Message)
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// lastSeen is when an Event was last recorded: a repeated one keeps its first creation time.
+func lastSeen(e corev1.Event) time.Time {
+	t := e.CreationTimestamp.Time
+	for _, at := range []time.Time{e.LastTimestamp.Time, e.EventTime.Time} {
+		if at.After(t) {
+			t = at
+		}
+	}
+	if e.Series != nil && e.Series.LastObservedTime.After(t) {
+		t = e.Series.LastObservedTime.Time
+	}
+	return t
 }
 
 // shorten cuts s to n characters.

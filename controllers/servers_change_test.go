@@ -340,7 +340,7 @@ func (w *warmMemcached) restart(mb int) {
 		time.Sleep(1100 * time.Millisecond) // memcached refuses a file saved in the second it starts
 		// A restored memcached tells its return by a start well before its container's (the
 		// operator's judgement, rollout.Restored): as a server that ran a while before it.
-		time.Sleep(time.Until(w.born.Add(6 * time.Second)))
+		time.Sleep(time.Until(w.born.Add(7 * time.Second)))
 	}
 	w.start(mb)
 }

@@ -35,6 +35,7 @@ import (
 
 func main() {
 	lines := flag.Int("lines", 6, "lines of each failure's message to print")
+	stateLines = flag.Int("state-lines", 40, "lines of what a failed spec's namespaces held to print")
 	logLines = flag.Int("log-lines", 12, "lines of the operator's log on a failed spec's namespaces to print")
 	flag.Parse()
 	for _, path := range flag.Args() {
@@ -80,7 +81,11 @@ func printFailures(path string, lines int) error {
 			// and what the spec's namespaces held (controllers/failure_state_test.go).
 			for _, e := range s.ReportEntries {
 				if e.Name == "busy workers" || e.Name == "namespace state" {
-					for _, l := range strings.Split(strings.TrimSpace(e.Value.String()), "\n") {
+					state := strings.Split(strings.TrimSpace(e.Value.String()), "\n")
+					if len(state) > *stateLines && e.Name == "namespace state" {
+						state = append(state[:*stateLines], fmt.Sprintf("(%d lines more in %s)", len(state)-*stateLines, path))
+					}
+					for _, l := range state {
 						fmt.Printf("    %s\n", l)
 					}
 				}
@@ -92,6 +97,9 @@ func printFailures(path string, lines int) error {
 	}
 	return nil
 }
+
+// stateLines is how many lines of a failed spec's namespace state are printed.
+var stateLines *int
 
 // logLines is how many of the operator's log lines on a failed spec's namespaces are printed.
 var logLines *int
