@@ -158,7 +158,7 @@ var _ = Describe("Persistence turned on and off for a running cache", func() {
 
 		By("a new pod whose memcached restored the copy")
 		w.restart(64)
-		replacePod(ctx, servers, old)
+		replacePod(ctx, servers, old, w.started)
 		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCacheWarm), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cachev1.CacheRestored),
 			HaveField("Message", And(ContainSubstring("server persist-memcached-0's pod was replaced and the new one restored 500 items from its volume"),
@@ -170,7 +170,7 @@ var _ = Describe("Persistence turned on and off for a running cache", func() {
 		By("a new pod whose memcached did not (killed: no copy)")
 		second := serverPod(Default, ctx, servers, 0)
 		w.replace(64)
-		replacePod(ctx, servers, second)
+		replacePod(ctx, servers, second, w.started)
 		Eventually(memcachedCondition(ctx, key, cachev1.ConditionCacheWarm), timeout, interval).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cachev1.WayStartedEmpty),
 			HaveField("Message", ContainSubstring("did not restore the copy of its memory file from its volume"))))
@@ -204,7 +204,7 @@ func serverEntry(ctx context.Context, key types.NamespacedName, name string) fun
 
 // replacePod plays the StatefulSet controller, which makes a server's pod again once the old one
 // is gone: the old one's deletion finished (as its kubelet does), a new one at the same address.
-func replacePod(ctx context.Context, s *appsv1.StatefulSet, old *corev1.Pod) {
+func replacePod(ctx context.Context, s *appsv1.StatefulSet, old *corev1.Pod, started time.Time) {
 	GinkgoHelper()
 	Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, old, client.GracePeriodSeconds(0)))).To(Succeed())
 	Eventually(func() bool {
@@ -212,7 +212,7 @@ func replacePod(ctx context.Context, s *appsv1.StatefulSet, old *corev1.Pod) {
 	}, timeout, interval).Should(BeTrue())
 	n, err := strconv.Atoi(strings.TrimPrefix(old.Name, s.Name+"-"))
 	Expect(err).NotTo(HaveOccurred())
-	addServerPod(ctx, s, n, old.Status.PodIP, old.Labels[appsv1.StatefulSetRevisionLabel])
+	addServerPodStarted(ctx, s, n, old.Status.PodIP, old.Labels[appsv1.StatefulSetRevisionLabel], started)
 }
 
 // collectOrphaning plays the garbage collector (envtest runs none) for the StatefulSet of UID uid,

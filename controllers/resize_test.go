@@ -332,6 +332,12 @@ func playServers(ctx context.Context, key types.NamespacedName, hosts []string, 
 // running and ready at the IP host.
 func addServerPod(ctx context.Context, s *appsv1.StatefulSet, i int, host, revision string) {
 	GinkgoHelper()
+	addServerPodStarted(ctx, s, i, host, revision, time.Now())
+}
+
+// addServerPodStarted is addServerPod with containers the kubelet says started at started.
+func addServerPodStarted(ctx context.Context, s *appsv1.StatefulSet, i int, host, revision string, started time.Time) {
+	GinkgoHelper()
 	live := &appsv1.StatefulSet{}
 	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(s), live)).To(Succeed())
 	name := fmt.Sprintf("%s-%d", s.Name, i)
@@ -352,7 +358,7 @@ func addServerPod(ctx context.Context, s *appsv1.StatefulSet, i int, host, revis
 		ObservedGeneration: pod.Generation, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 	for _, c := range pod.Spec.Containers {
 		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: true,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}, Resources: c.Resources.DeepCopy()})
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}}, Resources: c.Resources.DeepCopy()})
 	}
 	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
 }
