@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -134,6 +135,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 		if err != nil {
+			// A conflict is looked at again without an error: say it, so that a cache whose
+			// writes keep losing the race shows in the log.
+			log.FromContext(ctx).V(1).Info("status write not made", "onResourceVersion", on, "error", err.Error())
 			return memcachedstatus.AfterWriteError(err)
 		}
 	}
