@@ -379,6 +379,25 @@ func (d *storeDriver) cached(labels map[string]string) ([]corev1.Secret, error) 
 	return list.Items, nil
 }
 
+// unseenRecord returns an error naming a record of release name that the API server holds,
+// sealed for this driver's CR, which the operator's cached reads did not show: the cache lags
+// behind a write this process's store did not make (a record of an earlier version, sealed at
+// start-up a moment before the first reconcile). Records that are not this CR's sealed ones
+// (someone else's, forged) are not its release: they hold nothing.
+func (d *storeDriver) unseenRecord(ctx context.Context, name string) error {
+	sel := labels.SelectorFromSet(labels.Set{library.RecordOwnerLabel: library.RecordOwner, library.RecordNameLabel: name, oplabels.Record: oplabels.Operator})
+	list, err := d.anyones.List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return fmt.Errorf("release %s: check that no record of it exists that the operator's reads did not show: %w", name, err)
+	}
+	for i := range list.Items {
+		if d.store.records.admit(&list.Items[i], d.owner) == nil {
+			return fmt.Errorf("release %s: its record %s exists, but the operator's reads do not show it yet; the uninstall is tried again", name, list.Items[i].Name)
+		}
+	}
+	return nil
+}
+
 // caughtUp reports whether the cached records of a release show every write this operator made
 // to them, and forgets the writes the cache shows.
 func (s *ReleaseStore) caughtUp(namespace, name string, cached []corev1.Secret) bool {

@@ -204,7 +204,8 @@ func (c *actionClient) explainConflict(name string, err error) error {
 
 // Uninstall uninstalls a release and forgets when it was rendered. A release name Helm cannot
 // use (a CR made before admission checked names) never had a release: the uninstall is done, so
-// the CR's deletion is not held up by its finalizer.
+// the CR's deletion is not held up by its finalizer. A release the cache does not show is
+// looked for on the API server before the uninstall says there is none.
 func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption) (*release.UninstallReleaseResponse, error) {
 	if err := chartutil.ValidateReleaseName(name); err != nil {
 		return nil, fmt.Errorf("%v: no release was ever made under this name: %w", err, driver.ErrReleaseNotFound)
@@ -223,7 +224,15 @@ func (c *actionClient) Uninstall(name string, opts ...helmclient.UninstallOption
 	// Also when there was no release: the CR is going, and a memo kept is only parsed again.
 	forgetManifest(types.NamespacedName{Namespace: c.owner.GetNamespace(), Name: name})
 	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return resp, err // nothing was uninstalled (the library calls this for a CR without a release too)
+		// Nothing was uninstalled (the library calls this for a CR without a release too), and
+		// the library removes the finalizer next: only when the API server holds no record of
+		// the release either, which the cache may not show yet.
+		if d, ok := c.conf.Releases.Driver.(*storeDriver); ok {
+			if uerr := d.unseenRecord(c.ctx, name); uerr != nil {
+				return resp, uerr
+			}
+		}
+		return resp, err
 	}
 	countOperation("uninstall", err)
 	return resp, c.reportRefused(err, "UninstallRelease")
