@@ -469,6 +469,8 @@ var _ = Describe("Release records of earlier versions", func() {
 		}
 		Expect(get(ours).Labels).To(HaveKeyWithValue(oplabels.Record, oplabels.Operator))
 		Expect(get(ours).Annotations).To(HaveKey(oplabels.RecordSeal))
+		Expect(done.Written).To(Equal(map[types.NamespacedName]string{client.ObjectKeyFromObject(ours): get(ours).ResourceVersion}),
+			"the version it wrote, which the release store reads live until the cache shows it")
 		for _, s := range []*corev1.Secret{reaching, foreignKind, theirs} {
 			Expect(get(s).ResourceVersion).To(Equal(s.ResourceVersion), "%s is left as it is", s.Name)
 		}

@@ -140,10 +140,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 	if err != nil {
 		return fmt.Errorf("fence the releases of chart %s: %w", w.Chart.Name(), err)
 	}
+	// Release records are read from the manager's cache (see actionclient.ReleaseStore), which
+	// may show the records sealed here a moment after the first reconcile: their releases are
+	// read from the API server until it does.
+	store := actionclient.NewReleaseStore(mgr.GetClient(), records, seal)
 	sealed, err := actionclient.SealRecords(ctx, opts.Live, seal, fence, metav1.GroupVersionKind(w.GroupVersionKind), opts.Namespaces, seal.Since())
 	if err != nil {
 		return fmt.Errorf("seal the release records: %w", err)
 	}
+	store.Wrote(sealed.Written)
 	log := ctrl.Log.WithName("setup")
 	if sealed.Sealed > 0 {
 		log.Info("sealed the release records written by an earlier version of the operator, after checking their manifests", "records", sealed.Sealed)
@@ -160,7 +165,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 	// Keys rotate while the operator runs: a key added seals from then on (actionclient.RingWatch).
 	if err := mgr.Add(&actionclient.RingWatch{Seal: seal, Namespace: opts.SealNamespace, Name: actionclient.SealRingName, Secrets: clientset, Client: opts.Live,
 		Reseal: func(ctx context.Context) (actionclient.SealedRecords, error) {
-			return actionclient.SealRecords(ctx, opts.Live, seal, fence, metav1.GroupVersionKind(w.GroupVersionKind), opts.Namespaces, time.Time{})
+			done, err := actionclient.SealRecords(ctx, opts.Live, seal, fence, metav1.GroupVersionKind(w.GroupVersionKind), opts.Namespaces, time.Time{})
+			store.Wrote(done.Written)
+			return done, err
 		}}); err != nil {
 		return fmt.Errorf("release records' sealing keys: %w", err)
 	}
@@ -174,7 +181,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, w watches.Watch, opts Options)
 		workers = *w.MaxConcurrentReconciles
 	}
 
-	store := actionclient.NewReleaseStore(mgr.GetClient(), records, seal)
 	// A deleted record's decoded form goes with it.
 	secrets, err := mgr.GetCache().GetInformer(ctx, &corev1.Secret{})
 	if err != nil {

@@ -423,6 +423,15 @@ func (s *ReleaseStore) caughtUp(namespace, name string, cached []corev1.Secret) 
 	return ok
 }
 
+// Wrote says that records were written outside the store (SealRecords' seals, by record, at
+// the resourceVersion written): the store's reads of their releases go to the API server until
+// the cache shows them, as after its own writes.
+func (s *ReleaseStore) Wrote(written map[types.NamespacedName]string) {
+	for key, rv := range written {
+		s.wrote(key.Namespace, key.Name, rv)
+	}
+}
+
 func (s *ReleaseStore) wrote(namespace, name, resourceVersion string) {
 	s.mu.Lock()
 	s.written[types.NamespacedName{Namespace: namespace, Name: name}] = resourceVersion

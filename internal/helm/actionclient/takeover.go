@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -54,6 +55,9 @@ type SealedRecords struct {
 	Resealed, Older int
 	// Refused says, per record (namespace/name), why it was left unsealed.
 	Refused map[string]string
+	// Written holds the resourceVersion of each record it wrote: the release store's reads of
+	// those releases go to the API server until the cache shows them (ReleaseStore.Wrote).
+	Written map[types.NamespacedName]string
 }
 
 // SealRecords runs at start-up, before the first reconcile, over the release records that the CRs
@@ -66,7 +70,7 @@ type SealedRecords struct {
 // It reads uncached, a page at a time, the records' metadata (the namespaces may hold many Helm
 // releases of others, of hundreds of kB each), and reads whole only the records it seals.
 func SealRecords(ctx context.Context, c client.Client, seal *Seal, fence *Fence, gvk metav1.GroupVersionKind, namespaces []string, before time.Time) (SealedRecords, error) {
-	done := SealedRecords{Refused: map[string]string{}}
+	done := SealedRecords{Refused: map[string]string{}, Written: map[types.NamespacedName]string{}}
 	sel := labels.SelectorFromSet(labels.Set{library.RecordOwnerLabel: library.RecordOwner})
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
@@ -89,20 +93,22 @@ func SealRecords(ctx context.Context, c client.Client, seal *Seal, fence *Fence,
 				key := client.ObjectKeyFromObject(m)
 				switch id, known := seal.keyOf(m); {
 				case known && id != seal.Current():
-					switch resealed, err := resealRecord(ctx, c, seal, key); {
+					switch written, err := resealRecord(ctx, c, seal, key); {
 					case err != nil:
 						log.FromContext(ctx).Error(err, "a release record is left sealed with an older key", "record", key)
 						done.Older++
-					case resealed:
+					case written != "":
 						done.Resealed++
+						done.Written[key] = written
 					}
 				case !known && m.CreationTimestamp.Time.Before(before):
-					sealed, why, err := sealEarlierRecord(ctx, c, seal, fence, gvk, key)
+					written, why, err := sealEarlierRecord(ctx, c, seal, fence, gvk, key)
 					if err != nil {
 						why = err.Error()
 					}
-					if sealed {
+					if written != "" {
 						done.Sealed++
+						done.Written[key] = written
 					} else if why != "" {
 						done.Refused[m.Namespace+"/"+m.Name] = why
 					}
@@ -117,41 +123,43 @@ func SealRecords(ctx context.Context, c client.Client, seal *Seal, fence *Fence,
 	return done, nil
 }
 
-// resealRecord seals a record again with the newest key, if its seal holds: one whose seal does
-// not hold is refused whatever key it names, and needs none. It fails when the record could not
-// be sealed again, and its older key is still needed.
-func resealRecord(ctx context.Context, c client.Client, seal *Seal, key client.ObjectKey) (bool, error) {
+// resealRecord seals a record again with the newest key, if its seal holds, and returns the
+// resourceVersion written ("": none): one whose seal does not hold is refused whatever key it
+// names, and needs none. It fails when the record could not be sealed again, and its older key is
+// still needed.
+func resealRecord(ctx context.Context, c client.Client, seal *Seal, key client.ObjectKey) (string, error) {
 	sec := &corev1.Secret{}
 	if err := c.Get(ctx, key, sec); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return "", nil
 		}
-		return false, fmt.Errorf("read release record %s: %w", key, err)
+		return "", fmt.Errorf("read release record %s: %w", key, err)
 	}
 	uid, _, err := seal.verify(sec)
 	if err != nil {
-		return false, nil // refused when read
+		return "", nil // refused when read
 	}
 	seal.sign(sec, uid)
 	if err := c.Update(ctx, sec); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return "", nil
 		}
-		return false, fmt.Errorf("seal release record %s with the newest key: %w", key, err)
+		return "", fmt.Errorf("seal release record %s with the newest key: %w", key, err)
 	}
-	return true, nil
+	return sec.ResourceVersion, nil
 }
 
 // sealEarlierRecord judges one record of an earlier version by its manifest, and seals it when
-// nothing in it reaches beyond the release; else it says why not.
-func sealEarlierRecord(ctx context.Context, c client.Client, seal *Seal, fence *Fence, gvk metav1.GroupVersionKind, key client.ObjectKey) (bool, string, error) {
+// nothing in it reaches beyond the release, returning the resourceVersion written; else it says
+// why not.
+func sealEarlierRecord(ctx context.Context, c client.Client, seal *Seal, fence *Fence, gvk metav1.GroupVersionKind, key client.ObjectKey) (string, string, error) {
 	sec := &corev1.Secret{}
 	if err := c.Get(ctx, key, sec); err != nil {
-		return false, "", client.IgnoreNotFound(err)
+		return "", "", client.IgnoreNotFound(err)
 	}
 	ref := metav1.GetControllerOf(sec)
 	if ref == nil {
-		return false, "", nil
+		return "", "", nil
 	}
 	cr := &unstructured.Unstructured{}
 	cr.SetGroupVersionKind(schema.GroupVersionKind(gvk))
@@ -174,19 +182,19 @@ func sealEarlierRecord(ctx context.Context, c client.Client, seal *Seal, fence *
 	}
 	if why != "" {
 		seal.noteRefused(sec.UID, why)
-		return false, why, nil
+		return "", why, nil
 	}
 	markOurs(sec)
 	seal.sign(sec, ref.UID)
 	if err := c.Update(ctx, sec); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, "", nil
+			return "", "", nil
 		}
 		why := fmt.Sprintf("it could not be sealed: %v", err) // changed meanwhile, say: not sealed, so refused
 		seal.noteRefused(sec.UID, why)
-		return false, why, nil
+		return "", why, nil
 	}
-	return true, "", nil
+	return sec.ResourceVersion, "", nil
 }
 
 // keyOf is the key a record's seal names, and whether the ring holds it (whether the seal holds

@@ -51,9 +51,9 @@ func (notFoundUninstall) Uninstall(string, ...helmclient.UninstallOption) (*rele
 // When the uninstall finds no release, the library removes the CR's finalizer, and nothing
 // uninstalls the release after that. So "not found" must hold on the API server, not only in the
 // cache: a record of the release that the cache does not show yet (one of an earlier version,
-// sealed at start-up a moment before the first reconcile) holds the uninstall until it does. A
-// record that is not this CR's own (sealed for another CR of that name, or forged) is not its
-// release and holds nothing: a tenant cannot keep the CR from going with one.
+// sealed at start-up a moment before the first reconcile) holds the uninstall until it does. On
+// the API server, a record that is not this CR's own (sealed for another CR of that name, or
+// forged) is not its release: the live look does not hold the uninstall for it.
 func TestUninstallFindsWhatTheCacheDoesNotShowYet(t *testing.T) {
 	ours := sealedRecord(t, unitSeal, unitOwner)
 	ours.Name, ours.Namespace, ours.Labels["name"] = "sh.helm.release.v1.m.v1", "ns", "m"
