@@ -70,9 +70,10 @@ type ReleaseStore struct {
 	seal    *Seal
 
 	mu sync.Mutex
-	// written holds, per record Secret, the resourceVersion this operator last wrote ("" for
-	// deleted) until the cache shows it.
-	written map[types.NamespacedName]string
+	// written holds, per release (namespace and name), each record Secret's resourceVersion this
+	// operator last wrote ("" for deleted) until the cache shows it: by release, since a read
+	// looks at its release's only, and SealRecords may hand over one for every release at once.
+	written map[types.NamespacedName]map[string]string
 	secrets kubernetes.Interface
 }
 
@@ -85,7 +86,7 @@ func NewReleaseStore(cache client.Reader, records *Records, seal *Seal) *Release
 		records = NewRecords()
 	}
 	records.UseSeal(seal)
-	return &ReleaseStore{cache: cache, records: records, seal: seal, written: map[types.NamespacedName]string{}}
+	return &ReleaseStore{cache: cache, records: records, seal: seal, written: map[types.NamespacedName]map[string]string{}}
 }
 
 // DriverFor is a helmclient.ObjectToStorageDriverMapper: the storage of one CR's release, whose
@@ -401,26 +402,27 @@ func (d *storeDriver) unseenRecord(ctx context.Context, name string) error {
 // caughtUp reports whether the cached records of a release show every write this operator made
 // to them, and forgets the writes the cache shows.
 func (s *ReleaseStore) caughtUp(namespace, name string, cached []corev1.Secret) bool {
-	prefix := recordPrefix + name + ".v"
-	have := map[string]string{}
+	release := types.NamespacedName{Namespace: namespace, Name: name}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	writes := s.written[release]
+	if len(writes) == 0 {
+		return true
+	}
+	have := make(map[string]string, len(cached))
 	for _, sec := range cached {
 		have[sec.Name] = sec.ResourceVersion
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ok := true
-	for key, rv := range s.written {
-		if key.Namespace != namespace || !strings.HasPrefix(key.Name, prefix) {
-			continue
+	for record, rv := range writes {
+		if got, present := have[record]; (rv == "" && !present) || (rv != "" && got == rv) {
+			delete(writes, record)
 		}
-		got, present := have[key.Name]
-		if (rv == "" && !present) || (rv != "" && got == rv) {
-			delete(s.written, key)
-			continue
-		}
-		ok = false
 	}
-	return ok
+	if len(writes) > 0 {
+		return false
+	}
+	delete(s.written, release)
+	return true
 }
 
 // Wrote says that records were written outside the store (SealRecords' seals, by record, at
@@ -432,10 +434,15 @@ func (s *ReleaseStore) Wrote(written map[types.NamespacedName]string) {
 	}
 }
 
+// wrote notes the resourceVersion written of record Secret name ("" deleted) in namespace.
 func (s *ReleaseStore) wrote(namespace, name, resourceVersion string) {
+	release := types.NamespacedName{Namespace: namespace, Name: releaseOf(name)}
 	s.mu.Lock()
-	s.written[types.NamespacedName{Namespace: namespace, Name: name}] = resourceVersion
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if s.written[release] == nil {
+		s.written[release] = map[string]string{}
+	}
+	s.written[release][name] = resourceVersion
 }
 
 // maxCharts bounds the shared charts (one per chart version the releases were made with).

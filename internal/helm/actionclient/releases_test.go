@@ -66,6 +66,9 @@ func TestCaughtUp(t *testing.T) {
 			[]corev1.Secret{cachedRecord("sh.helm.release.v1.foo.v1", "3")}, false},
 		{"cache shows the deletion", map[string]string{"sh.helm.release.v1.foo.v1": ""}, nil, true},
 		{"a write to another release", map[string]string{"sh.helm.release.v1.foobar.v1": "9"}, nil, true},
+		{"a write to a release whose name starts with this one's and .v", map[string]string{"sh.helm.release.v1.foo.vbar.v1": "9"}, nil, true},
+		{"one write shown, one not", map[string]string{"sh.helm.release.v1.foo.v1": "7", "sh.helm.release.v1.foo.v2": "8"},
+			[]corev1.Secret{cachedRecord("sh.helm.release.v1.foo.v1", "7")}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewReleaseStore(nil, nil, nil)
@@ -75,8 +78,17 @@ func TestCaughtUp(t *testing.T) {
 			if got := s.caughtUp("ns", "foo", tc.cached); got != tc.want {
 				t.Errorf("caughtUp = %v, want %v", got, tc.want)
 			}
-			if tc.want && tc.name != "a write to another release" && len(s.written) != 0 {
-				t.Errorf("writes the cache shows are forgotten, left %v", s.written)
+			left := s.written[types.NamespacedName{Namespace: "ns", Name: "foo"}]
+			if tc.want && len(left) != 0 {
+				t.Errorf("writes the cache shows are forgotten, left %v", left)
+			}
+			if !tc.want && len(left) == 0 {
+				t.Errorf("writes the cache does not show yet are kept, left none")
+			}
+			for record := range tc.written {
+				if release := releaseOf(record); release != "foo" && len(s.written[types.NamespacedName{Namespace: "ns", Name: release}]) == 0 {
+					t.Errorf("a read of release foo forgot the write of %s", record)
+				}
 			}
 		})
 	}
