@@ -19,6 +19,7 @@ package controllers_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -26,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -44,7 +46,17 @@ var _ = Describe("On a cluster that cannot resize pods in place", Ordered, func(
 		if servesResize(cfg) {
 			env.ControlPlane.GetAPIServer().Configure().Set("emulated-version", "1.32")
 		}
-		c, err := env.Start()
+		// envtest waits 5 s, not configurable, for a new API server's default namespace: on a
+		// loaded machine (the floor run beside the e2e suite) that can pass; start again.
+		var c *rest.Config
+		err := retry.OnError(retry.DefaultBackoff, func(err error) bool {
+			return strings.Contains(err.Error(), "default namespace didn't register")
+		}, func() (err error) {
+			if c, err = env.Start(); err != nil {
+				_ = env.Stop()
+			}
+			return err
+		})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(env.Stop)
 		kc, err := client.New(c, client.Options{Scheme: scheme, FieldValidation: "Strict"})
