@@ -525,8 +525,13 @@ E2E_PROBE_IMG ?= localhost:5000/memcache-probe:dev
 E2E_CLIENT_IMG ?= localhost:5000/memcache-client:dev
 
 .PHONY: demo
-demo: host-packages cluster-tool ## Run the product: deploy it and both samples on the current context, else on the local cluster (root).
-	@$(CLUSTER_TOOL) demo $(CLUSTER_FLAGS) --repo=$(CURDIR) --img=$(if $(filter command line environment,$(origin IMG)),$(IMG)) --local-img=$(E2E_IMG)
+# Its first phase is here: the Debian packages make and Go need, and the tool, which runs the rest,
+# installs the cluster's packages beside the compiles, and counts its times from this one's start.
+demo: ## Run the product: deploy it and both samples on the current context, else on the local cluster (root).
+	@since=$$(date +%s) && echo "==> $(DEMO_FIRST_PHASE)" && hack/host-packages.sh test && \
+	  $(MAKE) --no-print-directory -s cluster-tool && \
+	  $(CLUSTER_TOOL) demo $(CLUSTER_FLAGS) --since=$$since --repo=$(CURDIR) --img=$(if $(filter command line environment,$(origin IMG)),$(IMG)) --local-img=$(E2E_IMG)
+DEMO_FIRST_PHASE = [1] Debian packages make needs, and the demo's cluster tool
 
 # With nothing up these say so in one line, without building anything.
 .PHONY: demo-down
@@ -654,12 +659,15 @@ $(PROBE_ARM64): $(wildcard hack/cluster/grpc-health-probe/*.go) hack/cluster/go.
 # Binaries of one module that share most packages are built by one go build (a grouped target):
 # it compiles each package once and links them side by side on the cores.
 # (Defined before the rules that name it: a rule's prerequisites expand where it is read.)
-CLUSTER_KUBE_BINARIES = kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
+CLUSTER_KUBE_BINARIES = kube-controller-manager kube-scheduler kubelet kube-proxy
 .PHONY: cluster-binaries
-cluster-binaries: envtest $(addprefix $(KUBE_BIN)/,$(CLUSTER_KUBE_BINARIES)) ## Build the Kubernetes binaries of the local cluster.
+cluster-binaries: envtest $(KUBE_BIN)/kubectl $(addprefix $(KUBE_BIN)/,$(CLUSTER_KUBE_BINARIES)) ## Build the Kubernetes binaries of the local cluster.
 
 $(addprefix $(KUBE_BIN)/,$(CLUSTER_KUBE_BINARIES)) &: hack/kube/go.mod
 	cd hack/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $(KUBE_BIN)/ $(addprefix k8s.io/kubernetes/cmd/,$(CLUSTER_KUBE_BINARIES))
+# Apart from the others: make demo on a reachable context needs only it.
+$(KUBE_BIN)/kubectl: hack/kube/go.mod
+	cd hack/kube && go build -ldflags "$(KUBE_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kubectl
 
 ##@ Operator Framework tools (built from hack/operator-sdk/go.mod and hack/olm/go.mod into bin/)
 

@@ -17,10 +17,12 @@ limitations under the License.
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -32,39 +34,125 @@ type demo struct {
 	c        *Cluster
 	self     string
 	repo     string
-	img      string // operator image the current context can pull
-	localImg string // operator image built and pushed when the demo runs on the local cluster
+	img      string    // operator image the current context can pull
+	localImg string    // operator image built and pushed when the demo runs on the local cluster
+	since    time.Time // when make demo began: its first phase ran before this tool
 	env      []string
 }
 
 const demoNamespace = "default" // the tutorial applies the samples there
 
+// The demo's phases, in order. The titles are the keys of the measured log (demoTimesLog): a
+// renamed or added phase needs a new measured run.
+const (
+	phaseTool     = "Debian packages make needs, and the demo's cluster tool"
+	phaseKubectl  = "kubectl"
+	phaseBinaries = "Kubernetes binaries of the local cluster"
+	phaseCluster  = "local cluster: etcd, control plane, containerd, kubelet, kube-proxy, CoreDNS, registry"
+	phaseImages   = "images: the operator, memcached and a memcached client, pushed to the local registry"
+	phaseOperator = "operator: make deploy"
+	phaseSamples  = "samples: 3 memcached servers (Memcached) and 2 backup pods (MemcachedBackup), 1000 keys stored and read back"
+)
+
+// localPhases are the phases of a demo on the local cluster; on a reachable context it skips the
+// cluster's three.
+var localPhases = []string{phaseTool, phaseKubectl, phaseBinaries, phaseCluster, phaseImages, phaseOperator, phaseSamples}
+
+// demoTimesLog is the committed log of a measured first and second run of the demo; each phase's
+// title shows what it took in the first run, so a person knows what to expect.
+const demoTimesLog = "bench/results/demo.md"
+
 // phases prints the steps of a long command with the time each took, so a person can follow it.
+// The first phase (the make prerequisites that build this tool) ran before it: its start comes
+// from the Makefile.
 type phases struct {
 	start, phase time.Time
 	n, total     int
+	title        string
+	took         []phaseTime
+	firstRun     map[string]time.Duration // demoTimesLog's first run, by title
+}
+
+type phaseTime struct {
+	title string
+	took  time.Duration
 }
 
 func (p *phases) next(title string) {
 	now := time.Now()
-	if p.start.IsZero() {
-		p.start = now
-	} else {
+	if p.title != "" {
 		p.done()
 	}
 	p.n++
-	p.phase = now
-	fmt.Printf("\n==> [%d/%d] %s\n", p.n, p.total, title)
+	p.phase, p.title = now, title
+	expect := ""
+	if d, ok := p.firstRun[title]; ok {
+		expect = fmt.Sprintf(" (the first run here, cold Go caches: %s)", d)
+	}
+	fmt.Printf("\n==> [%d/%d] %s%s\n", p.n, p.total, title, expect)
 }
 
 func (p *phases) done() {
 	now := time.Now()
-	fmt.Printf("    done in %s (%s in all)\n", now.Sub(p.phase).Round(time.Second), now.Sub(p.start).Round(time.Second))
+	took := now.Sub(p.phase).Round(time.Second)
+	p.took = append(p.took, phaseTime{p.title, took})
+	fmt.Printf("    done in %s (%s in all)\n", took, now.Sub(p.start).Round(time.Second))
+}
+
+// table is this run's times in demoTimesLog's form.
+func (p *phases) table() string {
+	var b strings.Builder
+	b.WriteString("| phase | took |\n|---|---|\n")
+	for _, t := range p.took {
+		fmt.Fprintf(&b, "| %s | %s |\n", t.title, t.took)
+	}
+	fmt.Fprintf(&b, "| in all | %s |\n", time.Since(p.start).Round(time.Second))
+	return b.String()
+}
+
+// firstRunTimes reads the phase times of the first run in demoTimesLog: the table under its
+// "## First run" heading.
+func firstRunTimes(log string) (map[string]time.Duration, error) {
+	times := map[string]time.Duration{}
+	in := false
+	for _, line := range strings.Split(log, "\n") {
+		switch {
+		case strings.HasPrefix(line, "## "):
+			in = strings.HasPrefix(line, "## First run")
+		case in && strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| phase "):
+			cells := strings.Split(strings.Trim(line, "| "), " | ")
+			if len(cells) != 2 {
+				return nil, fmt.Errorf("%s: a row of the first run is not | phase | took |: %q", demoTimesLog, line)
+			}
+			d, err := time.ParseDuration(cells[1])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %q: %w", demoTimesLog, line, err)
+			}
+			times[cells[0]] = d
+		}
+	}
+	if _, ok := times["in all"]; !ok {
+		return nil, fmt.Errorf("%s has no first run's table with an \"in all\" row", demoTimesLog)
+	}
+	return times, nil
 }
 
 func (d *demo) run() error {
-	p := &phases{total: 6}
-	p.next("kubectl (built from Go modules the first time: about a minute)")
+	p := &phases{total: len(localPhases), start: d.since}
+	if b, err := os.ReadFile(filepath.Join(d.repo, demoTimesLog)); err == nil {
+		if p.firstRun, err = firstRunTimes(string(b)); err != nil {
+			logf("%v", err)
+		}
+	}
+	// The Makefile ran the first phase: it printed its title and built this tool.
+	p.n, p.phase, p.title = 1, d.since, phaseTool
+	p.next(phaseKubectl)
+	// Without a kubeconfig the demo runs on the local cluster: its Debian packages install
+	// beside the compiles, which leave the network and the disk idle.
+	var packages *packageInstall
+	if !d.kubeconfigSet() {
+		packages = d.installPackages()
+	}
 	if err := d.make(d.c.bin("kubectl")); err != nil {
 		return err
 	}
@@ -76,15 +164,21 @@ func (d *demo) run() error {
 	if local {
 		d.img = d.localImg
 		d.env = append(d.env, "KUBECONFIG="+d.c.Kubeconfig(), "KUBECACHEDIR="+d.c.path("kubectl-cache"))
-		p.next("Kubernetes binaries of the local cluster (the first time: about 4 minutes)")
+		if packages == nil {
+			packages = d.installPackages()
+		}
+		p.next(phaseBinaries)
 		if err := d.make("cluster-binaries"); err != nil {
 			return err
 		}
-		p.next("local cluster: etcd, control plane, containerd, kubelet, kube-proxy, CoreDNS, registry")
+		p.next(phaseCluster)
+		if err := packages.wait(); err != nil {
+			return err
+		}
 		if err := d.c.up(d.self); err != nil {
 			return err
 		}
-		p.next("images: the operator, memcached and a memcached client, pushed to the local registry")
+		p.next(phaseImages)
 		if err := d.make("e2e-images", "E2E_IMG="+d.img); err != nil {
 			return err
 		}
@@ -96,14 +190,14 @@ func (d *demo) run() error {
 	} else if d.img == "" {
 		return fmt.Errorf("the current kube context is reachable, so the demo runs there: set IMG to an operator image that cluster can pull (and MEMCACHED_IMG to mirror memcached), or unset KUBECONFIG to use the local cluster")
 	} else {
-		p.total = 3
+		p.total = len(localPhases) - 3
 	}
 
-	p.next("operator: make deploy IMG=" + d.img)
+	p.next(phaseOperator)
 	if err := d.deploy(memcachedImg); err != nil {
 		return err
 	}
-	p.next("samples: 3 memcached pods (Memcached) and 2 backup pods (MemcachedBackup)")
+	p.next(phaseSamples)
 	if err := d.applySamples(); err != nil {
 		return err
 	}
@@ -116,7 +210,48 @@ func (d *demo) run() error {
 	}
 	p.done()
 	d.summary(local)
+	d.saveTimes(p)
 	return nil
+}
+
+// saveTimes prints this run's phase times and writes them beside the binaries, in the form of
+// demoTimesLog.
+func (d *demo) saveTimes(p *phases) {
+	table := p.table()
+	out := filepath.Join(d.repo, "bin", "demo-times.md")
+	fmt.Printf("\nPhase times (also in %s; %s holds a measured first and second run):\n%s", out, demoTimesLog, table)
+	head := fmt.Sprintf("Run of %s, %d cores.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU())
+	if err := os.WriteFile(out, []byte(head+table), 0o644); err != nil {
+		logf("%v", err)
+	}
+}
+
+// packageInstall is `hack/host-packages.sh cluster` running in the background; its output is
+// printed when the demo waits for it.
+type packageInstall struct {
+	done chan struct{}
+	out  bytes.Buffer
+	err  error
+}
+
+func (d *demo) installPackages() *packageInstall {
+	pi := &packageInstall{done: make(chan struct{})}
+	cmd := exec.Command(filepath.Join(d.repo, "hack", "host-packages.sh"), "cluster")
+	cmd.Stdout, cmd.Stderr = &pi.out, &pi.out
+	fmt.Println("    (the local cluster's Debian packages install beside it: hack/host-packages.sh cluster)")
+	go func() {
+		defer close(pi.done)
+		if pi.err = cmd.Run(); pi.err != nil {
+			pi.err = fmt.Errorf("hack/host-packages.sh cluster: %w", pi.err)
+		}
+	}()
+	return pi
+}
+
+func (pi *packageInstall) wait() error {
+	<-pi.done
+	fmt.Print(pi.out.String())
+	return pi.err
 }
 
 // clientImage is the sharding memcached client that `make e2e-images` pushes
@@ -228,9 +363,14 @@ func (d *demo) chooseCluster() (bool, error) {
 	return true, nil
 }
 
+// kubeconfigSet says whether a kube context may be configured.
+func (d *demo) kubeconfigSet() bool {
+	return os.Getenv("KUBECONFIG") != "" || fileExists(filepath.Join(os.Getenv("HOME"), ".kube", "config"))
+}
+
 // contextReachable says whether a kube context is configured and answers.
 func (d *demo) contextReachable() bool {
-	if os.Getenv("KUBECONFIG") == "" && !fileExists(filepath.Join(os.Getenv("HOME"), ".kube", "config")) {
+	if !d.kubeconfigSet() {
 		return false
 	}
 	_, err := exec.Command(d.c.bin("kubectl"), "version", "--request-timeout=5s").CombinedOutput()

@@ -22,7 +22,7 @@ limitations under the License.
 //	cluster up     --state-dir .cluster --bin-dir bin/k8s/v1.35.4
 //	cluster status --state-dir .cluster --bin-dir bin/k8s/v1.35.4
 //	cluster down   --state-dir .cluster --bin-dir bin/k8s/v1.35.4
-//	cluster demo   --state-dir .cluster --bin-dir bin/k8s/v1.35.4 --repo . [--img IMAGE]
+//	cluster demo   --state-dir .cluster --bin-dir bin/k8s/v1.35.4 --repo . [--img IMAGE] [--since UNIX-SECONDS]
 //	cluster demo-down ...
 //	cluster olm-install --state-dir .cluster --bin-dir ... --olm-bin-dir bin/olm --olm-deploy-dir DIR ...
 //	cluster olm-uninstall --state-dir .cluster --bin-dir ...
@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
@@ -117,6 +118,7 @@ func run(cmd string, args []string) error {
 		repo := fs.String("repo", ".", "the operator's repository (demo)")
 		img := fs.String("img", "", "operator image the current context can pull (demo on an existing cluster)")
 		localImg := fs.String("local-img", RegistryHost+"/memcached-operator:dev", "operator image built and pushed for the local cluster (demo)")
+		since := fs.Int64("since", 0, "when make demo began, in Unix seconds: the demo's times count from it (demo)")
 		_ = fs.Parse(args)
 		if *binDir == "" {
 			return fmt.Errorf("--bin-dir is required")
@@ -129,7 +131,10 @@ func run(cmd string, args []string) error {
 		if err != nil {
 			return err
 		}
-		d := &demo{c: c, self: self, repo: repoDir, img: *img, localImg: *localImg}
+		d := &demo{c: c, self: self, repo: repoDir, img: *img, localImg: *localImg, since: time.Now()}
+		if *since > 0 {
+			d.since = time.Unix(*since, 0)
+		}
 		switch cmd {
 		case "demo":
 			return d.run()
