@@ -572,17 +572,20 @@ host-packages: ## Install the Debian packages of hack/packages.txt that are miss
 cluster-status: cluster-tool ## Say what of the local cluster runs.
 	$(CLUSTER_TOOL) status $(CLUSTER_FLAGS)
 
-.PHONY: e2e-images
-e2e-images: cluster-tool ## Build the operator, memcached and exporter images and push them to the local registry.
+.PHONY: demo-images
+demo-images: cluster-tool # The images make demo runs: the operator, memcached and a sharding memcached client.
 	$(MANAGER_BUILD) -o $(IMAGES_DIR)/manager .
 	$(CLUSTER_TOOL) image operator --state-dir=$(CLUSTER_STATE) --repo=$(CURDIR) --version=$(VERSION) --manager=$(IMAGES_DIR)/manager --ref=$(E2E_IMG)
 	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) > $(CLUSTER_STATE)/memcached-image
+	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcache-client ./tests/e2e/memcache-client
+	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcache-client --ref=$(E2E_CLIENT_IMG)
+
+.PHONY: e2e-images
+e2e-images: demo-images ## Build the images of make demo and those only the end-to-end tests run, and push them to the local registry.
 	# The same memcached under a second tag: a new image that memcached restores its file in (warm restarts).
 	$(CLUSTER_TOOL) image memcached --state-dir=$(CLUSTER_STATE) --ref=$$(cat $(CLUSTER_STATE)/memcached-image)-b > /dev/null
 	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcache-probe ./tests/e2e/memcache-probe
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcache-probe --ref=$(E2E_PROBE_IMG)
-	CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcache-client ./tests/e2e/memcache-client
-	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcache-client --ref=$(E2E_CLIENT_IMG)
 	cd hack/exporter && CGO_ENABLED=0 go build -trimpath -o $(IMAGES_DIR)/memcached-exporter github.com/prometheus/memcached_exporter/cmd/memcached_exporter
 	$(CLUSTER_TOOL) image binary --state-dir=$(CLUSTER_STATE) --bin=$(IMAGES_DIR)/memcached-exporter --mirror \
 	  --ref=$$($(call image_of,docker.io/prom/memcached-exporter) config/manager/manager.yaml)

@@ -179,7 +179,7 @@ func (d *demo) run() error {
 			return err
 		}
 		p.next(phaseImages)
-		if err := d.make("e2e-images", "E2E_IMG="+d.img); err != nil {
+		if err := d.make("demo-images", "E2E_IMG="+d.img); err != nil {
 			return err
 		}
 		b, err := os.ReadFile(d.c.path("memcached-image"))
@@ -254,7 +254,7 @@ func (pi *packageInstall) wait() error {
 	return pi.err
 }
 
-// clientImage is the sharding memcached client that `make e2e-images` pushes
+// clientImage is the sharding memcached client that `make demo-images` pushes
 // (tests/e2e/memcache-client).
 var clientImage = RegistryHost + "/memcache-client:dev"
 
