@@ -144,13 +144,18 @@ func (d *demo) run() error {
 			logf("%v", err)
 		}
 	}
+	// Without a kubeconfig the demo runs on the local cluster: its Debian packages install
+	// beside the compiles, which leave the network and the disk idle. With one it likely runs
+	// there, without the cluster's three phases; kubectl tells.
+	remote := d.kubeconfigSet()
+	if remote {
+		p.total = len(localPhases) - 3
+	}
 	// The Makefile ran the first phase: it printed its title and built this tool.
 	p.n, p.phase, p.title = 1, d.since, phaseTool
 	p.next(phaseKubectl)
-	// Without a kubeconfig the demo runs on the local cluster: its Debian packages install
-	// beside the compiles, which leave the network and the disk idle.
 	var packages *packageInstall
-	if !d.kubeconfigSet() {
+	if !remote {
 		packages = d.installPackages()
 	}
 	if err := d.make(d.c.bin("kubectl")); err != nil {
@@ -162,6 +167,7 @@ func (d *demo) run() error {
 	}
 	memcachedImg := os.Getenv("MEMCACHED_IMG")
 	if local {
+		p.total = len(localPhases)
 		d.img = d.localImg
 		d.env = append(d.env, "KUBECONFIG="+d.c.Kubeconfig(), "KUBECACHEDIR="+d.c.path("kubectl-cache"))
 		if packages == nil {
@@ -189,8 +195,6 @@ func (d *demo) run() error {
 		memcachedImg = strings.TrimSpace(string(b))
 	} else if d.img == "" {
 		return fmt.Errorf("the current kube context is reachable, so the demo runs there: set IMG to an operator image that cluster can pull (and MEMCACHED_IMG to mirror memcached), or unset KUBECONFIG to use the local cluster")
-	} else {
-		p.total = len(localPhases) - 3
 	}
 
 	p.next(phaseOperator)
