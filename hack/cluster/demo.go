@@ -66,11 +66,11 @@ const demoTimesLog = "bench/results/demo.md"
 // The first phase (the make prerequisites that build this tool) ran before it: its start comes
 // from the Makefile.
 type phases struct {
-	start, phase time.Time
-	n, total     int
-	title        string
-	took         []phaseTime
-	firstRun     map[string]time.Duration // demoTimesLog's first run, by title
+	start, phase, end time.Time
+	n, total          int
+	title             string
+	took              []phaseTime
+	firstRun          map[string]time.Duration // demoTimesLog's first run, by title
 }
 
 type phaseTime struct {
@@ -85,18 +85,30 @@ func (p *phases) next(title string) {
 	}
 	p.n++
 	p.phase, p.title = now, title
-	expect := ""
-	if d, ok := p.firstRun[title]; ok {
-		expect = fmt.Sprintf(" (the first run here, cold Go caches: %s)", d)
+	fmt.Printf("\n==> [%d/%d] %s%s\n", p.n, p.total, title, p.expect())
+}
+
+// expect says what the phase took in the first run of demoTimesLog.
+func (p *phases) expect() string {
+	d, ok := p.firstRun[p.title]
+	if !ok {
+		if p.firstRun != nil {
+			logf("%s has no time for the phase %q: measure the demo again", demoTimesLog, p.title)
+		}
+		return ""
 	}
-	fmt.Printf("\n==> [%d/%d] %s%s\n", p.n, p.total, title, expect)
+	return fmt.Sprintf(" (the first run here, cold Go caches: %s)", d)
 }
 
 func (p *phases) done() {
-	now := time.Now()
-	took := now.Sub(p.phase).Round(time.Second)
+	p.end = time.Now()
+	took := p.end.Sub(p.phase).Round(time.Second)
 	p.took = append(p.took, phaseTime{p.title, took})
-	fmt.Printf("    done in %s (%s in all)\n", took, now.Sub(p.start).Round(time.Second))
+	expect := ""
+	if p.n == 1 { // the Makefile printed its title
+		expect = p.expect()
+	}
+	fmt.Printf("    done in %s (%s in all)%s\n", took, p.end.Sub(p.start).Round(time.Second), expect)
 }
 
 // table is this run's times in demoTimesLog's form.
@@ -106,7 +118,7 @@ func (p *phases) table() string {
 	for _, t := range p.took {
 		fmt.Fprintf(&b, "| %s | %s |\n", t.title, t.took)
 	}
-	fmt.Fprintf(&b, "| in all | %s |\n", time.Since(p.start).Round(time.Second))
+	fmt.Fprintf(&b, "| in all | %s |\n", p.end.Sub(p.start).Round(time.Second))
 	return b.String()
 }
 
@@ -144,12 +156,15 @@ func (d *demo) run() error {
 			logf("%v", err)
 		}
 	}
-	// Without a kubeconfig the demo runs on the local cluster: its Debian packages install
-	// beside the compiles, which leave the network and the disk idle. With one it likely runs
-	// there, without the cluster's three phases; kubectl tells.
-	remote := d.kubeconfigSet()
+	// Without a kubeconfig, or with the local cluster's, the demo runs on the local cluster: its
+	// Debian packages install beside the compiles, which leave the network and the disk idle.
+	// With another it likely runs there, without the cluster's three phases; kubectl tells.
+	_, localUp := d.c.pid("kube-apiserver")
+	remote := d.kubeconfigSet() && os.Getenv("KUBECONFIG") != d.c.Kubeconfig() && !localUp
 	if remote {
 		p.total = len(localPhases) - 3
+	} else if !localUp && os.Geteuid() != 0 {
+		return errLocalNeedsRoot
 	}
 	// The Makefile ran the first phase: it printed its title and built this tool.
 	p.n, p.phase, p.title = 1, d.since, phaseTool
@@ -157,8 +172,13 @@ func (d *demo) run() error {
 	var packages *packageInstall
 	if !remote {
 		packages = d.installPackages()
+		// On every return: apt is not left running alone, and what it said is shown.
+		defer func() { _ = packages.wait() }()
 	}
 	if err := d.make(d.c.bin("kubectl")); err != nil {
+		return err
+	}
+	if err := packages.failed(); err != nil {
 		return err
 	}
 	local, err := d.chooseCluster()
@@ -172,6 +192,7 @@ func (d *demo) run() error {
 		d.env = append(d.env, "KUBECONFIG="+d.c.Kubeconfig(), "KUBECACHEDIR="+d.c.path("kubectl-cache"))
 		if packages == nil {
 			packages = d.installPackages()
+			defer func() { _ = packages.wait() }()
 		}
 		p.next(phaseBinaries)
 		if err := d.make("cluster-binaries"); err != nil {
@@ -231,11 +252,12 @@ func (d *demo) saveTimes(p *phases) {
 }
 
 // packageInstall is `hack/host-packages.sh cluster` running in the background; its output is
-// printed when the demo waits for it.
+// printed when the demo first waits for it.
 type packageInstall struct {
-	done chan struct{}
-	out  bytes.Buffer
-	err  error
+	done    chan struct{}
+	out     bytes.Buffer
+	err     error
+	printed bool
 }
 
 func (d *demo) installPackages() *packageInstall {
@@ -254,8 +276,25 @@ func (d *demo) installPackages() *packageInstall {
 
 func (pi *packageInstall) wait() error {
 	<-pi.done
-	fmt.Print(pi.out.String())
+	if !pi.printed {
+		pi.printed = true
+		fmt.Print(pi.out.String())
+	}
 	return pi.err
+}
+
+// failed returns the install's error if it has already ended with one (no apt, not root): the
+// demo stops before compiling more.
+func (pi *packageInstall) failed() error {
+	if pi == nil {
+		return nil
+	}
+	select {
+	case <-pi.done:
+		return pi.wait()
+	default:
+		return nil
+	}
 }
 
 // clientImage is the sharding memcached client that `make demo-images` pushes
@@ -351,6 +390,8 @@ func (d *demo) summary(local bool) {
 	fmt.Println("  make demo-down                                            # remove it all")
 }
 
+var errLocalNeedsRoot = fmt.Errorf("no reachable kube context, and the local cluster needs root: run `sudo make demo`, or point KUBECONFIG at a cluster and set IMG")
+
 // chooseCluster says whether the demo runs on the local cluster (true) or the current context.
 func (d *demo) chooseCluster() (bool, error) {
 	if _, ok := d.c.pid("kube-apiserver"); ok {
@@ -361,7 +402,7 @@ func (d *demo) chooseCluster() (bool, error) {
 		return false, nil
 	}
 	if os.Geteuid() != 0 {
-		return false, fmt.Errorf("no reachable kube context, and the local cluster needs root: run `sudo make demo`, or point KUBECONFIG at a cluster and set IMG")
+		return false, errLocalNeedsRoot
 	}
 	logf("no reachable kube context: the demo brings up the local cluster (as root: containerd, the kubelet, CNI and kube-proxy)")
 	return true, nil

@@ -95,7 +95,8 @@ func TestReadmeDemoFiguresAreMeasured(t *testing.T) {
 
 // The log's rows are read as they are written; a malformed one is an error, not a silent zero.
 func TestFirstRunTimes(t *testing.T) {
-	p := &phases{start: time.Now().Add(-time.Minute), took: []phaseTime{{phaseKubectl, 90 * time.Second}}}
+	start := time.Now()
+	p := &phases{start: start, end: start.Add(time.Minute), took: []phaseTime{{phaseKubectl, 90 * time.Second}}}
 	log := "# x\n\n## Second run\n\n| phase | took |\n|---|---|\n| kubectl | 5s |\n| in all | 5s |\n\n## First run: cold\n\n" + p.table() + "\n## after\n| in all | 1s |\n"
 	times, err := firstRunTimes(log)
 	if err != nil {
