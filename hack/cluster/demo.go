@@ -122,19 +122,25 @@ func (p *phases) table() string {
 	return b.String()
 }
 
-// firstRunTimes reads the phase times of the first run in demoTimesLog: the table under its
-// "## First run" heading.
-func firstRunTimes(log string) (map[string]time.Duration, error) {
+// The headings of demoTimesLog's runs.
+const (
+	firstRunHeading  = "## First run"
+	secondRunHeading = "## Second run"
+)
+
+// runTimes reads the phase times of one run in demoTimesLog: the table under the heading that
+// begins with run.
+func runTimes(log, run string) (map[string]time.Duration, error) {
 	times := map[string]time.Duration{}
 	in := false
 	for _, line := range strings.Split(log, "\n") {
 		switch {
 		case strings.HasPrefix(line, "## "):
-			in = strings.HasPrefix(line, "## First run")
+			in = strings.HasPrefix(line, run)
 		case in && strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| phase "):
 			cells := strings.Split(strings.Trim(line, "| "), " | ")
 			if len(cells) != 2 {
-				return nil, fmt.Errorf("%s: a row of the first run is not | phase | took |: %q", demoTimesLog, line)
+				return nil, fmt.Errorf("%s: a row under %q is not | phase | took |: %q", demoTimesLog, run, line)
 			}
 			d, err := time.ParseDuration(cells[1])
 			if err != nil {
@@ -144,7 +150,7 @@ func firstRunTimes(log string) (map[string]time.Duration, error) {
 		}
 	}
 	if _, ok := times["in all"]; !ok {
-		return nil, fmt.Errorf("%s has no first run's table with an \"in all\" row", demoTimesLog)
+		return nil, fmt.Errorf("%s has no table with an \"in all\" row under %q", demoTimesLog, run)
 	}
 	return times, nil
 }
@@ -152,7 +158,7 @@ func firstRunTimes(log string) (map[string]time.Duration, error) {
 func (d *demo) run() error {
 	p := &phases{total: len(localPhases), start: d.since}
 	if b, err := os.ReadFile(filepath.Join(d.repo, demoTimesLog)); err == nil {
-		if p.firstRun, err = firstRunTimes(string(b)); err != nil {
+		if p.firstRun, err = runTimes(string(b), firstRunHeading); err != nil {
 			logf("%v", err)
 		}
 	}
@@ -161,10 +167,14 @@ func (d *demo) run() error {
 	// With another it likely runs there, without the cluster's three phases; kubectl tells.
 	_, localUp := d.c.pid("kube-apiserver")
 	remote := d.kubeconfigSet() && os.Getenv("KUBECONFIG") != d.c.Kubeconfig() && !localUp
-	if remote {
+	switch {
+	case remote:
 		p.total = len(localPhases) - 3
-	} else if !localUp && os.Geteuid() != 0 {
+	case localUp: // the demo runs on it
+	case os.Geteuid() != 0:
 		return errLocalNeedsRoot
+	default:
+		logf(bringsUpLocal, "no kube context but the local cluster's is set")
 	}
 	// The Makefile ran the first phase: it printed its title and built this tool.
 	p.n, p.phase, p.title = 1, d.since, phaseTool
@@ -181,9 +191,12 @@ func (d *demo) run() error {
 	if err := packages.failed(); err != nil {
 		return err
 	}
-	local, err := d.chooseCluster()
-	if err != nil {
-		return err
+	local := !remote
+	if remote {
+		var err error
+		if local, err = d.chooseCluster(); err != nil {
+			return err
+		}
 	}
 	memcachedImg := os.Getenv("MEMCACHED_IMG")
 	if local {
@@ -392,11 +405,11 @@ func (d *demo) summary(local bool) {
 
 var errLocalNeedsRoot = fmt.Errorf("no reachable kube context, and the local cluster needs root: run `sudo make demo`, or point KUBECONFIG at a cluster and set IMG")
 
-// chooseCluster says whether the demo runs on the local cluster (true) or the current context.
+const bringsUpLocal = "%s: the demo brings up the local cluster (as root: containerd, the kubelet, CNI and kube-proxy)"
+
+// chooseCluster says whether the demo runs on the local cluster (true) or the current context,
+// when a kubeconfig other than the local cluster's is set and no local cluster runs.
 func (d *demo) chooseCluster() (bool, error) {
-	if _, ok := d.c.pid("kube-apiserver"); ok {
-		return true, nil // a local cluster is up already
-	}
 	if d.contextReachable() {
 		logf("the current kube context is reachable: the demo runs there")
 		return false, nil
@@ -404,7 +417,7 @@ func (d *demo) chooseCluster() (bool, error) {
 	if os.Geteuid() != 0 {
 		return false, errLocalNeedsRoot
 	}
-	logf("no reachable kube context: the demo brings up the local cluster (as root: containerd, the kubelet, CNI and kube-proxy)")
+	logf(bringsUpLocal, "no reachable kube context")
 	return true, nil
 }
 

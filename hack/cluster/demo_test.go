@@ -40,7 +40,7 @@ func readRepoFile(t *testing.T, name string) string {
 // runs is in that run, so a renamed or added phase needs a new measurement, and the Makefile
 // prints the first phase's title.
 func TestDemoTimesLogMeasuresEveryPhase(t *testing.T) {
-	times, err := firstRunTimes(readRepoFile(t, demoTimesLog))
+	times, err := runTimes(readRepoFile(t, demoTimesLog), firstRunHeading)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,13 +64,13 @@ func TestDemoTimesLogMeasuresEveryPhase(t *testing.T) {
 // The README's figures for make demo are the measured run's, rounded.
 func TestReadmeDemoFiguresAreMeasured(t *testing.T) {
 	log := readRepoFile(t, demoTimesLog)
-	first, err := firstRunTimes(log)
+	first, err := runTimes(log, firstRunHeading)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := firstRunTimes(strings.Replace(strings.Replace(log, "## First run", "## (first)", 1), "## Second run", "## First run", 1))
+	second, err := runTimes(log, secondRunHeading)
 	if err != nil {
-		t.Fatalf("the second run: %v", err)
+		t.Fatal(err)
 	}
 	readme := readRepoFile(t, "README.md")
 	for _, want := range []struct {
@@ -94,21 +94,21 @@ func TestReadmeDemoFiguresAreMeasured(t *testing.T) {
 }
 
 // The log's rows are read as they are written; a malformed one is an error, not a silent zero.
-func TestFirstRunTimes(t *testing.T) {
+func TestRunTimes(t *testing.T) {
 	start := time.Now()
 	p := &phases{start: start, end: start.Add(time.Minute), took: []phaseTime{{phaseKubectl, 90 * time.Second}}}
 	log := "# x\n\n## Second run\n\n| phase | took |\n|---|---|\n| kubectl | 5s |\n| in all | 5s |\n\n## First run: cold\n\n" + p.table() + "\n## after\n| in all | 1s |\n"
-	times, err := firstRunTimes(log)
+	times, err := runTimes(log, firstRunHeading)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if times[phaseKubectl] != 90*time.Second || times["in all"] != time.Minute {
 		t.Errorf("read %v", times)
 	}
-	if _, err := firstRunTimes("## First run\n| kubectl | soon |\n| in all | 1s |\n"); err == nil {
+	if _, err := runTimes("## First run\n| kubectl | soon |\n| in all | 1s |\n", firstRunHeading); err == nil {
 		t.Error("a row without a duration was read")
 	}
-	if _, err := firstRunTimes("## Second run\n| in all | 1s |\n"); err == nil {
+	if _, err := runTimes("## Second run\n| in all | 1s |\n", firstRunHeading); err == nil {
 		t.Error("a log without a first run was read")
 	}
 }
